@@ -1,0 +1,106 @@
+import Foundation
+
+/// Applies `Migrations/*.sql` in order, each in its own `BEGIN IMMEDIATE` transaction, and refuses
+/// databases whose history does not match the library's.
+///
+/// Several processes may migrate one new file at the same moment: each migration re-reads the
+/// applied set inside its write transaction, so every migration runs exactly once.
+struct Migrator: Sendable {
+    let migrations: [Migration]
+
+    init(migrations: [Migration] = Migration.all) {
+        self.migrations = migrations.sorted { $0.version < $1.version }
+    }
+
+    var libraryVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Each migration with whether and when it was applied, after checking the database's
+    /// history against the library. Reads only.
+    func status(_ db: Database) throws -> [MigrationStatus] {
+        let applied = try appliedMigrations(db)
+        try validate(applied)
+        return migrations.map { migration in
+            MigrationStatus(migration: migration, appliedAt: applied[migration.version]?.appliedAt)
+        }
+    }
+
+    /// Applies every pending migration and returns those this call applied.
+    func migrate(_ db: Database, now: () -> Date) throws -> [Migration] {
+        var appliedNow: [Migration] = []
+        for migration in migrations {
+            let didApply = try db.inTransaction(.immediate) {
+                try db.execute(Self.createHistoryTable)
+                let applied = try appliedMigrations(db)
+                try validate(applied)
+                guard applied[migration.version] == nil else { return false }
+                try db.executeScript(migration.sql)
+                try db.execute(
+                    "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+                    [.int(migration.version), .text(migration.name), .text(migration.checksum),
+                     .text(Self.timestamp(now()))]
+                )
+                return true
+            }
+            if didApply { appliedNow.append(migration) }
+        }
+        return appliedNow
+    }
+
+    private struct AppliedMigration {
+        let version: Int
+        let name: String
+        let checksum: String
+        let appliedAt: Date?
+    }
+
+    private func appliedMigrations(_ db: Database) throws -> [Int: AppliedMigration] {
+        let tableExists = try db.fetchOne(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        ) != nil
+        guard tableExists else { return [:] }
+        var applied: [Int: AppliedMigration] = [:]
+        for row in try db.fetchAll("SELECT version, name, checksum, applied_at FROM schema_migrations") {
+            let version = row[0].int ?? 0
+            applied[version] = AppliedMigration(
+                version: version,
+                name: row[1].string ?? "",
+                checksum: row[2].string ?? "",
+                appliedAt: row[3].string.flatMap(Self.date(fromTimestamp:))
+            )
+        }
+        return applied
+    }
+
+    private func validate(_ applied: [Int: AppliedMigration]) throws {
+        let known = Set(migrations.map(\.version))
+        if let newest = applied.keys.max(), !applied.keys.allSatisfy(known.contains) {
+            throw StoreError.databaseIsNewer(databaseVersion: newest, libraryVersion: libraryVersion)
+        }
+        for migration in migrations {
+            if let record = applied[migration.version], record.checksum != migration.checksum {
+                throw StoreError.migrationChecksumMismatch(
+                    version: migration.version, name: migration.name,
+                    recorded: record.checksum, expected: migration.checksum
+                )
+            }
+        }
+    }
+
+    private static let createHistoryTable = """
+        CREATE TABLE IF NOT EXISTS schema_migrations (
+            version     INTEGER PRIMARY KEY NOT NULL,
+            name        TEXT NOT NULL,
+            checksum    TEXT NOT NULL,
+            applied_at  TEXT NOT NULL
+        ) STRICT
+        """
+
+    // ISO8601DateFormatter is not Sendable: one per call, and migrations are rare.
+    private static func timestamp(_ date: Date) -> String {
+        ISO8601DateFormatter().string(from: date)
+    }
+
+    private static func date(fromTimestamp text: String) -> Date? {
+        ISO8601DateFormatter().date(from: text)
+    }
+}

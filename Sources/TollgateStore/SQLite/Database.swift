@@ -1,0 +1,132 @@
+import CSQLite
+import Foundation
+
+/// One SQLite connection.
+///
+/// A `Database` is not `Sendable`: it is used by one thread at a time, and
+/// ``SerializedDatabase`` is the `Sendable` entry point that guarantees it. Statements prepared
+/// through ``cachedStatement(_:)`` are kept for the life of the connection, so a hot path prepares
+/// its SQL once.
+public final class Database {
+    /// How a connection opens its file.
+    public enum Mode: Sendable {
+        /// Reads and writes; creates the file when it is missing.
+        case readWrite
+        /// Reads only: SQLite refuses every write.
+        case readOnly
+    }
+
+    /// The path of the file, or `":memory:"`.
+    public let path: String
+    let handle: OpaquePointer
+    private var statementCache: [String: Statement] = [:]
+
+    /// Opens a connection.
+    /// - Parameters:
+    ///   - path: A file path, or `":memory:"` for a private in-memory database.
+    ///   - mode: Whether the connection may write.
+    ///   - busyTimeout: How long a statement waits for another connection's lock before it fails
+    ///     with `SQLITE_BUSY`.
+    /// - Throws: ``DatabaseError`` when SQLite cannot open the file.
+    public init(path: String, mode: Mode = .readWrite, busyTimeout: Duration = .seconds(5)) throws(DatabaseError) {
+        var handle: OpaquePointer?
+        let flags = switch mode {
+        case .readWrite: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        case .readOnly: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+        }
+        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        guard code == SQLITE_OK, let handle else {
+            let error = DatabaseError(connection: handle, resultCode: code)
+            sqlite3_close_v2(handle)
+            throw error
+        }
+        self.path = path
+        self.handle = handle
+        sqlite3_extended_result_codes(handle, 1)
+        let milliseconds = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
+        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+    }
+
+    deinit {
+        // Statements must be finalised before the connection can close.
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more SQL statements separated by semicolons, without arguments.
+    /// - Parameter sql: The statements.
+    /// - Throws: ``DatabaseError`` for the first statement that fails.
+    public func executeScript(_ sql: String) throws(DatabaseError) {
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &errorMessage)
+        guard code == SQLITE_OK else {
+            let message = errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(code))
+            sqlite3_free(errorMessage)
+            throw DatabaseError(extendedResultCode: sqlite3_extended_errcode(handle), message: message, sql: sql)
+        }
+    }
+
+    /// Runs one statement with arguments, through the statement cache.
+    /// - Parameters:
+    ///   - sql: One SQL statement with `?` placeholders.
+    ///   - arguments: One value per placeholder.
+    /// - Throws: ``DatabaseError`` when SQLite fails.
+    public func execute(_ sql: String, _ arguments: [DatabaseValue] = []) throws(DatabaseError) {
+        try cachedStatement(sql).execute(arguments)
+    }
+
+    /// Runs a query through the statement cache and returns every row.
+    /// - Parameters:
+    ///   - sql: One SQL query with `?` placeholders.
+    ///   - arguments: One value per placeholder.
+    /// - Returns: The rows.
+    /// - Throws: ``DatabaseError`` when SQLite fails.
+    public func fetchAll(_ sql: String, _ arguments: [DatabaseValue] = []) throws(DatabaseError) -> [Row] {
+        try cachedStatement(sql).fetchAll(arguments)
+    }
+
+    /// Runs a query through the statement cache and returns its first row.
+    /// - Parameters:
+    ///   - sql: One SQL query with `?` placeholders.
+    ///   - arguments: One value per placeholder.
+    /// - Returns: The first row, or nil when there is none.
+    /// - Throws: ``DatabaseError`` when SQLite fails.
+    public func fetchOne(_ sql: String, _ arguments: [DatabaseValue] = []) throws(DatabaseError) -> Row? {
+        try cachedStatement(sql).fetchOne(arguments)
+    }
+
+    /// Runs a query and returns the first column of its first row.
+    /// - Parameters:
+    ///   - sql: One SQL query with `?` placeholders.
+    ///   - arguments: One value per placeholder.
+    /// - Returns: The value, or `.null` when there is no row.
+    /// - Throws: ``DatabaseError`` when SQLite fails.
+    public func fetchValue(_ sql: String, _ arguments: [DatabaseValue] = []) throws(DatabaseError) -> DatabaseValue {
+        try fetchOne(sql, arguments)?[0] ?? .null
+    }
+
+    /// The prepared statement for `sql`, prepared on first use and reused afterwards.
+    /// - Parameter sql: One SQL statement.
+    /// - Returns: The cached statement, reset and ready to bind.
+    /// - Throws: ``DatabaseError`` when SQLite cannot prepare it.
+    public func cachedStatement(_ sql: String) throws(DatabaseError) -> Statement {
+        if let statement = statementCache[sql] {
+            return statement
+        }
+        let statement = try Statement(connection: handle, sql: sql)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    /// How many statements the cache holds; each SQL text is prepared once.
+    public var cachedStatementCount: Int { statementCache.count }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    public var changesCount: Int { Int(sqlite3_changes64(handle)) }
+
+    /// The rowid of the last successful INSERT.
+    public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Whether a transaction is open on this connection.
+    public var isInsideTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+}

@@ -1,0 +1,149 @@
+import CSQLite
+import Foundation
+
+/// A prepared SQLite statement, finalised when it is released.
+///
+/// Statements belong to the ``Database`` that prepared them and share its confinement: they are
+/// not `Sendable`. ``Database/cachedStatement(_:)`` keeps one per SQL text for reuse.
+public final class Statement {
+    /// The SQL text the statement was prepared from.
+    public let sql: String
+    let handle: OpaquePointer
+    private let connection: OpaquePointer
+
+    init(connection: OpaquePointer, sql: String) throws(DatabaseError) {
+        var handle: OpaquePointer?
+        let code = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
+        guard code == SQLITE_OK, let handle else {
+            throw DatabaseError(connection: connection, resultCode: code, sql: sql)
+        }
+        self.sql = sql
+        self.handle = handle
+        self.connection = connection
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
+    }
+
+    /// Resets the statement and binds `arguments` to its parameters, in order.
+    /// - Parameter arguments: One value per `?` placeholder.
+    /// - Throws: ``DatabaseError`` when the count does not match or SQLite refuses a value.
+    public func bind(_ arguments: [DatabaseValue]) throws(DatabaseError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        let expected = Int(sqlite3_bind_parameter_count(handle))
+        guard arguments.count == expected else {
+            throw DatabaseError(
+                extendedResultCode: SQLITE_RANGE,
+                message: "expected \(expected) arguments, got \(arguments.count)",
+                sql: sql
+            )
+        }
+        for (offset, value) in arguments.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch value {
+            case .null:
+                code = sqlite3_bind_null(handle, index)
+            case .integer(let integer):
+                code = sqlite3_bind_int64(handle, index, integer)
+            case .real(let real):
+                code = sqlite3_bind_double(handle, index, real)
+            case .text(let text):
+                code = sqlite3_bind_text(handle, index, text, -1, _tollgate_sqlite_transient())
+            case .blob(let data):
+                code = data.withUnsafeBytes { bytes in
+                    // A zero-length blob must stay a blob, not become NULL.
+                    sqlite3_bind_blob64(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                                        sqlite3_uint64(bytes.count), _tollgate_sqlite_transient())
+                }
+            }
+            guard code == SQLITE_OK else {
+                throw DatabaseError(connection: connection, resultCode: code, sql: sql)
+            }
+        }
+    }
+
+    /// Runs the statement to completion, ignoring any rows it returns.
+    /// - Parameter arguments: One value per `?` placeholder.
+    /// - Throws: ``DatabaseError`` when SQLite fails.
+    public func execute(_ arguments: [DatabaseValue] = []) throws(DatabaseError) {
+        try bind(arguments)
+        defer { sqlite3_reset(handle) }
+        while try step() {}
+    }
+
+    /// Runs the statement and returns every row.
+    /// - Parameter arguments: One value per `?` placeholder.
+    /// - Returns: The rows in the order SQLite produced them.
+    /// - Throws: ``DatabaseError`` when SQLite fails.
+    public func fetchAll(_ arguments: [DatabaseValue] = []) throws(DatabaseError) -> [Row] {
+        try bind(arguments)
+        defer { sqlite3_reset(handle) }
+        var rows: [Row] = []
+        while try step() {
+            rows.append(currentRow())
+        }
+        return rows
+    }
+
+    /// Runs the statement and returns its first row, or nil when there is none.
+    /// - Parameter arguments: One value per `?` placeholder.
+    /// - Returns: The first row.
+    /// - Throws: ``DatabaseError`` when SQLite fails.
+    public func fetchOne(_ arguments: [DatabaseValue] = []) throws(DatabaseError) -> Row? {
+        try bind(arguments)
+        defer { sqlite3_reset(handle) }
+        return try step() ? currentRow() : nil
+    }
+
+    /// Runs the statement and calls `body` with each row, without collecting them.
+    /// - Parameters:
+    ///   - arguments: One value per `?` placeholder.
+    ///   - body: Called once per row, in order.
+    /// - Throws: ``DatabaseError`` when SQLite fails, or what `body` throws.
+    public func forEachRow(_ arguments: [DatabaseValue] = [], _ body: (Row) throws -> Void) throws {
+        try bind(arguments)
+        defer { sqlite3_reset(handle) }
+        while try step() {
+            try body(currentRow())
+        }
+    }
+
+    /// Advances one row: true when a row is ready, false when the statement is done.
+    private func step() throws(DatabaseError) -> Bool {
+        switch sqlite3_step(handle) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        case let code: throw DatabaseError(connection: connection, resultCode: code, sql: sql)
+        }
+    }
+
+    private func currentRow() -> Row {
+        let count = sqlite3_column_count(handle)
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(Int(count))
+        for column in 0..<count {
+            values.append(columnValue(column))
+        }
+        return Row(values)
+    }
+
+    private func columnValue(_ column: Int32) -> DatabaseValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER:
+            return .integer(sqlite3_column_int64(handle, column))
+        case SQLITE_FLOAT:
+            return .real(sqlite3_column_double(handle, column))
+        case SQLITE_TEXT:
+            return .text(String(cString: sqlite3_column_text(handle, column)))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(handle, column))
+            guard count > 0, let bytes = sqlite3_column_blob(handle, column) else { return .blob(Data()) }
+            return .blob(Data(bytes: bytes, count: count))
+        default:
+            return .null
+        }
+    }
+}

@@ -1,0 +1,203 @@
+import CSQLite
+import Foundation
+import Logging
+
+/// The SQLite file that holds every piece of Tollgate's state.
+///
+/// Opening a store applies the migrations that are pending. The store is `Sendable`: one writer
+/// connection serialises every write in a `BEGIN IMMEDIATE` transaction, and a reader connection
+/// runs reads beside it (WAL mode). Both work on dispatch queues of their own, so waiting for
+/// another process's lock never blocks Swift concurrency's cooperative threads.
+///
+/// ```swift
+/// let store = try SQLiteStore(path: "tollgate.sqlite")
+/// let version = try await store.read { db in try db.fetchValue("PRAGMA user_version") }
+/// ```
+public final class SQLiteStore: Sendable {
+    /// Where the database lives.
+    public enum Location: Sendable, Hashable {
+        /// A file on disk, created with permissions 0600 when missing.
+        case file(String)
+        /// A private in-memory database, gone when the store is released: for tests.
+        case inMemory
+    }
+
+    /// How a store opens its connections.
+    public struct Configuration: Sendable {
+        /// How long a statement waits for another process's lock before failing with
+        /// `SQLITE_BUSY`. Five seconds by default.
+        public var busyTimeout: Duration
+        /// The migrations to apply. The library's own by default; tests may pass others.
+        public var migrations: [Migration]
+
+        /// Creates a configuration.
+        /// - Parameters:
+        ///   - busyTimeout: How long to wait for another process's lock.
+        ///   - migrations: The migrations to apply.
+        public init(busyTimeout: Duration = .seconds(5), migrations: [Migration] = Migration.all) {
+            self.busyTimeout = busyTimeout
+            self.migrations = migrations
+        }
+    }
+
+    /// Where the database lives.
+    public let location: Location
+    /// The migrations that opening this store applied (empty when the file was up to date).
+    public let migrationsAppliedAtOpen: [Migration]
+
+    private let writer: SerializedDatabase
+    private let reader: SerializedDatabase
+    private let logger: Logger
+
+    /// Opens, or creates, the database at `path` and applies its pending migrations.
+    /// - Parameters:
+    ///   - path: The database file.
+    ///   - configuration: Connection settings.
+    ///   - logger: Where the store logs; the task's current logger by default.
+    /// - Throws: ``StoreError`` when the file is refused (it is then left unchanged), or
+    ///   ``DatabaseError`` when SQLite fails.
+    public convenience init(
+        path: String, configuration: Configuration = Configuration(), logger: Logger = Logger.current
+    ) throws {
+        try self.init(location: .file(path), configuration: configuration, logger: logger)
+    }
+
+    /// Opens, or creates, a database and applies its pending migrations.
+    /// - Parameters:
+    ///   - location: A file, or an in-memory database.
+    ///   - configuration: Connection settings.
+    ///   - logger: Where the store logs; the task's current logger by default.
+    /// - Throws: ``StoreError`` when the file is refused (it is then left unchanged), or
+    ///   ``DatabaseError`` when SQLite fails.
+    public init(
+        location: Location, configuration: Configuration = Configuration(), logger: Logger = Logger.current
+    ) throws {
+        self.location = location
+        self.logger = logger
+        let migrator = Migrator(migrations: configuration.migrations)
+        switch location {
+        case .inMemory:
+            let database = try Database(path: ":memory:", busyTimeout: configuration.busyTimeout)
+            try Self.configureWriter(database)
+            migrationsAppliedAtOpen = try migrator.migrate(database, now: Date.init)
+            writer = SerializedDatabase(database: database, label: "tollgate.store.memory")
+            reader = writer
+        case .file(let path):
+            try DatabaseFile.createIfMissing(path: path)
+            try DatabaseFile.requireSQLiteHeader(path: path)
+            let database = try Self.refusingNonDatabase(path: path) {
+                let database = try Database(path: path, busyTimeout: configuration.busyTimeout)
+                // Check the history before the first write, so a refused file stays untouched.
+                _ = try migrator.status(database)
+                return database
+            }
+            try Self.configureWriter(database)
+            try Self.enableWAL(database, path: path)
+            migrationsAppliedAtOpen = try migrator.migrate(database, now: Date.init)
+            writer = SerializedDatabase(database: database, label: "tollgate.store.writer")
+
+            let readConnection = try Database(path: path, busyTimeout: configuration.busyTimeout)
+            try readConnection.execute("PRAGMA foreign_keys = ON")
+            try readConnection.execute("PRAGMA query_only = ON")
+            reader = SerializedDatabase(database: readConnection, label: "tollgate.store.reader")
+        }
+        for migration in migrationsAppliedAtOpen {
+            logger.info("applied migration", metadata: [
+                "migration.version": "\(migration.version)", "migration.name": "\(migration.name)",
+            ])
+        }
+    }
+
+    /// Reads the migration status of the file at `path` without creating or changing anything.
+    ///
+    /// A missing file reports every migration as pending.
+    /// - Parameters:
+    ///   - path: The database file.
+    ///   - migrations: The library's migrations.
+    /// - Returns: Each migration, applied or pending.
+    /// - Throws: ``StoreError`` when the file is not SQLite or its history does not match.
+    public static func migrationStatus(
+        path: String, migrations: [Migration] = Migration.all
+    ) throws -> [MigrationStatus] {
+        let migrator = Migrator(migrations: migrations)
+        guard FileManager.default.fileExists(atPath: path) else {
+            return migrator.migrations.map { MigrationStatus(migration: $0, appliedAt: nil) }
+        }
+        try DatabaseFile.requireSQLiteHeader(path: path)
+        return try refusingNonDatabase(path: path) {
+            let database = try Database(path: path, mode: .readOnly)
+            return try migrator.status(database)
+        }
+    }
+
+    // MARK: Access
+
+    /// Runs `updates` in a `BEGIN IMMEDIATE` transaction on the writer connection: committed when it
+    /// returns, rolled back when it throws.
+    /// - Parameter updates: The work; it must not keep the `Database`.
+    /// - Returns: What `updates` returns.
+    /// - Throws: What `updates` throws, or ``DatabaseError``.
+    public func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await writer.run { db in try db.inTransaction(.immediate) { try updates(db) } }
+    }
+
+    /// Runs `updates` in a `BEGIN IMMEDIATE` transaction, blocking the calling thread. For
+    /// synchronous callers such as command-line tools; async code uses the async overload.
+    /// - Parameter updates: The work; it must not keep the `Database`.
+    /// - Returns: What `updates` returns.
+    /// - Throws: What `updates` throws, or ``DatabaseError``.
+    public func write<T>(_ updates: (Database) throws -> T) throws -> T {
+        try writer.sync { db in try db.inTransaction(.immediate) { try updates(db) } }
+    }
+
+    /// Runs `value` in a read transaction on the reader connection, beside any write.
+    /// - Parameter value: The reads; writes are refused (`PRAGMA query_only`).
+    /// - Returns: What `value` returns.
+    /// - Throws: What `value` throws, or ``DatabaseError``.
+    public func read<T: Sendable>(_ value: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await reader.run { db in try db.inTransaction(.deferred) { try value(db) } }
+    }
+
+    /// Runs `value` in a read transaction, blocking the calling thread.
+    /// - Parameter value: The reads.
+    /// - Returns: What `value` returns.
+    /// - Throws: What `value` throws, or ``DatabaseError``.
+    public func read<T>(_ value: (Database) throws -> T) throws -> T {
+        try reader.sync { db in try db.inTransaction(.deferred) { try value(db) } }
+    }
+
+    // MARK: Opening
+
+    private static func configureWriter(_ database: Database) throws {
+        try database.execute("PRAGMA foreign_keys = ON")
+        try database.execute("PRAGMA synchronous = NORMAL")
+    }
+
+    /// Switches the file to WAL and checks that SQLite really did.
+    private static func enableWAL(_ database: Database, path: String) throws {
+        // Changing the journal mode needs an exclusive lock that the busy handler does not always
+        // wait for, so a process racing another one to create the file retries here.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            do {
+                let mode = try database.fetchValue("PRAGMA journal_mode = WAL").string ?? ""
+                guard mode.lowercased() == "wal" else {
+                    throw StoreError.walUnavailable(path: path, journalMode: mode)
+                }
+                try database.execute("PRAGMA synchronous = NORMAL")
+                return
+            } catch let error as DatabaseError where error.isBusy && ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+        }
+    }
+
+    /// Maps SQLite's "not a database" to ``StoreError/notADatabase(path:)``.
+    private static func refusingNonDatabase<T>(path: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError where error.isNotADatabase {
+            throw StoreError.notADatabase(path: path)
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import ArgumentParser
+import Foundation
+
+/// The `--db` option every command shares.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .customLong("db"), help: ArgumentHelp(
+        "The database file. Default: $TOLLGATE_DB, else tollgate.sqlite in the user's data directory.",
+        valueName: "path"
+    ))
+    var path: String?
+
+    func validate() throws {
+        if let path, path.isEmpty {
+            throw ValidationError("--db needs a file path.")
+        }
+    }
+
+    /// The path in force: `--db`, else `TOLLGATE_DB`, else the user's data directory.
+    func resolvedPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let path { return path }
+        if let path = environment["TOLLGATE_DB"], !path.isEmpty { return path }
+        let dataDirectory = environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+            ?? FileManager.default.homeDirectoryForCurrentUser.appending(path: ".local/share")
+        return dataDirectory.appending(path: "tollgate/tollgate.sqlite").path
+    }
+
+    /// The path in force, with its directory created when it is the default location.
+    func preparedPath() throws -> String {
+        let path = resolvedPath()
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+        if self.path == nil, !FileManager.default.fileExists(atPath: directory.path) {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        }
+        return path
+    }
+}

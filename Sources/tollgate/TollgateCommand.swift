@@ -1,0 +1,14 @@
+import ArgumentParser
+
+@main
+struct TollgateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tollgate",
+        abstract: "Inspect and operate a Tollgate database: quota ledger, circuits, throttles, cache.",
+        discussion: """
+            The database is chosen by --db, else the TOLLGATE_DB environment variable, else \
+            tollgate.sqlite in the user's data directory.
+            """,
+        subcommands: [MigrateCommand.self]
+    )
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+/// Runs a built executable of this package (or any program) and captures what it printed.
+struct CommandResult: Sendable {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+enum CommandRunner {
+    /// The directory of the test binary, where SwiftPM also puts the package's executables.
+    static let productsDirectory: URL = {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        var directory = executable.deletingLastPathComponent()
+        // On macOS the test bundle is a directory: step out of PackageTests.xctest/Contents/MacOS.
+        while directory.pathExtension == "xctest" || ["Contents", "MacOS"].contains(directory.lastPathComponent) {
+            directory.deleteLastPathComponent()
+        }
+        return directory
+    }()
+
+    static var tollgate: URL { productsDirectory.appending(path: "tollgate") }
+
+    /// Runs `executable` with `arguments`; extra environment entries override the inherited ones.
+    static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment
+        merged["TOLLGATE_DB"] = nil
+        merged.merge(environment) { $1 }
+        process.environment = merged
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Read before waiting, so a full pipe cannot deadlock the child.
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CommandResult(
+            status: process.terminationStatus,
+            stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self)
+        )
+    }
+
+    static func tollgate(_ arguments: String..., environment: [String: String] = [:]) throws -> CommandResult {
+        try run(tollgate, arguments, environment: environment)
+    }
+
+    static func sqlite3(_ path: String, _ sql: String) throws -> CommandResult {
+        try run(URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", "-readonly", path, sql])
+    }
+}
+
+/// A fresh directory under the system's temporary directory, removed when released.
+final class TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory
+            .appending(path: "tollgate-cli-tests-\(UUID().uuidString)", directoryHint: .isDirectory)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    func path(_ name: String) -> String {
+        url.appending(path: name).path
+    }
+}
