@@ -50,6 +50,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Runs jobs in separate processes for the multi-process tests. Not a product.
+        .executableTarget(
+            name: "TollgateWorker",
+            dependencies: ["Tollgate", "TollgateStore"]
+        ),
+        .testTarget(
+            name: "TollgateTests",
+            dependencies: ["Tollgate", "TollgateStore"]
+        ),
         .testTarget(
             name: "TollgateStoreTests",
             dependencies: ["TollgateStore", "CSQLite"]

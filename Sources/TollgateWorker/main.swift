@@ -1,0 +1,23 @@
+// A helper executable for tests that need several real processes on one database file:
+// `tollgate-worker <job> [arguments…]`. Each job lives in a file of its own in this folder and
+// prints one line of results that the test parses. Not a product: tests only.
+import Foundation
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard let job = arguments.first else {
+    FileHandle.standardError.write(Data("usage: tollgate-worker <job> [arguments…]\n".utf8))
+    exit(64)
+}
+
+do {
+    switch job {
+    case "migrate":
+        try MigrateJob.run(Array(arguments.dropFirst()))
+    default:
+        FileHandle.standardError.write(Data("unknown job \(job)\n".utf8))
+        exit(64)
+    }
+} catch {
+    FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+    exit(1)
+}
