@@ -57,7 +57,11 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgateTests",
-            dependencies: ["Tollgate", "TollgateStore"]
+            dependencies: [
+                "Tollgate",
+                "TollgateStore",
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "TollgateStoreTests",
