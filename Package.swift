@@ -3,10 +3,12 @@ import PackageDescription
 
 let package = Package(
     name: "Tollgate",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "TollgateStore", targets: ["TollgateStore"]),
         .library(name: "Tollgate", targets: ["Tollgate"]),
+        .library(name: "TollgateAsyncHTTPClient", targets: ["TollgateAsyncHTTPClient"]),
+        .library(name: "TollgateFakeAPI", targets: ["TollgateFakeAPI"]),
         .executable(name: "tollgate", targets: ["tollgate"]),
     ],
     dependencies: [
@@ -14,6 +16,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.7.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.24.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0", traits: []),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.0.0"),
     ],
     targets: [
         // The system SQLite3 (apt: libsqlite3-dev), as GRDB and SwiftPM link it.
@@ -39,6 +45,26 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+            ]
+        ),
+        // Adapters and the fake API: each in its own target, so the core builds no web stack.
+        .target(
+            name: "TollgateAsyncHTTPClient",
+            dependencies: [
+                "Tollgate",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+            ]
+        ),
+        .target(
+            name: "TollgateFakeAPI",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
@@ -46,6 +72,7 @@ let package = Package(
             dependencies: [
                 "Tollgate",
                 "TollgateStore",
+                "TollgateFakeAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -60,6 +87,15 @@ let package = Package(
             dependencies: [
                 "Tollgate",
                 "TollgateStore",
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "TollgateEndToEndTests",
+            dependencies: [
+                "Tollgate",
+                "TollgateAsyncHTTPClient",
+                "TollgateFakeAPI",
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),

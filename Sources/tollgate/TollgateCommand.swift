@@ -9,6 +9,6 @@ struct TollgateCommand: ParsableCommand {
             The database is chosen by --db, else the TOLLGATE_DB environment variable, else \
             tollgate.sqlite in the user's data directory.
             """,
-        subcommands: [MigrateCommand.self]
+        subcommands: [MigrateCommand.self, StatusCommand.self, DashboardCommand.self]
     )
 }

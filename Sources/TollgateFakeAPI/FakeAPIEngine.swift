@@ -1,0 +1,159 @@
+import Foundation
+import Synchronization
+
+/// The fake API's behaviour without any networking: resources, versions, quota, faults and the log
+/// of received requests. ``FakeYouTubeAPI`` serves it over HTTP.
+final class FakeAPIEngine: Sendable {
+    struct Answer: Sendable {
+        var status: Int
+        var headers: [(String, String)]
+        var body: Data
+    }
+
+    private struct State {
+        var behaviour = FakeAPIBehaviour()
+        var versions: [String: Int] = [:]
+        var unitsUsed = 0
+        var received: [FakeAPIReceivedRequest] = []
+    }
+
+    private let state = Mutex(State())
+
+    var behaviour: FakeAPIBehaviour {
+        get { state.withLock { $0.behaviour } }
+        set { state.withLock { $0.behaviour = newValue } }
+    }
+
+    func updateBehaviour(_ change: (inout FakeAPIBehaviour) -> Void) {
+        state.withLock { change(&$0.behaviour) }
+    }
+
+    var received: [FakeAPIReceivedRequest] { state.withLock { $0.received } }
+    var unitsUsed: Int { state.withLock { $0.unitsUsed } }
+
+    func clearLog() { state.withLock { $0.received.removeAll() } }
+    func resetQuota() { state.withLock { $0.unitsUsed = 0 } }
+
+    /// Changes the resource at `path` and `query`, so its ETag changes.
+    func modify(path: String, query: String) {
+        let key = Self.resourceKey(path: path, query: query)
+        state.withLock { $0.versions[key, default: 1] += 1 }
+    }
+
+    func answer(method: String, path: String, query: String, headers: [String: String]) -> Answer {
+        state.withLock { state in
+            let (answer, units) = Self.answer(method: method, path: path, query: query, headers: headers, state: &state)
+            state.received.append(FakeAPIReceivedRequest(
+                method: method, path: path, query: query, headers: headers, status: answer.status, unitsCharged: units
+            ))
+            return answer
+        }
+    }
+
+    private static func answer(
+        method: String, path: String, query: String, headers: [String: String], state: inout State
+    ) -> (Answer, Int) {
+        let json = [("Content-Type", "application/json; charset=UTF-8")]
+        if var outage = state.behaviour.outage {
+            outage.remaining = outage.remaining.map { $0 - 1 }
+            state.behaviour.outage = outage.remaining.map { $0 > 0 } ?? true ? outage : nil
+            return (Answer(status: outage.status, headers: json, body: GoogleErrorBody.backendError(status: outage.status)), 0)
+        }
+        if var storm = state.behaviour.rateLimitStorm {
+            storm.remaining = storm.remaining.map { $0 - 1 }
+            state.behaviour.rateLimitStorm = storm.remaining.map { $0 > 0 } ?? true ? storm : nil
+            var headers = json
+            if let retryAfter = storm.retryAfter { headers.append(("Retry-After", retryAfter)) }
+            return storm.asGoogle403
+                ? (Answer(status: 403, headers: headers, body: GoogleErrorBody.rateLimitExceeded()), 0)
+                : (Answer(status: 429, headers: headers, body: GoogleErrorBody.tooManyRequests()), 0)
+        }
+        guard path.hasPrefix("/youtube/v3/"), path.count > "/youtube/v3/".count else {
+            return (Answer(status: 404, headers: json, body: GoogleErrorBody.notFound(path: path)), 0)
+        }
+        let key = resourceKey(path: path, query: query)
+        let isRead = method == "GET" || method == "HEAD"
+        if !isRead {
+            state.versions[key, default: 1] += 1
+        }
+        let version = state.versions[key, default: 1]
+        let etag = entityTag(key: key, version: version, weak: state.behaviour.weakETags)
+        let notModified = isRead && matches(ifNoneMatch: headers["if-none-match"], etag: etag)
+        let fullCost = cost(method: method, path: path)
+        let cost = notModified && !state.behaviour.chargesNotModified ? 0 : fullCost
+        if cost > 0 && state.unitsUsed + cost > state.behaviour.dailyQuota {
+            return (Answer(status: 403, headers: json, body: GoogleErrorBody.quotaExceeded()), 0)
+        }
+        state.unitsUsed += cost
+        let cacheControl = state.behaviour.maxAge.map { "private, max-age=\($0)" }
+            ?? "private, max-age=0, must-revalidate, no-transform"
+        let validators = [("ETag", etag), ("Cache-Control", cacheControl)]
+        if notModified {
+            return (Answer(status: 304, headers: validators, body: Data()), cost)
+        }
+        let body = resourceBody(path: path, key: key, version: version, etag: etag, padding: state.behaviour.bodyPadding)
+        return (Answer(status: 200, headers: json + validators, body: method == "HEAD" ? Data() : body), cost)
+    }
+
+    /// The resource a request names: its path and query, minus credentials, parameters sorted.
+    static func resourceKey(path: String, query: String) -> String {
+        let credentials: Set<String> = ["key", "access_token", "quotaUser"]
+        let items = query.split(separator: "&").filter { item in
+            let name = item.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            return !credentials.contains(name)
+        }
+        return path + "?" + items.sorted().joined(separator: "&")
+    }
+
+    /// YouTube Data API v3 costs: search 100, captions list 50, other reads 1, video upload 1600,
+    /// other writes 50.
+    static func cost(method: String, path: String) -> Int {
+        let resource = path.split(separator: "/").last.map(String.init) ?? ""
+        switch (method, resource) {
+        case ("GET", "search"), ("HEAD", "search"): return 100
+        case ("GET", "captions"), ("HEAD", "captions"): return 50
+        case ("GET", _), ("HEAD", _): return 1
+        case ("POST", "videos"): return 1600
+        default: return 50
+        }
+    }
+
+    static func entityTag(key: String, version: Int, weak: Bool) -> String {
+        // FNV-1a: stable across runs, unlike Hasher.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in "\(key)#\(version)".utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        let tag = "\"" + String(hash, radix: 36) + "\""
+        return weak ? "W/" + tag : tag
+    }
+
+    /// RFC 9110 weak comparison against a list of entity tags, or `*`.
+    static func matches(ifNoneMatch: String?, etag: String) -> Bool {
+        guard let ifNoneMatch else { return false }
+        func opaque(_ tag: Substring) -> Substring {
+            let trimmed = tag.trimmingCharacters(in: .whitespaces)
+            return Substring(trimmed.hasPrefix("W/") ? String(trimmed.dropFirst(2)) : trimmed)
+        }
+        if ifNoneMatch.trimmingCharacters(in: .whitespaces) == "*" { return true }
+        return ifNoneMatch.split(separator: ",").contains { opaque($0) == opaque(Substring(etag)) }
+    }
+
+    static func resourceBody(path: String, key: String, version: Int, etag: String, padding: Int) -> Data {
+        let resource = path.split(separator: "/").last.map(String.init) ?? "resource"
+        let object: [String: Any] = [
+            "kind": "youtube#\(resource)ListResponse",
+            "etag": etag,
+            "items": [[
+                "kind": "youtube#\(resource)",
+                "id": key,
+                "revision": version,
+                "snippet": ["title": "\(resource) \(key) (revision \(version))"],
+            ] as [String: Any]],
+            "pageInfo": ["totalResults": 1, "resultsPerPage": 1],
+            "padding": String(repeating: "x", count: max(0, padding)),
+        ]
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+    }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import TollgateStore
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Print what the database holds now: quota, circuits, throttles, cache.",
+        discussion: "--json prints the same snapshot as the dashboard as stable JSON, for scripts."
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    @Option(help: "How many recent ledger events and circuit transitions to include.")
+    var events: Int = 8
+
+    func validate() throws {
+        guard (0...1000).contains(events) else { throw ValidationError("--events must be between 0 and 1000.") }
+    }
+
+    func run() throws {
+        try reportingStoreErrors {
+            let path = try database.preparedPath()
+            let snapshot = try SQLiteStore(path: path).dashboardSnapshot(at: Date(), recentEvents: events)
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                encoder.keyEncodingStrategy = .convertToSnakeCase
+                encoder.dateEncodingStrategy = .iso8601
+                print(String(decoding: try encoder.encode(snapshot), as: UTF8.self))
+            } else {
+                let renderer = DashboardRenderer(width: 100, height: 1000, colours: false, databasePath: path)
+                print(renderer.render(snapshot).joined(separator: "\n"))
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import HTTPTypes
+import Testing
+import Tollgate
+import TollgateAsyncHTTPClient
+import TollgateFakeAPI
+
+/// Both transports, so every end-to-end test can run with each.
+enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case urlSession
+    case asyncHTTPClient
+
+    func make() -> any HTTPTransport {
+        switch self {
+        case .urlSession: URLSessionTransport(timeout: .seconds(10))
+        case .asyncHTTPClient: AsyncHTTPClientTransport(timeout: .seconds(10))
+        }
+    }
+
+    var testDescription: String { rawValue }
+}
+
+extension HTTPRequest {
+    /// A GET for an absolute URL, with extra header fields.
+    static func get(_ url: URL, _ headers: [HTTPField.Name: String] = [:]) -> HTTPRequest {
+        var request = HTTPRequest(url: url)
+        for (name, value) in headers { request.headerFields[name] = value }
+        return request
+    }
+}
+
+@Suite("Transports against the fake API over loopback")
+struct TransportTests {
+    @Test("a GET returns the resource with an ETag, and If-None-Match gets a 304 at no cost", arguments: TransportKind.allCases)
+    func conditionalGet(kind: TransportKind) async throws {
+        let api = try await FakeYouTubeAPI.start()
+        let transport = kind.make()
+        let url = api.url("videos", ["id": "v1", "part": "snippet"])
+
+        let (first, body) = try await transport.send(.get(url), body: nil)
+        #expect(first.status.code == 200)
+        let etag = try #require(first.headerFields[.eTag])
+        #expect(String(decoding: body, as: UTF8.self).contains("revision"))
+        #expect(api.unitsUsed == 1)
+
+        let (second, secondBody) = try await transport.send(.get(url, [.ifNoneMatch: etag]), body: nil)
+        #expect(second.status.code == 304)
+        #expect(secondBody.isEmpty)
+        #expect(api.unitsUsed == 1)
+        #expect(api.receivedRequests.map(\.ifNoneMatch) == [nil, etag])
+
+        api.modify(path: "/youtube/v3/videos", query: "part=snippet&id=v1")
+        let (third, _) = try await transport.send(.get(url, [.ifNoneMatch: etag]), body: nil)
+        #expect(third.status.code == 200)
+        #expect(third.headerFields[.eTag] != etag)
+        await api.stop()
+    }
+
+    @Test("faults: a 429 storm with Retry-After, an outage, and a spent quota in Google's format", arguments: TransportKind.allCases)
+    func faults(kind: TransportKind) async throws {
+        let api = try await FakeYouTubeAPI.start()
+        let transport = kind.make()
+        let url = api.url("search", ["q": "swift"])
+
+        api.updateBehaviour { $0.rateLimitStorm = .init(count: 2, retryAfter: "7") }
+        for _ in 0..<2 {
+            let (response, _) = try await transport.send(.get(url), body: nil)
+            #expect(response.status.code == 429)
+            #expect(response.headerFields[.retryAfter] == "7")
+        }
+        api.updateBehaviour { $0.outage = .init(status: 503, count: 1) }
+        #expect(try await transport.send(.get(url), body: nil).0.status.code == 503)
+
+        api.updateBehaviour { $0.dailyQuota = 150 }
+        #expect(try await transport.send(.get(url), body: nil).0.status.code == 200)
+        let (spent, body) = try await transport.send(.get(url), body: nil)
+        #expect(spent.status.code == 403)
+        #expect(String(decoding: body, as: UTF8.self).contains("\"reason\":\"quotaExceeded\""))
+        #expect(api.unitsUsed == 100)
+        #expect(api.receivedRequests.map(\.status) == [429, 429, 503, 200, 403])
+        await api.stop()
+    }
+
+    @Test("a closed port is a connection failure, not an HTTP answer", arguments: TransportKind.allCases)
+    func connectionRefused(kind: TransportKind) async throws {
+        let api = try await FakeYouTubeAPI.start()
+        let url = api.url("videos", ["id": "v1"])
+        await api.stop()
+        await #expect(throws: HTTPTransportError.self) {
+            _ = try await kind.make().send(.get(url), body: nil)
+        }
+    }
+}
