@@ -60,6 +60,7 @@ public final class QuotaLedger: Sendable {
     /// - Throws: ``TollgateError/quotaExceeded(endpoint:cost:remaining:resetsAt:)`` when the bucket
     ///   cannot pay or the server said its quota is spent (nothing is charged);
     ///   ``QuotaLedgerError/negativeCost(endpoint:cost:)``; storage errors.
+    @discardableResult
     public func reserve(endpoint: String, cost: Int? = nil) async throws -> QuotaReservation {
         let price = price(of: endpoint)
         let units = cost ?? price.units
