@@ -29,14 +29,14 @@ struct QuotaMultiProcessTests {
     func exactlyTheLimit() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("shared.sqlite")
-        // 4 × 40 reservations of 10 units against 1,000: 160 asks for 100 slots.
+        // 4 × 150 reservations of 4 units against 1,000: 600 asks for 250 slots.
         let results = try await WorkerProcess.runConcurrently("quota-reserve", count: 4) { _ in
-            [path, Self.nowMs, "1000", "10", "40", "0"]
+            [path, Self.nowMs, "1000", "4", "150", "0"]
         }
         #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
         let counts = try results.map(Self.counts)
-        #expect(counts.map(\.granted).reduce(0, +) == 100)
-        #expect(counts.map(\.refused).reduce(0, +) == 60)
+        #expect(counts.map(\.granted).reduce(0, +) == 250)
+        #expect(counts.map(\.refused).reduce(0, +) == 350)
 
         let store = try SQLiteStore(path: path)
         let totals = try await Self.runningTotals(store)
@@ -48,7 +48,7 @@ struct QuotaMultiProcessTests {
             clock: ManualClock(now: Self.now)
         )
         #expect(try await ledger.usage().map(\.units) == [1000])
-        #expect(try await ledger.usage().map(\.calls) == [100])
+        #expect(try await ledger.usage().map(\.calls) == [250])
         #expect(try await ledger.discrepancies().isEmpty)
     }
 
@@ -57,7 +57,7 @@ struct QuotaMultiProcessTests {
         let directory = try TemporaryDirectory()
         let path = directory.path("shared.sqlite")
         let results = try await WorkerProcess.runConcurrently("quota-reserve", count: 4) { index in
-            [path, Self.nowMs, "500", "7", "50", index.isMultiple(of: 2) ? "3" : "0"]
+            [path, Self.nowMs, "500", "7", "120", index.isMultiple(of: 2) ? "3" : "0"]
         }
         #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
         let counts = try results.map(Self.counts)
