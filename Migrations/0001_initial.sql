@@ -8,8 +8,16 @@
 CREATE TABLE quota_buckets (
     bucket              TEXT PRIMARY KEY NOT NULL,
     daily_limit         INTEGER NOT NULL CHECK (daily_limit >= 0),
-    -- Set when the server itself said the daily quota is spent: no reservation until then.
+    -- 'configuration': the limit follows the library's configuration (updated when it changes);
+    -- 'admin': set by an operator, kept until the operator clears it.
+    limit_source        TEXT NOT NULL DEFAULT 'configuration' CHECK (limit_source IN ('configuration', 'admin')),
+    -- Set when the server itself said the daily quota is spent: the next Pacific midnight after
+    -- the mark. No reservation in the bucket until then.
     exhausted_until_ms  INTEGER,
+    -- The highest usage warning (percent of the limit) already logged, and for which Pacific day,
+    -- so each warning is logged once a day by one process, even across restarts.
+    warned_date         TEXT,
+    warned_percent      INTEGER NOT NULL DEFAULT 0,
     updated_at_ms       INTEGER NOT NULL
 ) STRICT;
 
@@ -24,6 +32,8 @@ CREATE TABLE quota_usage (
 ) STRICT, WITHOUT ROWID;
 
 -- Append-only. A refund or a reset is a negative event, never an UPDATE or a DELETE here.
+-- A charge's id is its reservation id. Events that change no usage ('exhausted', 'limit', a
+-- reset of an empty day) have units 0; those about a whole bucket use the endpoint '*'.
 CREATE TABLE quota_events (
     id              INTEGER PRIMARY KEY,
     at_ms           INTEGER NOT NULL,
@@ -37,7 +47,8 @@ CREATE TABLE quota_events (
     detail          TEXT
 ) STRICT;
 CREATE INDEX quota_events_by_day ON quota_events (pacific_date, bucket, endpoint);
-CREATE INDEX quota_events_by_reservation ON quota_events (reservation_id) WHERE reservation_id IS NOT NULL;
+-- At most one refund per charge, even when two processes settle the same reservation.
+CREATE UNIQUE INDEX quota_events_one_refund ON quota_events (reservation_id) WHERE kind = 'refund';
 
 -- The throttle -------------------------------------------------------------------------------
 

@@ -13,6 +13,10 @@ do {
     switch job {
     case "migrate":
         try MigrateJob.run(Array(arguments.dropFirst()))
+    case "quota-reserve":
+        try await QuotaReserveJob.run(Array(arguments.dropFirst()))
+    case "throttle-admit":
+        try await ThrottleAdmitJob.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data("unknown job \(job)\n".utf8))
         exit(64)

@@ -1,0 +1,110 @@
+/// The quota ledger's cost table: which bucket each endpoint's units come out of, and how many.
+///
+/// Buckets are daily budgets, such as YouTube's 10,000 units. Endpoints missing from the table
+/// cost ``defaultCost`` in ``defaultBucket`` (the ledger logs each one once, so the table can be
+/// completed). ``youTubeDataAPIv3`` is the YouTube Data API v3 table.
+///
+/// ```swift
+/// var configuration = QuotaConfiguration.youTubeDataAPIv3
+/// configuration.bucketLimits["youtube"] = 1_000_000        // after a quota extension
+/// configuration.endpointCosts["search.list"] = .init(bucket: "search", units: 100)
+/// configuration.bucketLimits["search"] = 10_000          // a method metered in a bucket of its own
+/// ```
+public struct QuotaConfiguration: Sendable, Hashable {
+    /// One endpoint's price.
+    public struct EndpointCost: Sendable, Hashable {
+        /// The bucket charged.
+        public var bucket: String
+        /// The units one call costs.
+        public var units: Int
+        /// Whether a `304 Not Modified` answer is refunded. True by default: YouTube does not
+        /// charge a conditional request that the ETag satisfied; some APIs do.
+        public var refundsNotModified: Bool
+
+        /// Creates a price.
+        /// - Parameters:
+        ///   - bucket: The bucket charged.
+        ///   - units: The units one call costs; zero or more.
+        ///   - refundsNotModified: Whether a 304 answer is refunded.
+        public init(bucket: String, units: Int, refundsNotModified: Bool = true) {
+            self.bucket = bucket
+            self.units = units
+            self.refundsNotModified = refundsNotModified
+        }
+    }
+
+    /// Each bucket's daily limit in units, reset at midnight Pacific time. An operator's limit
+    /// (``QuotaLedger/setLimit(bucket:limit:)``) wins over these until the operator clears it.
+    public var bucketLimits: [String: Int]
+    /// The known endpoints' prices.
+    public var endpointCosts: [String: EndpointCost]
+    /// The bucket an unknown endpoint is charged in.
+    public var defaultBucket: String
+    /// What an unknown endpoint costs. 1 by default.
+    public var defaultCost: Int
+    /// Whether a 304 answer to an unknown endpoint is refunded. True by default.
+    public var refundsNotModifiedByDefault: Bool
+    /// Usage levels, in percent of a bucket's limit, that the ledger warns about once a day each.
+    public var warningPercents: [Int]
+
+    /// Creates a cost table.
+    /// - Parameters:
+    ///   - bucketLimits: Each bucket's daily limit.
+    ///   - endpointCosts: The known endpoints' prices.
+    ///   - defaultBucket: The bucket for unknown endpoints; must be in `bucketLimits`.
+    ///   - defaultCost: What an unknown endpoint costs.
+    ///   - refundsNotModifiedByDefault: Whether a 304 to an unknown endpoint is refunded.
+    ///   - warningPercents: Usage levels to warn about once a day, 80 % and 95 % by default.
+    public init(
+        bucketLimits: [String: Int],
+        endpointCosts: [String: EndpointCost] = [:],
+        defaultBucket: String,
+        defaultCost: Int = 1,
+        refundsNotModifiedByDefault: Bool = true,
+        warningPercents: [Int] = [80, 95]
+    ) {
+        self.bucketLimits = bucketLimits
+        self.endpointCosts = endpointCosts
+        self.defaultBucket = defaultBucket
+        self.defaultCost = defaultCost
+        self.refundsNotModifiedByDefault = refundsNotModifiedByDefault
+        self.warningPercents = warningPercents
+    }
+
+    /// The price of a known endpoint.
+    /// - Parameter endpoint: The endpoint, such as `search.list`.
+    /// - Returns: Its price, or nil when the table does not list it.
+    public func cost(for endpoint: String) -> EndpointCost? {
+        endpointCosts[endpoint]
+    }
+
+    /// The price the ledger charges: the endpoint's own, else the default.
+    /// - Parameter endpoint: The endpoint.
+    /// - Returns: The price.
+    public func effectiveCost(for endpoint: String) -> EndpointCost {
+        endpointCosts[endpoint]
+            ?? EndpointCost(bucket: defaultBucket, units: defaultCost, refundsNotModified: refundsNotModifiedByDefault)
+    }
+
+    /// Checks that every bucket named has a limit and that no number is negative.
+    /// - Throws: ``QuotaLedgerError/invalidConfiguration(_:)`` naming the first problem.
+    public func validate() throws(QuotaLedgerError) {
+        func fail(_ reason: String) -> QuotaLedgerError { .invalidConfiguration(reason) }
+        if let (bucket, limit) = bucketLimits.sorted(by: { $0.key < $1.key }).first(where: { $0.value < 0 }) {
+            throw fail("bucket \(bucket) has a negative daily limit (\(limit))")
+        }
+        guard bucketLimits[defaultBucket] != nil else {
+            throw fail("the default bucket \(defaultBucket) has no daily limit")
+        }
+        guard defaultCost >= 0 else { throw fail("the default cost is negative (\(defaultCost))") }
+        for (endpoint, cost) in endpointCosts.sorted(by: { $0.key < $1.key }) {
+            guard bucketLimits[cost.bucket] != nil else {
+                throw fail("\(endpoint) is charged in bucket \(cost.bucket), which has no daily limit")
+            }
+            guard cost.units >= 0 else { throw fail("\(endpoint) has a negative cost (\(cost.units))") }
+        }
+        if let percent = warningPercents.first(where: { !(1...100).contains($0) }) {
+            throw fail("warning levels are percentages from 1 to 100, not \(percent)")
+        }
+    }
+}

@@ -1,0 +1,261 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// The daily quota ledger: checks and charges each call's units before it is sent, so that no
+/// process sharing the store ever spends more than a bucket's daily limit.
+///
+/// Usage is kept per Pacific day (the quota resets at midnight `America/Los_Angeles`, DST
+/// included), per bucket and per endpoint, beside an append-only list of events that always sums
+/// to it. A reservation is one `BEGIN IMMEDIATE` transaction; once the answer is known it is
+/// settled: kept, or refunded (a 304, per the endpoint's policy).
+///
+/// ```swift
+/// let ledger = try QuotaLedger(storage: store, configuration: .youTubeDataAPIv3, clock: SystemClock())
+/// let reservation = try await ledger.reserve(endpoint: "search.list")   // throws quotaExceeded
+/// let response = try await send(request)
+/// try await ledger.settle(reservation, responseStatus: response.status.code)
+/// ```
+public final class QuotaLedger: Sendable {
+    /// The cost table in force.
+    public let configuration: QuotaConfiguration
+    private let storage: any QuotaStorage
+    private let clock: any TollgateClock
+    private let logger: Logger
+    private let unknownEndpointsLogged = Mutex<Set<String>>([])
+
+    /// Creates a ledger over a store.
+    /// - Parameters:
+    ///   - storage: Where usage and events live, such as an ``SQLiteStore``.
+    ///   - configuration: The cost table; the YouTube Data API v3's by default.
+    ///   - clock: The wall clock that decides the Pacific day.
+    ///   - logger: Where the ledger logs; the task's current logger by default.
+    /// - Throws: ``QuotaLedgerError/invalidConfiguration(_:)`` when the cost table is inconsistent.
+    public init(
+        storage: any QuotaStorage,
+        configuration: QuotaConfiguration = .youTubeDataAPIv3,
+        clock: any TollgateClock = SystemClock(),
+        logger: Logger = Logger.current
+    ) throws(QuotaLedgerError) {
+        try configuration.validate()
+        self.storage = storage
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+    }
+
+    // MARK: Reserving and settling
+
+    /// Charges an endpoint's cost in its bucket for today's Pacific day, or refuses.
+    ///
+    /// One transaction checks the budget, charges it and appends the event, so concurrent
+    /// reservations in any number of processes never spend more than the limit. A crash after it
+    /// returns keeps the charge: the ledger never under-counts.
+    /// - Parameters:
+    ///   - endpoint: The endpoint, such as `search.list`. Unknown endpoints cost the default in the
+    ///     default bucket (logged once per ledger).
+    ///   - cost: Units to charge instead of the table's price (for an API that prices a call by
+    ///     its parameters).
+    /// - Returns: The reservation, to settle once the answer is known.
+    /// - Throws: ``TollgateError/quotaExceeded(endpoint:cost:remaining:resetsAt:)`` when the bucket
+    ///   cannot pay or the server said its quota is spent (nothing is charged);
+    ///   ``QuotaLedgerError/negativeCost(endpoint:cost:)``; storage errors.
+    @discardableResult
+    public func reserve(endpoint: String, cost: Int? = nil) async throws -> QuotaReservation {
+        let price = price(of: endpoint)
+        let units = cost ?? price.units
+        guard units >= 0 else { throw QuotaLedgerError.negativeCost(endpoint: endpoint, cost: units) }
+        let outcome = try await storage.reserveQuota(QuotaReservationRequest(
+            bucket: price.bucket, endpoint: endpoint, cost: units, configuredLimit: try configuredLimit(of: price.bucket),
+            warningPercents: configuration.warningPercents, at: clock.now()
+        ))
+        switch outcome {
+        case .reserved(let charge):
+            logger.debug("Charged \(endpoint) \(units) \(units == 1 ? "unit" : "units")", metadata: [
+                "quota.bucket": "\(charge.bucket)", "quota.day": "\(charge.day)",
+                "quota.used": "\(charge.bucketUnitsUsed)", "quota.limit": "\(charge.limit)",
+                "quota.reservation": "\(charge.reservationID)",
+            ])
+            for percent in charge.warningsCrossed {
+                logger.warning(
+                    "Quota bucket \(charge.bucket) passed \(percent)% of its daily limit: \(charge.bucketUnitsUsed)/\(charge.limit) units used on \(charge.day)",
+                    metadata: ["quota.bucket": "\(charge.bucket)", "quota.remaining": "\(charge.remaining)"]
+                )
+            }
+            return QuotaReservation(charge)
+        case .refused(let refusal):
+            let error = TollgateError.quotaExceeded(
+                endpoint: endpoint, cost: units, remaining: refusal.remaining, resetsAt: refusal.resetsAt
+            )
+            logger.info("\(error.description)", metadata: [
+                "quota.bucket": "\(refusal.bucket)", "quota.reason": "\(refusal.reason.rawValue)",
+                "quota.used": "\(refusal.bucketUnitsUsed)", "quota.limit": "\(refusal.limit)",
+            ])
+            throw error
+        }
+    }
+
+    /// Settles a reservation once the server answered: a `304 Not Modified` is refunded when the
+    /// endpoint's policy says so; every other answer keeps the charge.
+    /// - Parameters:
+    ///   - reservation: The reservation.
+    ///   - responseStatus: The HTTP status the server answered with.
+    /// - Returns: Whether the charge was kept or refunded.
+    /// - Throws: Storage errors.
+    @discardableResult
+    public func settle(_ reservation: QuotaReservation, responseStatus: Int) async throws -> QuotaSettlement {
+        let policy = configuration.effectiveCost(for: reservation.endpoint)
+        guard responseStatus == 304, policy.refundsNotModified else { return .kept }
+        return try await refund(reservation, reason: "304 Not Modified")
+    }
+
+    /// Gives a reservation's units back to the day it was charged, with a refund event. A
+    /// reservation is refunded at most once, whichever process asks.
+    /// - Parameters:
+    ///   - reservation: The reservation.
+    ///   - reason: Why, kept in the event.
+    /// - Returns: ``QuotaSettlement/refunded(units:)``, or ``QuotaSettlement/alreadyRefunded``.
+    /// - Throws: Storage errors.
+    @discardableResult
+    public func refund(_ reservation: QuotaReservation, reason: String) async throws -> QuotaSettlement {
+        switch try await storage.refundQuota(reservationID: reservation.id, at: clock.now(), reason: reason) {
+        case .refunded(let units, let day):
+            logger.debug("Refunded \(reservation.endpoint) \(units) \(units == 1 ? "unit" : "units")", metadata: [
+                "quota.bucket": "\(reservation.bucket)", "quota.day": "\(day)", "quota.reason": "\(reason)",
+                "quota.reservation": "\(reservation.id)",
+            ])
+            return .refunded(units: units)
+        case .alreadyRefunded:
+            return .alreadyRefunded
+        }
+    }
+
+    // MARK: The server's word
+
+    /// Records that the server said a bucket's daily quota is spent (YouTube: 403 `quotaExceeded`):
+    /// every process refuses reservations in it until the next Pacific midnight.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - endpoint: The endpoint whose answer said so, if any, for the record.
+    /// - Returns: When the bucket opens again.
+    /// - Throws: ``QuotaLedgerError/unknownBucket(_:)``; storage errors.
+    @discardableResult
+    public func markExhausted(bucket: String, endpoint: String? = nil) async throws -> Date {
+        let exhaustion = try await storage.markQuotaExhausted(
+            bucket: bucket, configuredLimit: try configuredLimit(of: bucket), endpoint: endpoint, at: clock.now()
+        )
+        if exhaustion.isNew {
+            logger.notice(
+                "The server says quota bucket \(bucket) is spent for today; refusing its reservations until \(PacificDay.localTimeDescription(of: exhaustion.until))",
+                metadata: ["quota.bucket": "\(bucket)", "quota.endpoint": "\(endpoint ?? "-")"]
+            )
+        }
+        return exhaustion.until
+    }
+
+    /// Records that the server said the daily quota of an endpoint's bucket is spent.
+    /// - Parameter endpoint: The endpoint that got the answer.
+    /// - Returns: When its bucket opens again.
+    /// - Throws: Storage errors.
+    @discardableResult
+    public func markExhausted(endpoint: String) async throws -> Date {
+        try await markExhausted(bucket: price(of: endpoint).bucket, endpoint: endpoint)
+    }
+
+    // MARK: Queries
+
+    /// When today's quota resets: the next midnight, Pacific time.
+    public var resetInstant: Date { PacificDay(containing: clock.now()).nextReset }
+
+    /// Every endpoint's usage on a Pacific day.
+    /// - Parameter day: The day; today by default.
+    /// - Returns: Usage per bucket and endpoint.
+    /// - Throws: Storage errors.
+    public func usage(on day: PacificDay? = nil) async throws -> [QuotaUsage] {
+        try await storage.quotaUsage(on: day ?? PacificDay(containing: clock.now()))
+    }
+
+    /// A bucket's limit, usage and exhaustion today.
+    /// - Parameter bucket: The bucket; the default bucket when nil.
+    /// - Returns: Its status.
+    /// - Throws: ``QuotaLedgerError/unknownBucket(_:)``; storage errors.
+    public func status(bucket: String? = nil) async throws -> QuotaBucketStatus {
+        let bucket = bucket ?? configuration.defaultBucket
+        return try await storage.quotaBucketStatus(
+            bucket: bucket, configuredLimit: try configuredLimit(of: bucket), at: clock.now()
+        )
+    }
+
+    /// The units a bucket can still spend today.
+    /// - Parameter bucket: The bucket; the default bucket when nil.
+    /// - Returns: The units left; zero when the server said the quota is spent.
+    /// - Throws: ``QuotaLedgerError/unknownBucket(_:)``; storage errors.
+    public func remaining(bucket: String? = nil) async throws -> Int {
+        try await status(bucket: bucket).remaining
+    }
+
+    /// Compares the stored per-day totals with the sum of the events.
+    /// - Returns: The totals that differ; empty when the ledger is sound.
+    /// - Throws: Storage errors.
+    public func discrepancies() async throws -> [QuotaLedgerDiscrepancy] {
+        try await storage.quotaLedgerDiscrepancies()
+    }
+
+    // MARK: Administration
+
+    /// Sets a bucket's daily limit, persisted and winning over the configuration, or hands it back
+    /// to the configuration. The change is recorded as an event.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - limit: The new limit; nil to follow the configuration again.
+    /// - Returns: The bucket's status afterwards.
+    /// - Throws: ``QuotaLedgerError/negativeLimit(bucket:limit:)``,
+    ///   ``QuotaLedgerError/unknownBucket(_:)``; storage errors.
+    @discardableResult
+    public func setLimit(bucket: String, limit: Int?) async throws -> QuotaBucketStatus {
+        if let limit, limit < 0 { throw QuotaLedgerError.negativeLimit(bucket: bucket, limit: limit) }
+        let status = try await storage.setQuotaLimit(
+            bucket: bucket, limit: limit, configuredLimit: try configuredLimit(of: bucket), at: clock.now()
+        )
+        logger.notice("Quota bucket \(bucket) daily limit set to \(status.limit) (\(status.limitSource.rawValue))")
+        return status
+    }
+
+    /// Gives back every unit a bucket used on a day, recorded as reset events (never a silent
+    /// delete). Resetting today also lifts the server's exhausted mark.
+    /// - Parameters:
+    ///   - day: The Pacific day.
+    ///   - bucket: The bucket; the default bucket when nil.
+    /// - Returns: What was cleared.
+    /// - Throws: ``QuotaLedgerError/unknownBucket(_:)``; storage errors.
+    @discardableResult
+    public func resetDay(_ day: PacificDay, bucket: String? = nil) async throws -> QuotaDayReset {
+        let bucket = bucket ?? configuration.defaultBucket
+        _ = try configuredLimit(of: bucket)
+        let reset = try await storage.resetQuotaDay(day, bucket: bucket, at: clock.now())
+        logger.notice("Quota bucket \(bucket) reset for \(day): \(reset.totalUnitsCleared) units given back")
+        return reset
+    }
+
+    // MARK: Prices
+
+    /// The price the ledger charges for an endpoint; an unknown endpoint is logged the first time.
+    /// - Parameter endpoint: The endpoint.
+    /// - Returns: Its bucket, units and 304 policy.
+    public func price(of endpoint: String) -> QuotaConfiguration.EndpointCost {
+        if let known = configuration.cost(for: endpoint) { return known }
+        let isFirst = unknownEndpointsLogged.withLock { $0.insert(endpoint).inserted }
+        if isFirst {
+            logger.warning(
+                "Endpoint \(endpoint) is not in the quota cost table; charging the default \(configuration.defaultCost) in bucket \(configuration.defaultBucket)",
+                metadata: ["quota.endpoint": "\(endpoint)"]
+            )
+        }
+        return configuration.effectiveCost(for: endpoint)
+    }
+
+    private func configuredLimit(of bucket: String) throws(QuotaLedgerError) -> Int {
+        guard let limit = configuration.bucketLimits[bucket] else { throw .unknownBucket(bucket) }
+        return limit
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// What a quota reservation asks the store to charge.
+///
+/// The caller (the quota ledger) has already looked the endpoint up in its cost table; the store
+/// only checks the bucket's budget and charges it.
+public struct QuotaReservationRequest: Sendable, Hashable {
+    /// The bucket the units come out of, such as `youtube`.
+    public var bucket: String
+    /// The endpoint being called, such as `search.list`: usage is kept per endpoint.
+    public var endpoint: String
+    /// The units to charge; zero or more.
+    public var cost: Int
+    /// The bucket's daily limit in the caller's configuration. It applies unless an operator set
+    /// the limit (see ``QuotaBucketStatus/LimitSource``).
+    public var configuredLimit: Int
+    /// Usage levels, in percent of the limit, at which the caller wants to be told once a day that
+    /// the bucket crossed them, such as `[80, 95]`.
+    public var warningPercents: [Int]
+    /// The time of the reservation: its Pacific day is the day charged.
+    public var at: Date
+
+    /// Creates a request.
+    /// - Parameters:
+    ///   - bucket: The bucket to charge.
+    ///   - endpoint: The endpoint being called.
+    ///   - cost: The units to charge; zero or more.
+    ///   - configuredLimit: The bucket's daily limit in the caller's configuration.
+    ///   - warningPercents: Usage levels to report once a day when crossed.
+    ///   - at: The time of the reservation.
+    public init(
+        bucket: String, endpoint: String, cost: Int, configuredLimit: Int, warningPercents: [Int] = [], at: Date
+    ) {
+        self.bucket = bucket
+        self.endpoint = endpoint
+        self.cost = cost
+        self.configuredLimit = configuredLimit
+        self.warningPercents = warningPercents
+        self.at = at
+    }
+}

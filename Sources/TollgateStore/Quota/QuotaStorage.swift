@@ -1,0 +1,87 @@
+import Foundation
+
+/// The quota ledger's operations on the store: each one is one transaction.
+///
+/// The ledger keeps per-day totals (`quota_usage`) beside an append-only list of events
+/// (`quota_events`), and every operation that changes a total appends the event that explains it,
+/// in the same transaction: the totals always equal the sum of the events. Days are Pacific days
+/// (``PacificDay``), computed from the `at` each operation is given, so a test's clock decides them.
+///
+/// ``SQLiteStore`` implements it; another backend (PostgreSQL, for fleets) implements the same
+/// operations and the quota ledger works over it unchanged.
+public protocol QuotaStorage: Sendable {
+    /// Checks the bucket's budget for the request's day and, when it can pay, charges it and
+    /// appends a `charge` event, atomically across every process that shares the store.
+    ///
+    /// The bucket's row is created from `configuredLimit` when missing, and follows it when it
+    /// changes, unless an operator set the limit.
+    /// - Parameter request: The bucket, endpoint, cost, configured limit and time.
+    /// - Returns: The charge, or the refusal (nothing written) when the cost exceeds what is left
+    ///   or the server said the day's quota is spent.
+    /// - Throws: `StoreError.invalidArgument` for a negative cost or limit; `DatabaseError` when SQLite fails.
+    func reserveQuota(_ request: QuotaReservationRequest) async throws -> QuotaReservationOutcome
+
+    /// Gives a charge's units back to the day it was charged, with a `refund` event.
+    ///
+    /// A reservation is refunded at most once: a second refund, from any process, writes nothing.
+    /// - Parameters:
+    ///   - reservationID: The charge's id (``QuotaCharge/reservationID``).
+    ///   - at: The time of the refund.
+    ///   - reason: Why, kept in the event's detail, such as `304 Not Modified`.
+    /// - Returns: What was refunded, or ``QuotaRefundOutcome/alreadyRefunded``.
+    /// - Throws: `StoreError.invalidArgument` when no charge has that id; `DatabaseError` when SQLite fails.
+    func refundQuota(reservationID: Int64, at: Date, reason: String?) async throws -> QuotaRefundOutcome
+
+    /// Records the server's word that a bucket's daily quota is spent: every process refuses
+    /// reservations in it until the next Pacific midnight. An `exhausted` event records it.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - configuredLimit: The bucket's configured limit, used when its row does not exist yet.
+    ///   - endpoint: The endpoint whose answer said so, if any.
+    ///   - at: The time of the answer.
+    /// - Returns: The mark and whether this call set it.
+    /// - Throws: `DatabaseError` when SQLite fails.
+    func markQuotaExhausted(bucket: String, configuredLimit: Int, endpoint: String?, at: Date) async throws -> QuotaExhaustion
+
+    /// Every endpoint's usage on a Pacific day, ordered by bucket and endpoint.
+    /// - Parameter day: The day.
+    /// - Returns: The rows of `quota_usage` for that day.
+    /// - Throws: `DatabaseError` when SQLite fails.
+    func quotaUsage(on day: PacificDay) async throws -> [QuotaUsage]
+
+    /// A bucket's limit, usage and exhaustion on the Pacific day of `at`.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - configuredLimit: The configured limit, in force unless an operator set one.
+    ///   - at: The time whose Pacific day is described.
+    /// - Returns: The status; a bucket never charged shows the configured limit and no usage.
+    /// - Throws: `DatabaseError` when SQLite fails.
+    func quotaBucketStatus(bucket: String, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus
+
+    /// Sets a bucket's daily limit as an operator, or hands it back to the configuration, and
+    /// appends a `limit` event.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - limit: The new limit, kept across restarts and winning over the configuration; nil to
+    ///     follow the configuration again.
+    ///   - configuredLimit: The configured limit, in force when `limit` is nil.
+    ///   - at: The time of the change.
+    /// - Returns: The bucket's status afterwards.
+    /// - Throws: `StoreError.invalidArgument` for a negative limit; `DatabaseError` when SQLite fails.
+    func setQuotaLimit(bucket: String, limit: Int?, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus
+
+    /// Gives back all the units a bucket used on a day, with one `reset` event per endpoint: never
+    /// a silent delete. Resetting the current day also lifts the server's exhausted mark.
+    /// - Parameters:
+    ///   - day: The Pacific day.
+    ///   - bucket: The bucket.
+    ///   - at: The time of the reset.
+    /// - Returns: What was cleared.
+    /// - Throws: `DatabaseError` when SQLite fails.
+    func resetQuotaDay(_ day: PacificDay, bucket: String, at: Date) async throws -> QuotaDayReset
+
+    /// Compares every total with the sum of its events.
+    /// - Returns: The keys whose total differs from its events; empty when the ledger is sound.
+    /// - Throws: `DatabaseError` when SQLite fails.
+    func quotaLedgerDiscrepancies() async throws -> [QuotaLedgerDiscrepancy]
+}

@@ -1,0 +1,338 @@
+import Foundation
+
+/// The quota ledger's SQL, on a ``Database`` inside a transaction the caller opened.
+///
+/// Each `SQLiteStore` operation runs one of these in its own transaction; the gate's admission
+/// composes ``reserve(_:_:)`` with the circuit's and the throttle's functions in one
+/// `BEGIN IMMEDIATE` transaction. Every statement goes through the statement cache and a key or
+/// index: the hot path (``reserve(_:_:)``) reads one bucket row and the day's usage rows of one
+/// bucket (a primary-key range), and writes one event and one usage row.
+enum QuotaTable {
+    /// A `quota_buckets` row with the limit rule applied.
+    struct BucketRow {
+        /// The limit in force.
+        var limit: Int
+        /// The limit written in the row (differs from ``limit`` when the configuration changed).
+        var storedLimit: Int
+        var limitSource: QuotaBucketStatus.LimitSource
+        var exhaustedUntilMs: Int64?
+        var warnedDate: String?
+        var warnedPercent: Int
+
+        /// The server's mark holds for the Pacific day it was set on, and only that day: it ends at
+        /// that day's midnight, and a wall clock set back to an earlier day does not extend it.
+        func isExhausted(on day: PacificDay) -> Bool {
+            exhaustedUntilMs == day.nextReset.quotaMilliseconds
+        }
+    }
+
+    // MARK: Operations
+
+    /// Checks and charges, or refuses without writing a charge. See ``QuotaStorage/reserveQuota(_:)``.
+    static func reserve(_ db: Database, _ request: QuotaReservationRequest) throws -> QuotaReservationOutcome {
+        guard request.cost >= 0 else {
+            throw StoreError.invalidArgument("a quota cost cannot be negative (\(request.endpoint) costs \(request.cost))")
+        }
+        let day = PacificDay(containing: request.at)
+        let nowMs = request.at.quotaMilliseconds
+        let bucket = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit, nowMs: nowMs)
+        let used = try bucketUnits(db, bucket: request.bucket, day: day)
+        func refusal(_ reason: QuotaRefusal.Reason) -> QuotaReservationOutcome {
+            .refused(QuotaRefusal(
+                reason: reason, bucket: request.bucket, endpoint: request.endpoint, cost: request.cost,
+                day: day, bucketUnitsUsed: used, limit: bucket.limit
+            ))
+        }
+        if bucket.isExhausted(on: day) { return refusal(.exhaustedByServer) }
+        guard used + request.cost <= bucket.limit else { return refusal(.overBudget) }
+
+        let reservationID = try appendEvent(
+            db, atMs: nowMs, day: day, bucket: request.bucket, endpoint: request.endpoint, kind: "charge",
+            units: request.cost
+        )
+        try db.execute("""
+            INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, ?, ?, 1)
+            ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1
+            """, [.text(day.key), .text(request.bucket), .text(request.endpoint), .int(request.cost)])
+
+        let usedAfter = used + request.cost
+        let crossed = try recordWarnings(
+            db, bucket: request.bucket, row: bucket, day: day, usedAfter: usedAfter, percents: request.warningPercents
+        )
+        return .reserved(QuotaCharge(
+            reservationID: reservationID, bucket: request.bucket, endpoint: request.endpoint, cost: request.cost,
+            day: day, bucketUnitsUsed: usedAfter, limit: bucket.limit, warningsCrossed: crossed
+        ))
+    }
+
+    /// Refunds a charge once. See ``QuotaStorage/refundQuota(reservationID:at:reason:)``.
+    static func refund(_ db: Database, reservationID: Int64, at: Date, reason: String?) throws -> QuotaRefundOutcome {
+        guard let charge = try db.fetchOne(
+            "SELECT pacific_date, bucket, endpoint, units FROM quota_events WHERE id = ? AND kind = 'charge'",
+            [.integer(reservationID)]
+        ), let dateKey = charge[0].string, let day = PacificDay(key: dateKey),
+              let bucket = charge[1].string, let endpoint = charge[2].string, let cost = charge[3].int
+        else {
+            throw StoreError.invalidArgument("no quota reservation has id \(reservationID)")
+        }
+        let alreadyRefunded = try db.fetchOne(
+            "SELECT 1 FROM quota_events WHERE reservation_id = ? AND kind = 'refund'", [.integer(reservationID)]
+        ) != nil
+        if alreadyRefunded { return .alreadyRefunded }
+
+        // A reset of that day already gave the units back: never refund below zero.
+        let current = try db.fetchValue(
+            "SELECT units FROM quota_usage WHERE pacific_date = ? AND bucket = ? AND endpoint = ?",
+            [.text(dateKey), .text(bucket), .text(endpoint)]
+        ).int ?? 0
+        let units = min(cost, max(current, 0))
+        try appendEvent(
+            db, atMs: at.quotaMilliseconds, day: day, bucket: bucket, endpoint: endpoint, kind: "refund",
+            units: -units, reservationID: reservationID, detail: reason
+        )
+        if units != 0 {
+            try db.execute(
+                "UPDATE quota_usage SET units = units - ? WHERE pacific_date = ? AND bucket = ? AND endpoint = ?",
+                [.int(units), .text(dateKey), .text(bucket), .text(endpoint)]
+            )
+        }
+        return .refunded(units: units, day: day)
+    }
+
+    /// Closes a bucket until the next Pacific midnight. See ``QuotaStorage/markQuotaExhausted(bucket:configuredLimit:endpoint:at:)``.
+    static func markExhausted(
+        _ db: Database, bucket: String, configuredLimit: Int, endpoint: String?, at: Date
+    ) throws -> QuotaExhaustion {
+        let day = PacificDay(containing: at)
+        let nowMs = at.quotaMilliseconds
+        let row = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, nowMs: nowMs)
+        if row.isExhausted(on: day) {
+            return QuotaExhaustion(bucket: bucket, until: day.nextReset, isNew: false)
+        }
+        try db.execute(
+            "UPDATE quota_buckets SET exhausted_until_ms = ?, updated_at_ms = ? WHERE bucket = ?",
+            [.integer(day.nextReset.quotaMilliseconds), .integer(nowMs), .text(bucket)]
+        )
+        try appendEvent(
+            db, atMs: nowMs, day: day, bucket: bucket, endpoint: endpoint ?? "*", kind: "exhausted", units: 0,
+            detail: "the server said the daily quota is spent; closed until \(PacificDay.localTimeDescription(of: day.nextReset))"
+        )
+        return QuotaExhaustion(bucket: bucket, until: day.nextReset, isNew: true)
+    }
+
+    /// A day's usage rows. See ``QuotaStorage/quotaUsage(on:)``.
+    static func usage(_ db: Database, on day: PacificDay) throws -> [QuotaUsage] {
+        try db.fetchAll(
+            "SELECT bucket, endpoint, units, calls FROM quota_usage WHERE pacific_date = ? ORDER BY bucket, endpoint",
+            [.text(day.key)]
+        ).map { row in
+            QuotaUsage(
+                day: day, bucket: row[0].string ?? "", endpoint: row[1].string ?? "",
+                units: row[2].int ?? 0, calls: row[3].int ?? 0
+            )
+        }
+    }
+
+    /// A bucket's status, read only. See ``QuotaStorage/quotaBucketStatus(bucket:configuredLimit:at:)``.
+    static func status(_ db: Database, bucket: String, configuredLimit: Int, at: Date) throws -> QuotaBucketStatus {
+        let day = PacificDay(containing: at)
+        let row = try bucketRow(db, bucket, configuredLimit: configuredLimit)
+        return QuotaBucketStatus(
+            bucket: bucket, day: day, limit: row?.limit ?? configuredLimit,
+            limitSource: row?.limitSource ?? .configuration,
+            unitsUsed: try bucketUnits(db, bucket: bucket, day: day),
+            isExhausted: row?.isExhausted(on: day) ?? false
+        )
+    }
+
+    /// Sets or clears an operator's limit. See ``QuotaStorage/setQuotaLimit(bucket:limit:configuredLimit:at:)``.
+    static func setLimit(
+        _ db: Database, bucket: String, limit: Int?, configuredLimit: Int, at: Date
+    ) throws -> QuotaBucketStatus {
+        let newLimit = limit ?? configuredLimit
+        guard newLimit >= 0 else { throw StoreError.invalidArgument("a daily limit cannot be negative (\(newLimit))") }
+        let source: QuotaBucketStatus.LimitSource = limit == nil ? .configuration : .admin
+        let nowMs = at.quotaMilliseconds
+        let previous = try bucketRow(db, bucket, configuredLimit: configuredLimit)
+        try db.execute("""
+            INSERT INTO quota_buckets (bucket, daily_limit, limit_source, updated_at_ms) VALUES (?, ?, ?, ?)
+            ON CONFLICT (bucket) DO UPDATE SET daily_limit = excluded.daily_limit,
+                limit_source = excluded.limit_source, updated_at_ms = excluded.updated_at_ms
+            """, [.text(bucket), .int(newLimit), .text(source.rawValue), .integer(nowMs)])
+        let from = previous.map { "\($0.limit) (\($0.limitSource.rawValue))" } ?? "none"
+        try appendEvent(
+            db, atMs: nowMs, day: PacificDay(containing: at), bucket: bucket, endpoint: "*", kind: "limit", units: 0,
+            detail: "daily limit \(from) → \(newLimit) (\(source.rawValue))"
+        )
+        return try status(db, bucket: bucket, configuredLimit: configuredLimit, at: at)
+    }
+
+    /// Gives back a day's units with `reset` events. See ``QuotaStorage/resetQuotaDay(_:bucket:at:)``.
+    static func resetDay(_ db: Database, _ day: PacificDay, bucket: String, at: Date) throws -> QuotaDayReset {
+        let nowMs = at.quotaMilliseconds
+        let rows = try db.fetchAll(
+            "SELECT endpoint, units FROM quota_usage WHERE pacific_date = ? AND bucket = ? AND units <> 0",
+            [.text(day.key), .text(bucket)]
+        )
+        var cleared: [String: Int] = [:]
+        for row in rows {
+            guard let endpoint = row[0].string, let units = row[1].int else { continue }
+            cleared[endpoint] = units
+            try appendEvent(
+                db, atMs: nowMs, day: day, bucket: bucket, endpoint: endpoint, kind: "reset", units: -units,
+                detail: "day reset by an operator"
+            )
+            try db.execute(
+                "UPDATE quota_usage SET units = 0 WHERE pacific_date = ? AND bucket = ? AND endpoint = ?",
+                [.text(day.key), .text(bucket), .text(endpoint)]
+            )
+        }
+        let isToday = day == PacificDay(containing: at)
+        let row = try bucketRow(db, bucket, configuredLimit: 0)
+        let clearsMark = isToday && row?.isExhausted(on: day) == true
+        if row != nil {
+            // The day starts over: its warnings may be logged again, and today's server mark is lifted.
+            try db.execute("""
+                UPDATE quota_buckets
+                SET warned_percent = CASE WHEN warned_date = ? THEN 0 ELSE warned_percent END,
+                    exhausted_until_ms = CASE WHEN ? THEN NULL ELSE exhausted_until_ms END,
+                    updated_at_ms = ?
+                WHERE bucket = ?
+                """, [.text(day.key), .int(clearsMark ? 1 : 0), .integer(nowMs), .text(bucket)])
+        }
+        if cleared.isEmpty || clearsMark {
+            // The operator's action is on record even when it changed no total.
+            try appendEvent(
+                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: "reset", units: 0,
+                detail: clearsMark ? "day reset by an operator; exhausted mark lifted" : "day reset by an operator; nothing to clear"
+            )
+        }
+        return QuotaDayReset(day: day, bucket: bucket, unitsCleared: cleared, clearedExhaustedMark: clearsMark)
+    }
+
+    /// Totals that differ from their events. See ``QuotaStorage/quotaLedgerDiscrepancies()``.
+    ///
+    /// Reads both tables in full: an audit, not a hot path.
+    static func discrepancies(_ db: Database) throws -> [QuotaLedgerDiscrepancy] {
+        try db.fetchAll("""
+            WITH sums AS (
+                SELECT pacific_date, bucket, endpoint, SUM(units) AS units
+                FROM quota_events GROUP BY pacific_date, bucket, endpoint
+            )
+            SELECT sums.pacific_date, sums.bucket, sums.endpoint, sums.units, COALESCE(usage.units, 0)
+            FROM sums LEFT JOIN quota_usage AS usage
+              ON usage.pacific_date = sums.pacific_date AND usage.bucket = sums.bucket AND usage.endpoint = sums.endpoint
+            WHERE sums.units <> COALESCE(usage.units, 0)
+            UNION ALL
+            SELECT usage.pacific_date, usage.bucket, usage.endpoint, 0, usage.units
+            FROM quota_usage AS usage
+            WHERE usage.units <> 0 AND NOT EXISTS (
+                SELECT 1 FROM quota_events AS event
+                WHERE event.pacific_date = usage.pacific_date AND event.bucket = usage.bucket
+                  AND event.endpoint = usage.endpoint)
+            ORDER BY 1, 2, 3
+            """).map { row in
+            QuotaLedgerDiscrepancy(
+                pacificDate: row[0].string ?? "", bucket: row[1].string ?? "", endpoint: row[2].string ?? "",
+                eventUnits: row[3].int ?? 0, usageUnits: row[4].int ?? 0
+            )
+        }
+    }
+
+    // MARK: Parts
+
+    /// The bucket's row with the limit in force: an operator's limit wins; otherwise the configured one.
+    static func bucketRow(_ db: Database, _ bucket: String, configuredLimit: Int) throws -> BucketRow? {
+        guard let row = try db.fetchOne("""
+            SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent
+            FROM quota_buckets WHERE bucket = ?
+            """, [.text(bucket)]) else { return nil }
+        let source = QuotaBucketStatus.LimitSource(rawValue: row[1].string ?? "") ?? .configuration
+        let stored = row[0].int ?? 0
+        return BucketRow(
+            limit: source == .admin ? stored : configuredLimit,
+            storedLimit: stored,
+            limitSource: source,
+            exhaustedUntilMs: row[2].int64,
+            warnedDate: row[3].string,
+            warnedPercent: row[4].int ?? 0
+        )
+    }
+
+    /// Creates the bucket's row from the configuration, or brings a configuration-owned limit up to
+    /// date, recording either change as a `limit` event.
+    static func synchronizeBucket(_ db: Database, _ bucket: String, configuredLimit: Int, nowMs: Int64) throws -> BucketRow {
+        guard configuredLimit >= 0 else {
+            throw StoreError.invalidArgument("a daily limit cannot be negative (\(bucket): \(configuredLimit))")
+        }
+        let day = PacificDay(containing: Date(timeIntervalSince1970: TimeInterval(nowMs) / 1000))
+        guard let row = try bucketRow(db, bucket, configuredLimit: configuredLimit) else {
+            try db.execute(
+                "INSERT INTO quota_buckets (bucket, daily_limit, limit_source, updated_at_ms) VALUES (?, ?, 'configuration', ?)",
+                [.text(bucket), .int(configuredLimit), .integer(nowMs)]
+            )
+            try appendEvent(
+                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: "limit", units: 0,
+                detail: "daily limit \(configuredLimit) (configuration)"
+            )
+            return BucketRow(limit: configuredLimit, storedLimit: configuredLimit, limitSource: .configuration, warnedPercent: 0)
+        }
+        if row.limitSource == .configuration, row.storedLimit != configuredLimit {
+            try db.execute(
+                "UPDATE quota_buckets SET daily_limit = ?, updated_at_ms = ? WHERE bucket = ?",
+                [.int(configuredLimit), .integer(nowMs), .text(bucket)]
+            )
+            try appendEvent(
+                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: "limit", units: 0,
+                detail: "daily limit \(row.storedLimit) → \(configuredLimit) (configuration)"
+            )
+        }
+        return row
+    }
+
+    /// Units the bucket used on the day, all endpoints together: a primary-key range of `quota_usage`.
+    static func bucketUnits(_ db: Database, bucket: String, day: PacificDay) throws -> Int {
+        try db.fetchValue(
+            "SELECT COALESCE(SUM(units), 0) FROM quota_usage WHERE pacific_date = ? AND bucket = ?",
+            [.text(day.key), .text(bucket)]
+        ).int ?? 0
+    }
+
+    /// Appends an event and returns its id.
+    @discardableResult
+    static func appendEvent(
+        _ db: Database, atMs: Int64, day: PacificDay, bucket: String, endpoint: String, kind: String, units: Int,
+        reservationID: Int64? = nil, detail: String? = nil
+    ) throws -> Int64 {
+        try db.execute("""
+            INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """, [.integer(atMs), .text(day.key), .text(bucket), .text(endpoint), .text(kind), .int(units),
+                  .optionalInt(reservationID), .optionalText(detail)])
+        return db.lastInsertedRowID
+    }
+
+    /// Works out which warning levels this charge crossed first today, and records them so no other
+    /// charge, in any process, reports them again that day.
+    private static func recordWarnings(
+        _ db: Database, bucket: String, row: BucketRow, day: PacificDay, usedAfter: Int, percents: [Int]
+    ) throws -> [Int] {
+        guard row.limit > 0, !percents.isEmpty else { return [] }
+        let alreadyWarned = row.warnedDate == day.key ? row.warnedPercent : 0
+        let reached = percents.filter { usedAfter * 100 >= $0 * row.limit }
+        let crossed = reached.filter { $0 > alreadyWarned }.sorted()
+        guard let highest = crossed.last else { return [] }
+        try db.execute(
+            "UPDATE quota_buckets SET warned_date = ?, warned_percent = ? WHERE bucket = ?",
+            [.text(day.key), .int(highest), .text(bucket)]
+        )
+        return crossed
+    }
+}
+
+extension Date {
+    /// Milliseconds since 1970, as the quota tables store times.
+    fileprivate var quotaMilliseconds: Int64 {
+        Int64((timeIntervalSince1970 * 1000).rounded(.down))
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+extension SQLiteStore: QuotaStorage {
+    public func reserveQuota(_ request: QuotaReservationRequest) async throws -> QuotaReservationOutcome {
+        try await write { db in try QuotaTable.reserve(db, request) }
+    }
+
+    public func refundQuota(reservationID: Int64, at: Date, reason: String?) async throws -> QuotaRefundOutcome {
+        try await write { db in try QuotaTable.refund(db, reservationID: reservationID, at: at, reason: reason) }
+    }
+
+    public func markQuotaExhausted(
+        bucket: String, configuredLimit: Int, endpoint: String?, at: Date
+    ) async throws -> QuotaExhaustion {
+        try await write { db in
+            try QuotaTable.markExhausted(db, bucket: bucket, configuredLimit: configuredLimit, endpoint: endpoint, at: at)
+        }
+    }
+
+    public func quotaUsage(on day: PacificDay) async throws -> [QuotaUsage] {
+        try await read { db in try QuotaTable.usage(db, on: day) }
+    }
+
+    public func quotaBucketStatus(bucket: String, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus {
+        try await read { db in try QuotaTable.status(db, bucket: bucket, configuredLimit: configuredLimit, at: at) }
+    }
+
+    public func setQuotaLimit(bucket: String, limit: Int?, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus {
+        try await write { db in
+            try QuotaTable.setLimit(db, bucket: bucket, limit: limit, configuredLimit: configuredLimit, at: at)
+        }
+    }
+
+    public func resetQuotaDay(_ day: PacificDay, bucket: String, at: Date) async throws -> QuotaDayReset {
+        try await write { db in try QuotaTable.resetDay(db, day, bucket: bucket, at: at) }
+    }
+
+    public func quotaLedgerDiscrepancies() async throws -> [QuotaLedgerDiscrepancy] {
+        try await read { db in try QuotaTable.discrepancies(db) }
+    }
+}
