@@ -28,8 +28,8 @@ public enum CircuitTransitionCause: Sendable, Hashable, CustomStringConvertible 
             rateLimited ? "probe rate-limited (recovery failed)" : "probe failed (recovery failed)"
         case .reset:
             "reset"
-        case .forcedOpen(let duration):
-            "forced open for \(Int(duration.timeInterval.rounded(.up))) s"
+        case .forcedOpen:
+            "forced open"
         }
     }
 }
