@@ -55,6 +55,17 @@ public struct CircuitBreaker: Sendable {
             endpoint: endpoint, policy: configuration.policy(for: endpoint),
             probeToken: Self.newProbeToken(), at: clock.now()
         )
+        return report(admission, endpoint: endpoint)
+    }
+
+    /// Logs an admission that a caller ran itself — the gate, composing the circuit check with the
+    /// throttle and the quota in one transaction — exactly as ``shouldAllowRequest(endpoint:)`` does.
+    /// - Parameters:
+    ///   - admission: The result of the store's admission.
+    ///   - endpoint: The endpoint.
+    /// - Returns: The admission's decision.
+    @discardableResult
+    public func report(_ admission: CircuitAdmission, endpoint: String) -> CircuitDecision {
         for transition in admission.transitions { log(transition) }
         let metadata = Self.metadata(endpoint)
         switch admission.decision {
@@ -100,9 +111,21 @@ public struct CircuitBreaker: Sendable {
         let recording = try await storage.recordCircuitOutcome(
             outcome, endpoint: endpoint, probeToken: probe?.token, policy: policy, at: clock.now()
         )
+        return report(recording, endpoint: endpoint)
+    }
+
+    /// Logs an outcome that a caller recorded itself (the gate, in a composed transaction), exactly
+    /// as ``recordResult(endpoint:outcome:probe:)`` does.
+    /// - Parameters:
+    ///   - recording: The result of the store's recording.
+    ///   - endpoint: The endpoint.
+    /// - Returns: The circuit's state afterwards.
+    @discardableResult
+    public func report(_ recording: CircuitRecording, endpoint: String) -> CircuitState {
         let metadata = Self.metadata(endpoint)
+        let outcome = recording.outcome
         if recording.transitions.isEmpty, recording.applied, recording.previousState == .closed, outcome.countsAsFailure {
-            logger.debug("Failure \(recording.record.consecutiveFailures)/\(policy.failureThreshold) in CLOSED",
+            logger.debug("Failure \(recording.record.consecutiveFailures)/\(recording.record.failureThreshold) in CLOSED",
                          metadata: metadata.merging(["circuit.outcome": "\(outcome.rawValue)"]) { $1 })
         } else if !recording.applied, outcome != .neutral {
             logger.debug("Outcome \(outcome.rawValue) ignored in \(recording.previousState)", metadata: metadata)
@@ -245,9 +268,11 @@ public struct CircuitBreaker: Sendable {
         max(0, Int(interval.rounded(.up)))
     }
 
-    /// Unique across processes and restarts: the process id keeps two processes' tokens apart even
-    /// if their random generators collided, the UUID keeps one process's tokens apart.
-    private static func newProbeToken() -> String {
+    /// A new probe-lease token, unique across processes and restarts: the process id keeps two
+    /// processes' tokens apart even if their random generators collided, the UUID keeps one
+    /// process's tokens apart. For callers that run the store's admission themselves.
+    /// - Returns: The token.
+    public static func newProbeToken() -> String {
         "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)"
     }
 }
