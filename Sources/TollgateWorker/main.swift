@@ -17,6 +17,8 @@ do {
         try await QuotaReserveJob.run(Array(arguments.dropFirst()))
     case "throttle-admit":
         try await ThrottleAdmitJob.run(Array(arguments.dropFirst()))
+    case "circuit-probe":
+        try await CircuitProbeJob.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data("unknown job \(job)\n".utf8))
         exit(64)
