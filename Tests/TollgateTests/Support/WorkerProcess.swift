@@ -32,24 +32,34 @@ enum WorkerProcess {
     }
 
     /// Runs `count` workers at once, each with `arguments(index)`, and waits for all of them.
+    ///
+    /// Pipes are drained and processes awaited on dispatch threads, never on Swift concurrency's
+    /// cooperative pool, so tasks started beside the workers still run on a 2-core machine.
     static func runConcurrently(_ job: String, count: Int, arguments: (Int) -> [String]) async throws -> [Result] {
         let started = try (0..<count).map { try start(job, arguments($0)) }
-        return await withTaskGroup(of: (Int, Result).self) { group in
-            for (index, (process, out, err)) in started.enumerated() {
-                group.addTask {
-                    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-                    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        var results: [Result] = []
+        for (process, out, err) in started {
+            async let stdout = readToEnd(out.fileHandleForReading)
+            async let stderr = readToEnd(err.fileHandleForReading)
+            let (output, errors) = await (stdout, stderr)
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
                     process.waitUntilExit()
-                    return (index, Result(
-                        status: process.terminationStatus,
-                        stdout: String(decoding: stdout, as: UTF8.self),
-                        stderr: String(decoding: stderr, as: UTF8.self)
-                    ))
+                    continuation.resume()
                 }
             }
-            var results = [Result?](repeating: nil, count: count)
-            for await (index, result) in group { results[index] = result }
-            return results.compactMap { $0 }
+            results.append(Result(
+                status: process.terminationStatus,
+                stdout: String(decoding: output, as: UTF8.self),
+                stderr: String(decoding: errors, as: UTF8.self)
+            ))
+        }
+        return results
+    }
+
+    private static func readToEnd(_ handle: FileHandle) async -> Data {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: handle.readDataToEndOfFile()) }
         }
     }
 }
