@@ -80,13 +80,29 @@ let package = Package(
         // Runs jobs in separate processes for the multi-process tests. Not a product.
         .executableTarget(
             name: "TollgateWorker",
-            dependencies: ["Tollgate", "TollgateStore"]
+            dependencies: [
+                "Tollgate",
+                "TollgateStore",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+            ]
+        ),
+        // Helpers shared by the test targets: temporary directories, worker processes, clocks, logs.
+        .target(
+            name: "TollgateTestSupport",
+            dependencies: [
+                "TollgateStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
+            path: "Tests/TollgateTestSupport"
         ),
         .testTarget(
             name: "TollgateTests",
             dependencies: [
                 "Tollgate",
                 "TollgateStore",
+                "TollgateTestSupport",
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
@@ -96,16 +112,20 @@ let package = Package(
                 "Tollgate",
                 "TollgateAsyncHTTPClient",
                 "TollgateFakeAPI",
+                "TollgateTestSupport",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "TollgateStoreTests",
-            dependencies: ["TollgateStore", "CSQLite"]
+            dependencies: ["TollgateStore", "CSQLite", "TollgateTestSupport"]
         ),
         .testTarget(
             name: "TollgateCLITests",
-            dependencies: ["tollgate", "TollgateStore"]
+            dependencies: ["tollgate", "TollgateStore", "TollgateTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

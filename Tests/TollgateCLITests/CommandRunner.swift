@@ -55,22 +55,3 @@ enum CommandRunner {
         try run(URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", "-readonly", path, sql])
     }
 }
-
-/// A fresh directory under the system's temporary directory, removed when released.
-final class TemporaryDirectory {
-    let url: URL
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory
-            .appending(path: "tollgate-cli-tests-\(UUID().uuidString)", directoryHint: .isDirectory)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)
-    }
-
-    func path(_ name: String) -> String {
-        url.appending(path: name).path
-    }
-}

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateTestSupport
 @testable import TollgateStore
 
 @Suite("Quota store operations")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateTestSupport
 @testable import TollgateStore
 
 private struct Abort: Error, Equatable {}

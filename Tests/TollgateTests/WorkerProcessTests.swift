@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateTestSupport
 import Tollgate
 
 @Suite("Worker processes")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateTestSupport
 import TollgateStore
 
 /// The circuit's rules on their own, without a database.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateTestSupport
 import TollgateStore
 
 /// The circuit's store operations on a real file.

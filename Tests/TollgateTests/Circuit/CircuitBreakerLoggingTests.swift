@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import TollgateTestSupport
 import Tollgate
 
 @Suite("Circuit breaker log lines")
@@ -10,7 +11,7 @@ struct CircuitBreakerLoggingTests {
         let directory = try TemporaryDirectory()
         let store = try SQLiteStore(path: directory.path("logs.sqlite"))
         let clock = ManualClock()
-        let log = RecordingLogger()
+        let log = LogCapture()
         let breaker = CircuitBreaker(storage: store, clock: clock, logger: log.logger)
         let endpoint = "/api/activities"
 

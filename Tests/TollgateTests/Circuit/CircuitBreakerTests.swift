@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateTestSupport
 import Tollgate
 
 /// Seed 001's test list, plus the additions, on real files with a manual clock.

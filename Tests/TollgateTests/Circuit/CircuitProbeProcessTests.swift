@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateTestSupport
 import Tollgate
 
 @Suite("Circuit breaker across processes")

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Testing
+import TollgateTestSupport
 import Tollgate
 
 /// SplitMix64: a seeded generator, so jittered delays are reproducible.

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Synchronization
 import Testing
+import TollgateTestSupport
 import Tollgate
 
 /// A stand-in for an HTTP response.
@@ -35,7 +36,7 @@ struct RetryRunTests {
     @Test("a 503 then 503 then 200 is retried after 1 s and 2 s, and every retry is logged")
     func retriesUntilSuccess() async throws {
         let clock = AdvancingClock()
-        let log = RecordingLogger()
+        let log = LogCapture()
         let attempts = Attempts()
         let answer = try await noJitter.run(endpoint: "videos.list", method: .get, clock: clock, logger: log.logger,
                                             operation: answering([503, 503, 200], attempts: attempts))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateTestSupport
 import Tollgate
 
 /// A throttle over a fresh file with its own clock and captured log.

@@ -1,15 +1,15 @@
 import Foundation
 
 /// Runs `tollgate-worker` jobs as real, separate processes on one database file.
-enum WorkerProcess {
-    struct Result: Sendable {
-        let status: Int32
-        let stdout: String
-        let stderr: String
+public enum WorkerProcess {
+    public struct Result: Sendable {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
     }
 
     /// The worker binary, built beside the test binary by `swift build --build-tests`.
-    static let executable: URL = {
+    public static let executable: URL = {
         var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         while directory.pathExtension == "xctest" || ["Contents", "MacOS"].contains(directory.lastPathComponent) {
             directory.deleteLastPathComponent()
@@ -18,7 +18,7 @@ enum WorkerProcess {
     }()
 
     /// Starts one worker process running `job` and returns it, still running.
-    static func start(_ job: String, _ arguments: [String]) throws -> (Process, Pipe, Pipe) {
+    public static func start(_ job: String, _ arguments: [String]) throws -> (Process, Pipe, Pipe) {
         let process = Process()
         process.executableURL = executable
         process.arguments = [job] + arguments
@@ -35,7 +35,7 @@ enum WorkerProcess {
     ///
     /// Pipes are drained and processes awaited on dispatch threads, never on Swift concurrency's
     /// cooperative pool, so tasks started beside the workers still run on a 2-core machine.
-    static func runConcurrently(_ job: String, count: Int, arguments: (Int) -> [String]) async throws -> [Result] {
+    public static func runConcurrently(_ job: String, count: Int, arguments: (Int) -> [String]) async throws -> [Result] {
         let started = try (0..<count).map { try start(job, arguments($0)) }
         var results: [Result] = []
         for (process, out, err) in started {

@@ -1,10 +1,10 @@
 import Foundation
 
 /// A fresh directory under the system's temporary directory, removed when released.
-final class TemporaryDirectory {
-    let url: URL
+public final class TemporaryDirectory {
+    public let url: URL
 
-    init() throws {
+    public init() throws {
         url = FileManager.default.temporaryDirectory
             .appending(path: "tollgate-tests-\(UUID().uuidString)", directoryHint: .isDirectory)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
@@ -14,16 +14,16 @@ final class TemporaryDirectory {
         try? FileManager.default.removeItem(at: url)
     }
 
-    func path(_ name: String) -> String {
+    public func path(_ name: String) -> String {
         url.appending(path: name).path
     }
 }
 
-func fileBytes(_ path: String) -> Data? {
+public func fileBytes(_ path: String) -> Data? {
     FileManager.default.contents(atPath: path)
 }
 
-func posixPermissions(_ path: String) throws -> Int {
+public func posixPermissions(_ path: String) throws -> Int {
     let attributes = try FileManager.default.attributesOfItem(atPath: path)
     return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
 }

@@ -1,0 +1,19 @@
+extension HTTPTransportError: CircuitClassifiableError {
+    /// Timeouts and failed connections say the server is unwell; a request that could not be
+    /// built, or a body too large to accept, says nothing about it.
+    public var circuitOutcome: CircuitOutcome {
+        switch self {
+        case .timedOut, .connectionFailed: .failure
+        case .invalidRequest, .responseTooLarge: .neutral
+        }
+    }
+
+    /// How the retry policy treats the error.
+    public var retryTrigger: RetryTrigger {
+        switch self {
+        case .timedOut: .timeout
+        case .connectionFailed: .connectionError
+        case .invalidRequest, .responseTooLarge: .other
+        }
+    }
+}
