@@ -35,7 +35,7 @@ struct RetryRunTests {
 
     @Test("a 503 then 503 then 200 is retried after 1 s and 2 s, and every retry is logged")
     func retriesUntilSuccess() async throws {
-        let clock = AdvancingClock()
+        let clock = SimulatedClock()
         let log = LogCapture()
         let attempts = Attempts()
         let answer = try await noJitter.run(endpoint: "videos.list", method: .get, clock: clock, logger: log.logger,
@@ -50,7 +50,7 @@ struct RetryRunTests {
 
     @Test("after 3 retries the last answer is returned; a timeout error is retried and rethrown at the end")
     func exhaustsRetries() async throws {
-        let clock = AdvancingClock()
+        let clock = SimulatedClock()
         let attempts = Attempts()
         let answer = try await noJitter.run(endpoint: "e", method: .get, clock: clock,
                                             operation: answering([429], attempts: attempts))
@@ -60,7 +60,7 @@ struct RetryRunTests {
 
         let timeouts = Attempts()
         await #expect(throws: Timeout()) {
-            _ = try await noJitter.run(endpoint: "e", method: .get, clock: AdvancingClock()) { _ -> AttemptResult<Answer> in
+            _ = try await noJitter.run(endpoint: "e", method: .get, clock: SimulatedClock()) { _ -> AttemptResult<Answer> in
                 _ = timeouts.next()
                 return .failure(Timeout(), trigger: .timeout)
             }
@@ -70,13 +70,13 @@ struct RetryRunTests {
 
     @Test("a Retry-After within the maximum is slept; past it, no sleep and the answer comes back with it")
     func retryAfterHandling() async throws {
-        let clock = AdvancingClock()
+        let clock = SimulatedClock()
         let attempts = Attempts()
         _ = try await noJitter.run(endpoint: "e", method: .get, clock: clock,
                                    operation: answering([503, 200], retryAfter: .seconds(5), attempts: attempts))
         #expect(clock.sleeps == [.seconds(5)])
 
-        let patient = AdvancingClock()
+        let patient = SimulatedClock()
         let once = Attempts()
         let answer = try await noJitter.run(endpoint: "e", method: .get, clock: patient,
                                             operation: answering([429], retryAfter: .seconds(3600), attempts: once))
@@ -88,15 +88,15 @@ struct RetryRunTests {
     @Test("a POST is not retried unless marked idempotent; a non-retryable status is not retried")
     func idempotencyAndRetryability() async throws {
         let post = Attempts()
-        _ = try await noJitter.run(endpoint: "e", method: .post, clock: AdvancingClock(),
+        _ = try await noJitter.run(endpoint: "e", method: .post, clock: SimulatedClock(),
                                    operation: answering([503, 200], attempts: post))
         #expect(post.value == 1)
         let marked = Attempts()
-        let answer = try await noJitter.run(endpoint: "e", method: .post, markedIdempotent: true, clock: AdvancingClock(),
+        let answer = try await noJitter.run(endpoint: "e", method: .post, markedIdempotent: true, clock: SimulatedClock(),
                                             operation: answering([503, 200], attempts: marked))
         #expect(answer == Answer(status: 200) && marked.value == 2)
         let notFound = Attempts()
-        _ = try await noJitter.run(endpoint: "e", method: .get, clock: AdvancingClock(),
+        _ = try await noJitter.run(endpoint: "e", method: .get, clock: SimulatedClock(),
                                    operation: answering([404], attempts: notFound))
         #expect(notFound.value == 1)
     }
@@ -105,7 +105,7 @@ struct RetryRunTests {
     func stopsWhenCircuitOpens() async throws {
         let directory = try TemporaryDirectory()
         let store = try SQLiteStore(path: directory.path("retry.sqlite"))
-        let clock = AdvancingClock()
+        let clock = SimulatedClock()
         let breaker = CircuitBreaker(storage: store, clock: clock)
         for _ in 0..<3 { try await breaker.recordResult(endpoint: "e", outcome: .failure) }
 
@@ -130,7 +130,7 @@ struct RetryRunTests {
         let store = try SQLiteStore(location: .inMemory)
         let base = ManualClock()
         let other = CircuitBreaker(storage: store, clock: base)
-        let clock = AdvancingClock(base: base) { _ in try? await other.forceOpen(endpoint: "e", for: .seconds(60)) }
+        let clock = SimulatedClock(base: base) { _ in try? await other.forceOpen(endpoint: "e", for: .seconds(60)) }
         let breaker = CircuitBreaker(storage: store, clock: clock)
         let attempts = Attempts()
         let answer = try await noJitter.run(endpoint: "e", method: .get, circuit: breaker, clock: clock,
@@ -142,7 +142,7 @@ struct RetryRunTests {
     @Test("each attempt's outcome is recorded; a half-open probe that succeeds closes the circuit")
     func recordsOutcomesAndProbes() async throws {
         let store = try SQLiteStore(location: .inMemory)
-        let clock = AdvancingClock()
+        let clock = SimulatedClock()
         let breaker = CircuitBreaker(storage: store, clock: clock)
         let attempts = Attempts()
         _ = try await noJitter.run(endpoint: "e", method: .get, circuit: breaker, clock: clock,
@@ -161,7 +161,7 @@ struct RetryRunTests {
     @Test("an operation that throws is not retried or recorded, and releases a probe lease it held")
     func operationThrows() async throws {
         let store = try SQLiteStore(location: .inMemory)
-        let clock = AdvancingClock()
+        let clock = SimulatedClock()
         let breaker = CircuitBreaker(storage: store, clock: clock)
         for _ in 0..<5 { try await breaker.recordResult(endpoint: "e", outcome: .failure) }
         clock.base.advance(by: .seconds(60))

@@ -1,15 +1,18 @@
 import Foundation
 import Synchronization
-import TollgateStore
 
-/// A ``ManualClock`` whose sleeps advance it at once: code under test that sleeps (a retry's
-/// backoff) runs straight through, on the same time line as everything else reading the clock,
-/// and the test reads back exactly how long it slept.
-public final class AdvancingClock: TollgateClock {
+/// A clock on simulated time: every sleep moves the time forward at once instead of waiting.
+///
+/// Code that backs off for 1, 2 and 4 seconds or waits out a throttle window runs straight through,
+/// while everything that reads the clock sees the time those waits would have taken. `tollgate demo`
+/// tells an hour-long story in seconds with it, and tests read back exactly what was slept.
+public final class SimulatedClock: TollgateClock {
+    /// The manual clock that holds the time; advance it to make time pass without a sleep.
     public let base: ManualClock
     private let recorded = Mutex<[Duration]>([])
     private let onSleep: (@Sendable (Duration) async -> Void)?
 
+    /// Creates a simulated clock.
     /// - Parameters:
     ///   - base: The manual clock that holds the time.
     ///   - onSleep: Runs during each sleep, after the time moved: to simulate what another process
@@ -19,6 +22,7 @@ public final class AdvancingClock: TollgateClock {
         self.onSleep = onSleep
     }
 
+    /// Every sleep so far, in order.
     public var sleeps: [Duration] { recorded.withLock { $0 } }
 
     public func now() -> Date { base.now() }
