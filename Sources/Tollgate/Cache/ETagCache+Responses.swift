@@ -50,7 +50,7 @@ extension ETagCache {
         let vary = VaryFields(response.headerFields)
         let etag = CacheHeaders.etag(response.headerFields)
         let lastModified = CacheHeaders.lastModified(response.headerFields)
-        let unstorableReason: String? = if !Self.isCacheable(request) {
+        let unstorableReason: String? = if !Self.isCacheable(request, ignoringAddedValidators: true) {
             "the request bypasses the cache"
         } else if CacheControl(response.headerFields).noStore {
             "Cache-Control: no-store"
@@ -120,13 +120,7 @@ extension ETagCache {
         _ notModified: HTTPResponse, for request: HTTPRequest, endpoint: String
     ) async throws -> CachedResponse? {
         guard notModified.status.code == 304 else { return nil }
-        let plainRequest = {
-            var plain = request
-            plain.headerFields[.ifNoneMatch] = nil
-            plain.headerFields[.ifModifiedSince] = nil
-            return plain
-        }()
-        guard Self.isCacheable(plainRequest), let key = try? key(for: plainRequest) else { return nil }
+        guard Self.isCacheable(request, ignoringAddedValidators: true), let key = try? key(for: request) else { return nil }
         let now = clock.now()
         let nowMs = CacheTime.milliseconds(now)
         let sensitive = configuration.sensitiveHeaders
@@ -134,7 +128,7 @@ extension ETagCache {
         let validatedSinceMs = retention(now: now).expiredBeforeMs
         let fields = notModified.headerFields
         let revise: @Sendable ([CacheEntryMetadata]) -> CacheRevision? = { candidates in
-            guard let selected = Self.selectRevalidated(among: candidates, for: plainRequest, notModified: fields) else {
+            guard let selected = Self.selectRevalidated(among: candidates, for: request, notModified: fields) else {
                 return nil
             }
             let merged = CacheHeaders.merge(

@@ -173,10 +173,14 @@ public final class ETagCache: Sendable {
 
     // MARK: Internals
 
-    static func isCacheable(_ request: HTTPRequest) -> Bool {
+    /// Whether the cache may answer `request`, or store the answer to it. A lookup passes through
+    /// requests with conditional fields of their own; the answer to a request sent with the
+    /// validators the cache added (`If-None-Match`, `If-Modified-Since`) may be stored.
+    static func isCacheable(_ request: HTTPRequest, ignoringAddedValidators: Bool = false) -> Bool {
         guard request.method == .get || request.method == .head else { return false }
         let fields = request.headerFields
-        let bypassing: [HTTPField.Name] = [.range, .ifRange, .ifNoneMatch, .ifModifiedSince, .ifMatch, .ifUnmodifiedSince]
+        var bypassing: [HTTPField.Name] = [.range, .ifRange, .ifMatch, .ifUnmodifiedSince]
+        if !ignoringAddedValidators { bypassing += [.ifNoneMatch, .ifModifiedSince] }
         return !bypassing.contains(where: fields.contains) && !CacheControl(fields).noStore
     }
 
