@@ -13,6 +13,8 @@ do {
     switch job {
     case "migrate":
         try MigrateJob.run(Array(arguments.dropFirst()))
+    case "cache-store":
+        try await CacheStoreJob.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data("unknown job \(job)\n".utf8))
         exit(64)

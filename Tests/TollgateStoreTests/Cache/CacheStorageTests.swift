@@ -145,6 +145,34 @@ struct CacheStorageTests {
         #expect(try await store.cacheTotals() == CacheTotals(entries: 0, bodyBytes: 0))
     }
 
+    @Test("a 304 revision and LRU touches never write the body row")
+    func bodyIsNotRewritten() async throws {
+        let store = try SQLiteStore(location: .inMemory) // one connection: the temporary trigger sees every write
+        let stored = try await store.storeCacheEntry(newEntry("a", body: "payload"), retention: roomy, activity: CacheActivity())
+        try await store.write { db in
+            try db.executeScript("""
+                CREATE TEMP TABLE body_writes (kind TEXT);
+                CREATE TEMP TRIGGER body_updated AFTER UPDATE ON cache_bodies BEGIN INSERT INTO body_writes VALUES ('update'); END;
+                CREATE TEMP TRIGGER body_inserted AFTER INSERT ON cache_bodies BEGIN INSERT INTO body_writes VALUES ('insert'); END;
+                """)
+        }
+        var activity = CacheActivity()
+        activity.touch(stored.entry.id, atMs: 3_000)
+        try await store.recordCacheActivity(activity)
+        let key = CacheStatisticsKey(pacificDate: "2026-11-21", endpoint: "videos.list")
+        let revised = try await store.reviseCacheEntry(resourceKey: "a", validatedSinceMs: 0, activity: activity) { candidates in
+            CacheRevision(entryID: candidates[0].id, headers: [], etag: "\"v2\"", lastModified: nil, freshUntilMs: nil,
+                          nowMs: 4_000, statisticsKey: key)
+        }
+        #expect(revised?.body == Data("payload".utf8))
+        let writes = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM body_writes").int }
+        #expect(writes == 0)
+        // The check can fail: a replacing 200 does write the body.
+        _ = try await store.storeCacheEntry(newEntry("a", body: "new"), retention: roomy, activity: CacheActivity())
+        let afterReplace = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM body_writes").int }
+        #expect(afterReplace == 1)
+    }
+
     @Test("buffered statistics add up in the cache_stats view with its hit rate")
     func statisticsView() async throws {
         let store = try SQLiteStore(location: .inMemory)

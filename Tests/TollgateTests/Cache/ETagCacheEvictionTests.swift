@@ -105,3 +105,34 @@ struct ETagCacheEvictionTests {
         }
     }
 }
+
+@Suite("ETag cache: several processes on one file")
+struct CacheMultiProcessTests {
+    @Test("four processes storing at once keep the capacity, and the trigger-kept totals match the tables")
+    func concurrentStoresKeepTotalsExact() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("shared.sqlite")
+        _ = try SQLiteStore(path: path)
+        let results = try await WorkerProcess.runConcurrently("cache-store", count: 4) { ["\(path)", "w\($0)", "60", "100"] }
+        #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
+        let evicted = results.compactMap { Int($0.stdout.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") }
+        #expect(evicted.reduce(0, +) == 140)
+
+        let store = try SQLiteStore(path: path)
+        let check = try await store.read { db in
+            try db.fetchOne("""
+                SELECT (SELECT entries FROM cache_totals), (SELECT COUNT(*) FROM cache_entries),
+                       (SELECT body_bytes FROM cache_totals), (SELECT SUM(body_size) FROM cache_entries),
+                       (SELECT SUM(length(body)) FROM cache_bodies), (SELECT COUNT(*) FROM cache_bodies),
+                       (SELECT misses FROM cache_stats_daily WHERE endpoint = 'worker')
+                """)
+        }
+        let values = try #require(check).values.map { $0.int64 }
+        #expect(values[0] == 100)
+        #expect(values[0] == values[1])
+        #expect(values[2] == values[3])
+        #expect(values[3] == values[4])
+        #expect(values[5] == 100)
+        #expect(values[6] == 240)
+    }
+}
