@@ -59,34 +59,45 @@ enum CacheTable {
         )
     }
 
-    /// Inserts or replaces an entry and its body; returns its id and whether it replaced one.
-    static func upsert(_ db: Database, _ entry: NewCacheEntry) throws -> (id: Int64, replaced: Bool) {
-        // A variant stored under another Vary would match requests this one no longer describes.
-        try db.execute(
-            "DELETE FROM cache_entries WHERE resource_key = ? AND vary IS NOT ?",
-            [.text(entry.resourceKey), .optionalText(entry.vary)]
-        )
-        let existing = try db.fetchValue(
-            "SELECT id FROM cache_entries WHERE resource_key = ? AND variant_key = ?",
-            [.text(entry.resourceKey), .text(entry.variantKey)]
-        ).int64
+    /// Inserts or replaces an entry and its body; returns the stored metadata and whether it
+    /// replaced an entry with the same keys.
+    static func upsert(_ db: Database, _ entry: NewCacheEntry) throws -> (metadata: CacheEntryMetadata, replaced: Bool) {
+        // One probe of the unique index finds the same variant and any variant stored under another
+        // Vary, which would match requests this response no longer describes.
+        var existing: (id: Int64, hitCount: Int64)?
+        var otherVary = false
+        try db.cachedStatement("SELECT id, variant_key, vary, hit_count FROM cache_entries WHERE resource_key = ?")
+            .forEachRow([.text(entry.resourceKey)]) { row in
+                if row[1].string == entry.variantKey, row[2].string == entry.vary, let id = row[0].int64 {
+                    existing = (id, row[3].int64 ?? 0)
+                } else if row[2].string != entry.vary {
+                    otherVary = true
+                }
+            }
+        if otherVary {
+            try db.execute(
+                "DELETE FROM cache_entries WHERE resource_key = ? AND vary IS NOT ?",
+                [.text(entry.resourceKey), .optionalText(entry.vary)]
+            )
+        }
         let headers = DatabaseValue.text(encode(entry.headers))
         let size = Int64(entry.body.count)
         let id: Int64
         if let existing {
             try db.execute(
                 """
-                UPDATE cache_entries SET endpoint = ?, method = ?, url = ?, vary = ?, status = ?, headers = ?,
+                UPDATE cache_entries SET endpoint = ?, method = ?, url = ?, status = ?, headers = ?,
                     etag = ?, last_modified = ?, body_size = ?, stored_at_ms = ?, validated_at_ms = ?,
                     fresh_until_ms = ?, last_access_ms = ?
                 WHERE id = ?
                 """,
-                [.text(entry.endpoint), .text(entry.method), .text(entry.url), .optionalText(entry.vary),
+                [.text(entry.endpoint), .text(entry.method), .text(entry.url),
                  .int(entry.status), headers, .optionalText(entry.etag), .optionalText(entry.lastModified),
                  .integer(size), .integer(entry.nowMs), .integer(entry.nowMs), .optionalInt(entry.freshUntilMs),
-                 .integer(entry.nowMs), .integer(existing)]
+                 .integer(entry.nowMs), .integer(existing.id)]
             )
-            id = existing
+            try db.execute("UPDATE cache_bodies SET body = ? WHERE entry_id = ?", [.blob(entry.body), .integer(existing.id)])
+            id = existing.id
         } else {
             try db.execute(
                 """
@@ -100,12 +111,16 @@ enum CacheTable {
                  .integer(entry.nowMs), .optionalInt(entry.freshUntilMs), .integer(entry.nowMs)]
             )
             id = db.lastInsertedRowID
+            try db.execute("INSERT INTO cache_bodies (entry_id, body) VALUES (?, ?)", [.integer(id), .blob(entry.body)])
         }
-        try db.execute(
-            "INSERT INTO cache_bodies (entry_id, body) VALUES (?, ?) ON CONFLICT (entry_id) DO UPDATE SET body = excluded.body",
-            [.integer(id), .blob(entry.body)]
+        let metadata = CacheEntryMetadata(
+            id: id, resourceKey: entry.resourceKey, variantKey: entry.variantKey, endpoint: entry.endpoint,
+            method: entry.method, url: entry.url, vary: entry.vary, status: entry.status, headers: entry.headers,
+            etag: entry.etag, lastModified: entry.lastModified, bodySize: size, storedAtMs: entry.nowMs,
+            validatedAtMs: entry.nowMs, freshUntilMs: entry.freshUntilMs, lastAccessMs: entry.nowMs,
+            hitCount: existing?.hitCount ?? 0
         )
-        return (id, existing != nil)
+        return (metadata, existing != nil)
     }
 
     /// Applies a `304`'s revision: metadata only, never the body.
@@ -144,24 +159,28 @@ enum CacheTable {
         var current = try totals(db)
         let excess = current.entries - max(retention.maxEntries, 0)
         if excess > 0 {
-            try db.execute(
+            try db.cachedStatement(
                 """
                 DELETE FROM cache_entries WHERE id IN (
                     SELECT id FROM cache_entries WHERE id IS NOT ? ORDER BY last_access_ms, id LIMIT ?)
-                """,
-                [.optionalInt(keeping), .int(excess)]
-            )
-            result.evicted += db.changesCount
-            current = try totals(db)
+                RETURNING body_size
+                """
+            ).forEachRow([.optionalInt(keeping), .int(excess)]) { row in
+                result.evicted += 1
+                current.bodyBytes -= row[0].int64 ?? 0
+            }
         }
         while current.bodyBytes > retention.maxTotalBodyBytes {
-            guard let row = try db.fetchOne(
-                "SELECT id, body_size FROM cache_entries WHERE id IS NOT ? ORDER BY last_access_ms, id LIMIT 1",
+            guard let freed = try db.fetchOne(
+                """
+                DELETE FROM cache_entries WHERE id = (
+                    SELECT id FROM cache_entries WHERE id IS NOT ? ORDER BY last_access_ms, id LIMIT 1)
+                RETURNING body_size
+                """,
                 [.optionalInt(keeping)]
-            ), let id = row[0].int64 else { break }
-            try db.execute("DELETE FROM cache_entries WHERE id = ?", [.integer(id)])
+            ) else { break }
             result.evicted += 1
-            current.bodyBytes -= row[1].int64 ?? 0
+            current.bodyBytes -= freed[0].int64 ?? 0
         }
         return result
     }

@@ -20,11 +20,8 @@ extension SQLiteStore: CacheStorage {
     ) async throws -> CacheStoreResult {
         try await write { db in
             try CacheTable.record(db, activity: activity)
-            let (id, replaced) = try CacheTable.upsert(db, entry)
-            let pruned = try CacheTable.enforce(db, retention, keeping: id)
-            guard let metadata = try CacheTable.entry(db, id: id) else {
-                throw StoreError.invalidArgument("the cache entry vanished while it was stored")
-            }
+            let (metadata, replaced) = try CacheTable.upsert(db, entry)
+            let pruned = try CacheTable.enforce(db, retention, keeping: metadata.id)
             return CacheStoreResult(entry: metadata, replaced: replaced, pruned: pruned)
         }
     }

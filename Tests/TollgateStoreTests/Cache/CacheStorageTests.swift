@@ -213,12 +213,13 @@ struct CacheStorageTests {
         let statements = [
             "SELECT id FROM cache_entries WHERE resource_key = 'a' AND validated_at_ms >= 0",
             "SELECT body FROM cache_bodies WHERE entry_id = 1",
-            "SELECT id FROM cache_entries WHERE resource_key = 'a' AND variant_key = ''",
+            "SELECT id, variant_key, vary, hit_count FROM cache_entries WHERE resource_key = 'a'",
             "DELETE FROM cache_entries WHERE resource_key = 'a' AND vary IS NOT NULL",
             "DELETE FROM cache_entries WHERE validated_at_ms < 5",
             "DELETE FROM cache_entries WHERE url = 'x'",
             "SELECT id FROM cache_entries WHERE id IS NOT 5 ORDER BY last_access_ms, id LIMIT 3",
-            "SELECT id, body_size FROM cache_entries WHERE id IS NOT NULL ORDER BY last_access_ms, id LIMIT 1",
+            "DELETE FROM cache_entries WHERE id = (SELECT id FROM cache_entries WHERE id IS NOT 5 ORDER BY last_access_ms, id LIMIT 1)",
+            "DELETE FROM cache_entries WHERE id IN (SELECT id FROM cache_entries WHERE id IS NOT 5 ORDER BY last_access_ms, id LIMIT 3)",
             "UPDATE cache_entries SET last_access_ms = 1 WHERE id = 1",
             "SELECT entries, body_bytes FROM cache_totals WHERE id = 1",
         ]
