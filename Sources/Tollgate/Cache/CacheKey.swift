@@ -37,6 +37,25 @@ public struct CacheKey: Sendable, Hashable {
     public init(
         request: HTTPRequest, sensitiveQueryParameters: Set<String>, sensitiveHeaders: Set<HTTPField.Name>
     ) throws(CacheError) {
+        try self.init(request: request, secretRules: SecretRules(
+            queryParameters: sensitiveQueryParameters, headers: sensitiveHeaders
+        ))
+    }
+
+    /// The secret rules in the form the key computation uses, prepared once per cache.
+    struct SecretRules: Sendable {
+        /// Lowercased parameter names.
+        let queryParameters: Set<String>
+        /// Header names in a fixed order, so the partition does not depend on set order.
+        let headers: [HTTPField.Name]
+
+        init(queryParameters: Set<String>, headers: Set<HTTPField.Name>) {
+            self.queryParameters = Set(queryParameters.map { $0.lowercased() })
+            self.headers = headers.sorted { $0.canonicalName < $1.canonicalName }
+        }
+    }
+
+    init(request: HTTPRequest, secretRules: SecretRules) throws(CacheError) {
         guard let scheme = request.scheme, let authority = request.authority, let rawPath = request.path else {
             throw CacheError.unkeyableRequest("the request has no scheme, authority or path")
         }
@@ -85,22 +104,24 @@ public struct CacheKey: Sendable, Hashable {
                 let pair = segment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 return (name: String(pair[0]), value: pair.count == 2 ? String(pair[1]) : nil)
             }.sorted { ($0.name, $0.value ?? "") < ($1.name, $1.value ?? "") }
-            let sensitive = Set(sensitiveQueryParameters.map { $0.lowercased() })
             query = parameters.map { parameter in
-                let decodedName = (parameter.name.removingPercentEncoding ?? parameter.name).lowercased()
-                guard sensitive.contains(decodedName), let value = parameter.value else {
+                let decodedName = parameter.name.contains("%")
+                    ? (parameter.name.removingPercentEncoding ?? parameter.name).lowercased() : parameter.name.lowercased()
+                guard secretRules.queryParameters.contains(decodedName), let value = parameter.value else {
                     return parameter.value.map { "\(parameter.name)=\($0)" } ?? parameter.name
                 }
                 credentials.append("query:\(parameter.name)=\(value)")
                 secrets.append(value)
-                if let decoded = value.removingPercentEncoding, decoded != value { secrets.append(decoded) }
+                if value.contains("%"), let decoded = value.removingPercentEncoding, decoded != value {
+                    secrets.append(decoded)
+                }
                 return "\(parameter.name)=\(Self.redactionMarker)"
             }.joined(separator: "&")
             if !parameters.isEmpty { query = "?" + query }
         }
 
         // Sensitive headers, in a fixed order, every value of each.
-        for name in sensitiveHeaders.sorted(by: { $0.canonicalName < $1.canonicalName }) {
+        for name in secretRules.headers {
             let values = request.headerFields[values: name]
             guard !values.isEmpty else { continue }
             credentials.append("header:\(name.canonicalName)=\(values.joined(separator: "\u{0}"))")
@@ -143,10 +164,14 @@ public struct CacheKey: Sendable, Hashable {
     }
 
     static func digest(_ text: String) -> String {
-        SHA256.hash(data: Data(text.utf8)).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        let hexDigits = Array("0123456789abcdef".utf8)
+        var hex: [UInt8] = []
+        hex.reserveCapacity(64)
+        for byte in SHA256.hash(data: Data(text.utf8)) {
+            hex.append(hexDigits[Int(byte >> 4)])
+            hex.append(hexDigits[Int(byte & 0x0F)])
+        }
+        return String(decoding: hex, as: UTF8.self)
     }
 }
 

@@ -31,6 +31,7 @@ public final class ETagCache: Sendable {
     let clock: any TollgateClock
     let logger: Logger
     let buffer = Mutex(CacheActivityBuffer())
+    let secretRules: CacheKey.SecretRules
 
     /// Creates a cache over a store.
     /// - Parameters:
@@ -45,6 +46,9 @@ public final class ETagCache: Sendable {
     ) throws(CacheError) {
         self.storage = storage
         self.configuration = try configuration.validated()
+        self.secretRules = CacheKey.SecretRules(
+            queryParameters: configuration.sensitiveQueryParameters, headers: configuration.sensitiveHeaders
+        )
         self.clock = clock
         self.logger = logger
     }
@@ -54,10 +58,7 @@ public final class ETagCache: Sendable {
     /// - Returns: Its key.
     /// - Throws: ``CacheError/unkeyableRequest(_:)`` when the request has no URL to key on.
     public func key(for request: HTTPRequest) throws(CacheError) -> CacheKey {
-        try CacheKey(
-            request: request, sensitiveQueryParameters: configuration.sensitiveQueryParameters,
-            sensitiveHeaders: configuration.sensitiveHeaders
-        )
+        try CacheKey(request: request, secretRules: secretRules)
     }
 
     // MARK: Lookup
