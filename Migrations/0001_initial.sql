@@ -129,7 +129,8 @@ CREATE TABLE cache_entries (
 ) STRICT;
 CREATE INDEX cache_entries_lru ON cache_entries (last_access_ms);
 CREATE INDEX cache_entries_age ON cache_entries (validated_at_ms);
-CREATE INDEX cache_entries_by_endpoint ON cache_entries (endpoint);
+-- An unsafe method (POST, PUT, PATCH, DELETE) invalidates every entry stored for its URL.
+CREATE INDEX cache_entries_by_url ON cache_entries (url);
 
 CREATE TABLE cache_bodies (
     entry_id  INTEGER PRIMARY KEY REFERENCES cache_entries (id) ON DELETE CASCADE,

@@ -1,0 +1,53 @@
+import HTTPTypes
+
+/// The rules of the ETag cache. The defaults follow seed 002 and DESIGN.md.
+public struct CacheConfiguration: Sendable {
+    /// LRU capacity: at most this many entries. 1000 by default.
+    public var maxEntries: Int = 1000
+    /// Entries are removed this long after they were stored or last revalidated. 7 days by default.
+    public var maxAge: Duration = .seconds(7 * 86_400)
+    /// Bodies larger than this are not stored. 5 MiB by default.
+    public var maxBodySize: Int = 5 * 1024 * 1024
+    /// Stored bodies together stay at or under this many bytes, LRU-first. 256 MiB by default.
+    public var maxTotalBodyBytes: Int64 = 256 * 1024 * 1024
+    /// Whether a response still fresh under its own `max-age` or `Expires` is served with no
+    /// request at all. On by default; see ``alwaysRevalidatedEndpoints`` to turn it off for some.
+    public var servesFreshResponsesWithoutRequest: Bool = true
+    /// Endpoints whose stored responses are always revalidated, however fresh.
+    public var alwaysRevalidatedEndpoints: Set<String> = []
+    /// Query parameters whose values are secrets (case-insensitive).
+    public var sensitiveQueryParameters: Set<String> = [
+        "key", "api_key", "apikey", "access_token", "token", "sig", "signature",
+    ]
+    /// Request and response header fields whose values are secrets.
+    public var sensitiveHeaders: Set<HTTPField.Name> = [
+        .authorization, .proxyAuthorization, .cookie,
+        HTTPField.Name("X-Api-Key")!, HTTPField.Name("X-Goog-Api-Key")!,
+    ]
+    /// Fresh hits and stale serves are buffered in memory (their LRU touch and their count) and
+    /// written once this many have gathered, or at the next write of the cache, whichever is first.
+    public var activityFlushThreshold: Int = 64
+    /// …or once the oldest buffered use is this old.
+    public var activityFlushInterval: Duration = .seconds(1)
+    /// The hit rate of an endpoint is logged at `info` every this many outcomes (0: never).
+    public var hitRateLogInterval: Int = 100
+
+    /// Creates a configuration with the defaults.
+    public init() {}
+
+    /// Whether stored responses for `endpoint` may be served fresh, with no request.
+    /// - Parameter endpoint: The endpoint.
+    /// - Returns: True when freshness is honoured.
+    public func servesFresh(for endpoint: String) -> Bool {
+        servesFreshResponsesWithoutRequest && !alwaysRevalidatedEndpoints.contains(endpoint)
+    }
+
+    func validated() throws(CacheError) -> CacheConfiguration {
+        guard maxEntries >= 1 else { throw .invalidConfiguration("maxEntries must be at least 1, not \(maxEntries)") }
+        guard maxAge > .zero else { throw .invalidConfiguration("maxAge must be positive") }
+        guard maxBodySize >= 0 else { throw .invalidConfiguration("maxBodySize must not be negative") }
+        guard maxTotalBodyBytes >= 0 else { throw .invalidConfiguration("maxTotalBodyBytes must not be negative") }
+        guard activityFlushThreshold >= 1 else { throw .invalidConfiguration("activityFlushThreshold must be at least 1") }
+        return self
+    }
+}

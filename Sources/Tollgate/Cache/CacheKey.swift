@@ -1,0 +1,224 @@
+import Crypto
+import Foundation
+import HTTPTypes
+
+/// Where a request's response is stored: the method, the normalised URL with its secrets
+/// redacted, and a one-way hash of the request's credentials.
+///
+/// Pure computation, no storage. The URL is normalised so that equivalent requests share an
+/// entry: scheme and host lowercased, the default port dropped, query parameters sorted (never
+/// dropped). Sensitive query parameters, user information in the authority and sensitive headers
+/// are taken out of the URL and hashed into ``credentialPartition``: two API keys never share an
+/// entry, and no secret reaches the database in plaintext.
+public struct CacheKey: Sendable, Hashable {
+    /// What replaces the value of a sensitive query parameter in ``url``.
+    public static let redactionMarker = "REDACTED"
+
+    /// The request method, such as `GET`.
+    public let method: String
+    /// The normalised URL with every sensitive value replaced by ``redactionMarker``.
+    public let url: String
+    /// The hex SHA-256 of the request's credentials, or nil when it carries none.
+    public let credentialPartition: String?
+    /// The hex SHA-256 of ``method``, ``url`` and ``credentialPartition``: the stored resource key.
+    public let resourceKey: String
+    /// The plaintext secrets of the request, kept in memory only, so the cache can scrub any echo
+    /// of them from the response headers it stores.
+    let secrets: [String]
+
+    /// Computes the key of a request.
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - sensitiveQueryParameters: Query parameter names whose values are secrets (compared
+    ///     case-insensitively, after percent-decoding).
+    ///   - sensitiveHeaders: Request header fields whose values are secrets.
+    /// - Throws: ``CacheError/unkeyableRequest(_:)`` when the request has no scheme, authority or
+    ///   path to key on (a `CONNECT`, say).
+    public init(
+        request: HTTPRequest, sensitiveQueryParameters: Set<String>, sensitiveHeaders: Set<HTTPField.Name>
+    ) throws(CacheError) {
+        try self.init(request: request, secretRules: SecretRules(
+            queryParameters: sensitiveQueryParameters, headers: sensitiveHeaders
+        ))
+    }
+
+    /// The secret rules in the form the key computation uses, prepared once per cache.
+    struct SecretRules: Sendable {
+        /// Lowercased parameter names.
+        let queryParameters: Set<String>
+        /// Header names in a fixed order, so the partition does not depend on set order.
+        let headers: [HTTPField.Name]
+
+        init(queryParameters: Set<String>, headers: Set<HTTPField.Name>) {
+            self.queryParameters = Set(queryParameters.map { $0.lowercased() })
+            self.headers = headers.sorted { $0.canonicalName < $1.canonicalName }
+        }
+    }
+
+    init(request: HTTPRequest, secretRules: SecretRules) throws(CacheError) {
+        guard let scheme = request.scheme, let authority = request.authority, let rawPath = request.path else {
+            throw CacheError.unkeyableRequest("the request has no scheme, authority or path")
+        }
+        var credentials: [String] = []
+        var secrets: [String] = []
+        let normalisedScheme = scheme.lowercased()
+
+        // Authority: user information is a credential; host lowercased; default port dropped.
+        var hostAndPort = Substring(authority)
+        if let at = hostAndPort.lastIndex(of: "@") {
+            let userInfo = String(hostAndPort[..<at])
+            credentials.append("userinfo=\(userInfo)")
+            secrets.append(userInfo)
+            hostAndPort = hostAndPort[hostAndPort.index(after: at)...]
+        }
+        let host: Substring
+        var port: Substring?
+        if hostAndPort.hasPrefix("["), let close = hostAndPort.firstIndex(of: "]") {
+            host = hostAndPort[...close]
+            let rest = hostAndPort[hostAndPort.index(after: close)...]
+            port = rest.hasPrefix(":") ? rest.dropFirst() : nil
+        } else if let colon = hostAndPort.lastIndex(of: ":") {
+            host = hostAndPort[..<colon]
+            port = hostAndPort[hostAndPort.index(after: colon)...]
+        } else {
+            host = hostAndPort
+        }
+        var normalisedAuthority = host.lowercased()
+        if let port, !port.isEmpty {
+            let defaultPort = ["http": 80, "https": 443, "ws": 80, "wss": 443][normalisedScheme]
+            if let number = Int(port), number >= 0 {
+                if number != defaultPort { normalisedAuthority += ":\(number)" }
+            } else {
+                normalisedAuthority += ":\(port)"
+            }
+        }
+
+        // Path and query: the fragment is never sent; parameters are sorted, secrets redacted.
+        let target = rawPath.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        var path = parts.first.map(String.init) ?? ""
+        if path.isEmpty { path = "/" }
+        var query = ""
+        if parts.count == 2 {
+            let parameters = parts[1].split(separator: "&", omittingEmptySubsequences: true).map { segment in
+                let pair = segment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return (name: String(pair[0]), value: pair.count == 2 ? String(pair[1]) : nil)
+            }.sorted { ($0.name, $0.value ?? "") < ($1.name, $1.value ?? "") }
+            query = parameters.map { parameter in
+                let decodedName = parameter.name.contains("%")
+                    ? (parameter.name.removingPercentEncoding ?? parameter.name).lowercased() : parameter.name.lowercased()
+                guard secretRules.queryParameters.contains(decodedName), let value = parameter.value else {
+                    return parameter.value.map { "\(parameter.name)=\($0)" } ?? parameter.name
+                }
+                credentials.append("query:\(parameter.name)=\(value)")
+                secrets.append(value)
+                if value.contains("%"), let decoded = value.removingPercentEncoding, decoded != value {
+                    secrets.append(decoded)
+                }
+                return "\(parameter.name)=\(Self.redactionMarker)"
+            }.joined(separator: "&")
+            if !parameters.isEmpty { query = "?" + query }
+        }
+
+        // Sensitive headers, in a fixed order, every value of each.
+        for name in secretRules.headers {
+            let values = request.headerFields[values: name]
+            guard !values.isEmpty else { continue }
+            credentials.append("header:\(name.canonicalName)=\(values.joined(separator: "\u{0}"))")
+            secrets.append(contentsOf: values)
+            // "Bearer <token>" and "Basic <credentials>": the token alone may be echoed too.
+            secrets.append(contentsOf: values.compactMap { value in
+                value.split(separator: " ", maxSplits: 1).dropFirst().first.map(String.init)
+            })
+        }
+
+        self.method = request.method.rawValue
+        self.url = "\(normalisedScheme)://\(normalisedAuthority)\(path)\(query)"
+        self.credentialPartition = credentials.isEmpty
+            ? nil : Self.digest("tollgate.cache.credentials.v1\n" + credentials.joined(separator: "\n"))
+        self.resourceKey = Self.digest(
+            "tollgate.cache.resource.v1\n\(method)\n\(url)\n\(credentialPartition ?? "")"
+        )
+        self.secrets = secrets.filter { $0.utf8.count >= 8 }
+    }
+
+    /// The variant key of a request for a stored response's `Vary`: a digest of the request's
+    /// values for each named field, or the empty string when `vary` names none.
+    ///
+    /// A field the request lacks differs from a field it sends empty. Values are compared after
+    /// trimming and joining repeated fields with `, `, which keeps their meaning.
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - vary: Normalised field names (lowercased), as ``VaryFields/names(_:)`` gives them.
+    /// - Returns: The variant key.
+    public static func variantKey(for request: HTTPRequest, vary: [String]) -> String {
+        guard !vary.isEmpty else { return "" }
+        let parts = vary.map { name -> String in
+            guard let fieldName = HTTPField.Name(name) else { return "\(name)\u{1}absent" }
+            let values = request.headerFields[values: fieldName]
+            guard !values.isEmpty else { return "\(name)\u{1}absent" }
+            let normalised = values.map { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ") }
+            return "\(name)=\(normalised.joined(separator: ", "))"
+        }
+        return digest("tollgate.cache.variant.v1\n" + parts.joined(separator: "\n"))
+    }
+
+    static func digest(_ text: String) -> String {
+        let hexDigits = Array("0123456789abcdef".utf8)
+        var hex: [UInt8] = []
+        hex.reserveCapacity(64)
+        for byte in SHA256.hash(data: Data(text.utf8)) {
+            hex.append(hexDigits[Int(byte >> 4)])
+            hex.append(hexDigits[Int(byte & 0x0F)])
+        }
+        return String(decoding: hex, as: UTF8.self)
+    }
+}
+
+/// What a response's `Vary` says about which requests it can answer.
+public enum VaryFields: Sendable, Hashable {
+    /// No `Vary`: every request for the resource matches.
+    case none
+    /// Requests match when their values for these fields (lowercased, sorted) are the same.
+    case names([String])
+    /// `Vary: *`: no later request ever matches, so the response is not stored.
+    case any
+
+    /// Reads the `Vary` fields of a response.
+    /// - Parameter fields: The response's header fields.
+    public init(_ fields: HTTPFields) {
+        let names = fields[values: .vary]
+            .flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty }
+        if names.contains("*") {
+            self = .any
+        } else if names.isEmpty {
+            self = .none
+        } else {
+            self = .names(Array(Set(names)).sorted())
+        }
+    }
+
+    /// Reads the normalised `vary` column of a stored entry.
+    /// - Parameter stored: The column, comma-separated names, or nil.
+    public init(stored: String?) {
+        let names = (stored ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+        self = names.isEmpty ? .none : (names.contains("*") ? .any : .names(names))
+    }
+
+    /// The field names, empty for ``none`` and ``any``.
+    public var names: [String] {
+        if case .names(let names) = self { names } else { [] }
+    }
+
+    /// The normalised text stored in the `vary` column; nil when there is no `Vary`.
+    public var stored: String? {
+        switch self {
+        case .none: nil
+        case .names(let names): names.joined(separator: ", ")
+        case .any: "*"
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import HTTPTypes
+
+/// A response the cache holds: what the server last sent, with its 304-merged headers.
+public struct CachedResponse: Sendable, Hashable {
+    /// The stored entry's id in the store.
+    public let entryID: Int64
+    /// The status of the stored response (a 2xx).
+    public let status: HTTPResponse.Status
+    /// The stored header fields, without secrets and `Set-Cookie`.
+    public let headerFields: HTTPFields
+    /// The body.
+    public let body: Data
+    /// The entity tag, verbatim (weak or strong), if the server sent one.
+    public let etag: String?
+    /// The `Last-Modified` value, verbatim, if the server sent one.
+    public let lastModified: String?
+    /// When the response was stored.
+    public let storedAt: Date
+    /// When the server last confirmed it: stored or revalidated by a `304`.
+    public let validatedAt: Date
+    /// Until when it is fresh under its own `Cache-Control: max-age` or `Expires`; nil when it
+    /// must be revalidated before use.
+    public let freshUntil: Date?
+    /// How long ago the server last confirmed it, at the time it was read.
+    public let age: Duration
+
+    /// The stored response as an `HTTPResponse`.
+    public var response: HTTPResponse { HTTPResponse(status: status, headerFields: headerFields) }
+
+    /// Whether it was still fresh when it was read.
+    /// - Parameter now: The time to judge by.
+    /// - Returns: True when `now` is before ``freshUntil``.
+    public func isFresh(at now: Date) -> Bool {
+        freshUntil.map { now < $0 } ?? false
+    }
+
+    init(entry: CacheEntry, now: Date) {
+        let metadata = entry.metadata
+        entryID = metadata.id
+        status = HTTPResponse.Status(code: metadata.status)
+        var fields = HTTPFields()
+        for field in metadata.headers {
+            guard let name = HTTPField.Name(field.name) else { continue }
+            fields.append(HTTPField(name: name, value: field.value))
+        }
+        headerFields = fields
+        body = entry.body
+        etag = metadata.etag
+        lastModified = metadata.lastModified
+        storedAt = CacheTime.date(metadata.storedAtMs)
+        validatedAt = CacheTime.date(metadata.validatedAtMs)
+        freshUntil = metadata.freshUntilMs.map(CacheTime.date)
+        age = .milliseconds(max(0, CacheTime.milliseconds(now) - metadata.validatedAtMs))
+    }
+}
+
+/// What the cache says to do with a request.
+public enum CacheLookup: Sendable, Hashable {
+    /// A stored response still fresh: serve it, send nothing. Already counted as a hit.
+    case fresh(CachedResponse)
+    /// A stored response that must be revalidated: send `conditionalRequest` (the request with
+    /// `If-None-Match` or `If-Modified-Since`); a `304` goes to ``ETagCache/revalidated(_:for:endpoint:)``.
+    /// The stored response can be served stale if the request cannot be sent.
+    case revalidate(CachedResponse, conditionalRequest: HTTPRequest)
+    /// Nothing usable is stored: send the request as it is.
+    case miss(HTTPRequest)
+
+    /// The request to send, or nil for a fresh hit.
+    public var requestToSend: HTTPRequest? {
+        switch self {
+        case .fresh: nil
+        case .revalidate(_, let request), .miss(let request): request
+        }
+    }
+
+    /// The stored response, fresh or not.
+    public var cachedResponse: CachedResponse? {
+        switch self {
+        case .fresh(let cached), .revalidate(let cached, _): cached
+        case .miss: nil
+        }
+    }
+}
+
+/// Conversions between `Date` and the store's integer milliseconds.
+enum CacheTime {
+    /// Milliseconds since 1970, as the store keeps times.
+    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+
+    static func date(_ milliseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1000)
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,274 @@
+import Foundation
+import HTTPTypes
+import Logging
+import Synchronization
+
+/// The ETag cache: stores responses in the store, answers fresh ones with no request, and turns
+/// the others into conditional requests whose `304` costs no quota.
+///
+/// The gate calls ``lookup(_:endpoint:)`` before a request, then ``storeResponse(_:body:for:endpoint:)``
+/// with a full answer or ``revalidated(_:for:endpoint:)`` with a `304`. When it cannot send (circuit
+/// open, quota spent, throttled) it can serve ``staleResponse(for:endpoint:)`` and count it with
+/// ``recordStaleServe(_:endpoint:)``.
+///
+/// Fresh hits are the hot path: each costs one read transaction. Their LRU touches and counts are
+/// buffered in memory and written with the next write of the cache (a store, a `304`), or once
+/// ``CacheConfiguration/activityFlushThreshold`` uses have gathered or
+/// ``CacheConfiguration/activityFlushInterval`` has passed. Call ``flush()`` before the process
+/// exits so the last few are not lost.
+///
+/// ```swift
+/// let cache = try ETagCache(storage: store, clock: SystemClock())
+/// switch try await cache.lookup(request, endpoint: "videos.list") {
+/// case .fresh(let cached): return cached.body
+/// case .revalidate(_, let conditional), .miss(let conditional): send(conditional)
+/// }
+/// ```
+public final class ETagCache: Sendable {
+    /// The rules in force.
+    public let configuration: CacheConfiguration
+    let storage: any CacheStorage
+    let clock: any TollgateClock
+    let logger: Logger
+    let buffer = Mutex(CacheActivityBuffer())
+    let secretRules: CacheKey.SecretRules
+
+    /// Creates a cache over a store.
+    /// - Parameters:
+    ///   - storage: Where entries and statistics live, such as an `SQLiteStore`.
+    ///   - configuration: The rules; the seed's defaults when omitted.
+    ///   - clock: The wall clock for freshness, expiry and LRU times.
+    ///   - logger: Where the cache logs; the task's current logger by default.
+    /// - Throws: ``CacheError/invalidConfiguration(_:)`` for a limit it cannot use.
+    public init(
+        storage: any CacheStorage, configuration: CacheConfiguration = CacheConfiguration(),
+        clock: any TollgateClock, logger: Logger = Logger.current
+    ) throws(CacheError) {
+        self.storage = storage
+        self.configuration = try configuration.validated()
+        self.secretRules = CacheKey.SecretRules(
+            queryParameters: configuration.sensitiveQueryParameters, headers: configuration.sensitiveHeaders
+        )
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// The cache key of a request under this cache's secret rules.
+    /// - Parameter request: The request.
+    /// - Returns: Its key.
+    /// - Throws: ``CacheError/unkeyableRequest(_:)`` when the request has no URL to key on.
+    public func key(for request: HTTPRequest) throws(CacheError) -> CacheKey {
+        try CacheKey(request: request, secretRules: secretRules)
+    }
+
+    // MARK: Lookup
+
+    /// What to do with a request: serve a fresh stored response, revalidate a stored one, or send
+    /// the request as it is.
+    ///
+    /// Only `GET` and `HEAD` are looked up. A request that carries its own conditional or `Range`
+    /// fields, or `Cache-Control: no-store`, passes through as a miss. A fresh hit is counted here;
+    /// revalidations and misses are counted when their answer arrives.
+    /// - Parameters:
+    ///   - request: The request the caller wants to send.
+    ///   - endpoint: The endpoint name, for statistics and per-endpoint rules.
+    /// - Returns: The decision.
+    /// - Throws: A storage error.
+    public func lookup(_ request: HTTPRequest, endpoint: String) async throws -> CacheLookup {
+        guard Self.isCacheable(request), let key = try? key(for: request) else { return .miss(request) }
+        let now = clock.now()
+        guard let cached = try await stored(key: key, request: request, now: now) else {
+            logger.debug("cache miss", metadata: ["cache.endpoint": "\(endpoint)", "cache.url": "\(key.url)"])
+            return .miss(request)
+        }
+        if configuration.servesFresh(for: endpoint), cached.isFresh(at: now),
+           !CacheHeaders.requestRequiresValidation(request.headerFields) {
+            logger.debug("cache hit: fresh", metadata: [
+                "cache.endpoint": "\(endpoint)", "cache.url": "\(key.url)", "cache.age_ms": "\(cached.age.milliseconds)",
+            ])
+            try await recordUse(of: cached, endpoint: endpoint, counts: CacheStatisticsCounts(hits: 1, bytesSaved: Int64(cached.body.count)), now: now)
+            return .fresh(cached)
+        }
+        var conditional = request
+        if let etag = cached.etag {
+            conditional.headerFields[.ifNoneMatch] = etag
+        } else if let lastModified = cached.lastModified {
+            conditional.headerFields[.ifModifiedSince] = lastModified
+        }
+        logger.debug("cache revalidation", metadata: ["cache.endpoint": "\(endpoint)", "cache.url": "\(key.url)"])
+        return .revalidate(cached, conditionalRequest: conditional)
+    }
+
+    /// The stored response for a request regardless of its freshness, with its age: for serving
+    /// stale when the circuit is open, the quota is spent or the throttle is full. Entries past
+    /// ``CacheConfiguration/maxAge`` are gone and never returned. Nothing is counted: call
+    /// ``recordStaleServe(_:endpoint:)`` when the response is served.
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - endpoint: The endpoint name.
+    /// - Returns: The stored response, or nil.
+    /// - Throws: A storage error.
+    public func staleResponse(for request: HTTPRequest, endpoint: String) async throws -> CachedResponse? {
+        guard Self.isCacheable(request), let key = try? key(for: request) else { return nil }
+        return try await stored(key: key, request: request, now: clock.now())
+    }
+
+    /// Counts a stale serve (and moves the entry up the LRU order).
+    /// - Parameters:
+    ///   - cached: The response that was served.
+    ///   - endpoint: The endpoint name.
+    /// - Throws: A storage error, when this use triggers a write of the buffer.
+    public func recordStaleServe(_ cached: CachedResponse, endpoint: String) async throws {
+        logger.debug("cache served stale", metadata: [
+            "cache.endpoint": "\(endpoint)", "cache.age_ms": "\(cached.age.milliseconds)",
+        ])
+        try await recordUse(of: cached, endpoint: endpoint, counts: CacheStatisticsCounts(stale: 1), now: clock.now())
+    }
+
+    // MARK: Maintenance
+
+    /// Writes the buffered LRU touches and counts now.
+    /// - Throws: A storage error; the buffer is kept then.
+    public func flush() async throws {
+        let activity = buffer.withLock { $0.take() }
+        guard !activity.isEmpty else { return }
+        do {
+            try await storage.recordCacheActivity(activity)
+        } catch {
+            let now = clock.now()
+            buffer.withLock { $0.restore(activity, at: now) }
+            throw error
+        }
+    }
+
+    /// Removes expired entries and evicts until the limits hold (every store does this as well).
+    /// - Returns: What was removed.
+    /// - Throws: A storage error.
+    @discardableResult
+    public func prune() async throws -> CachePruneResult {
+        let now = clock.now()
+        let result = try await withActivity(now: now) { activity in
+            try await self.storage.pruneCache(retention: self.retention(now: now), activity: activity)
+        }
+        if result.expired + result.evicted > 0 {
+            logger.info("cache pruned", metadata: ["cache.expired": "\(result.expired)", "cache.evicted": "\(result.evicted)"])
+        }
+        return result
+    }
+
+    /// The `cache_stats` rows, after writing the buffered counts.
+    /// - Parameter day: One Pacific day, or nil for every day.
+    /// - Returns: One row per endpoint and day.
+    /// - Throws: A storage error.
+    public func statistics(on day: PacificDay? = nil) async throws -> [CacheDailyStatistics] {
+        try await flush()
+        return try await storage.cacheStatistics(pacificDate: day?.key)
+    }
+
+    /// How many entries and body bytes are stored.
+    /// - Returns: The totals.
+    /// - Throws: A storage error.
+    public func totals() async throws -> CacheTotals {
+        try await storage.cacheTotals()
+    }
+
+    // MARK: Internals
+
+    /// Whether the cache may answer `request`, or store the answer to it. A lookup passes through
+    /// requests with conditional fields of their own; the answer to a request sent with the
+    /// validators the cache added (`If-None-Match`, `If-Modified-Since`) may be stored.
+    static func isCacheable(_ request: HTTPRequest, ignoringAddedValidators: Bool = false) -> Bool {
+        guard request.method == .get || request.method == .head else { return false }
+        let fields = request.headerFields
+        var bypassing: [HTTPField.Name] = [.range, .ifRange, .ifMatch, .ifUnmodifiedSince]
+        if !ignoringAddedValidators { bypassing += [.ifNoneMatch, .ifModifiedSince] }
+        return !bypassing.contains(where: fields.contains) && !CacheControl(fields).noStore
+    }
+
+    func retention(now: Date) -> CacheRetention {
+        CacheRetention(
+            maxEntries: configuration.maxEntries,
+            maxTotalBodyBytes: configuration.maxTotalBodyBytes,
+            expiredBeforeMs: CacheTime.milliseconds(now) - CacheTime.milliseconds(configuration.maxAge)
+        )
+    }
+
+    func statisticsKey(_ endpoint: String, now: Date) -> CacheStatisticsKey {
+        CacheStatisticsKey(pacificDate: PacificDay(containing: now).key, endpoint: endpoint)
+    }
+
+    /// The live entry that answers `request`, read in one transaction.
+    func stored(key: CacheKey, request: HTTPRequest, now: Date) async throws -> CachedResponse? {
+        let entry = try await storage.cachedEntry(
+            resourceKey: key.resourceKey, validatedSinceMs: retention(now: now).expiredBeforeMs,
+            selectVariant: { candidates in Self.selectVariant(among: candidates, for: request)?.id }
+        )
+        return entry.map { CachedResponse(entry: $0, now: now) }
+    }
+
+    /// The stored variant whose `Vary` fields the request matches; the most recently validated
+    /// when several do. `Vary: *` never matches.
+    static func selectVariant(among candidates: [CacheEntryMetadata], for request: HTTPRequest) -> CacheEntryMetadata? {
+        candidates.filter { candidate in
+            let vary = VaryFields(stored: candidate.vary)
+            guard vary != .any else { return false }
+            return CacheKey.variantKey(for: request, vary: vary.names) == candidate.variantKey
+        }.max { ($0.validatedAtMs, $0.id) < ($1.validatedAtMs, $1.id) }
+    }
+
+    /// Buffers a use and its counts; writes the buffer when it is full or old.
+    func recordUse(of cached: CachedResponse, endpoint: String, counts: CacheStatisticsCounts, now: Date) async throws {
+        let key = statisticsKey(endpoint, now: now)
+        let nowMs = CacheTime.milliseconds(now)
+        let (shouldFlush, toLog) = buffer.withLock { buffer -> (Bool, CacheStatisticsCounts?) in
+            buffer.activity.touch(cached.entryID, atMs: nowMs)
+            buffer.activity.count(counts, for: key)
+            buffer.pendingUses += 1
+            let oldest = buffer.oldestPendingAt ?? now
+            buffer.oldestPendingAt = oldest
+            let due = buffer.pendingUses >= configuration.activityFlushThreshold
+                || now.timeIntervalSince(oldest) >= configuration.activityFlushInterval.timeInterval
+            return (due, buffer.countOutcome(counts, endpoint: endpoint, logInterval: configuration.hitRateLogInterval))
+        }
+        toLog.map { logHitRate($0, endpoint: endpoint) }
+        if shouldFlush { try await flush() }
+    }
+
+    /// Counts an outcome that is written by a store operation rather than buffered.
+    func countOutcome(_ counts: CacheStatisticsCounts, endpoint: String) {
+        let toLog = buffer.withLock {
+            $0.countOutcome(counts, endpoint: endpoint, logInterval: configuration.hitRateLogInterval)
+        }
+        toLog.map { logHitRate($0, endpoint: endpoint) }
+    }
+
+    /// Runs a write of the store with the buffered activity; puts the activity back if it fails.
+    func withActivity<T: Sendable>(now: Date, _ operation: (CacheActivity) async throws -> T) async throws -> T {
+        let activity = buffer.withLock { $0.take() }
+        do {
+            return try await operation(activity)
+        } catch {
+            buffer.withLock { $0.restore(activity, at: now) }
+            throw error
+        }
+    }
+
+    private func logHitRate(_ counts: CacheStatisticsCounts, endpoint: String) {
+        let answered = counts.hits + counts.revalidations
+        let total = answered + counts.misses
+        let rate = total == 0 ? 0 : Double(answered) / Double(total)
+        logger.info("cache hit rate", metadata: [
+            "cache.endpoint": "\(endpoint)",
+            "cache.hits": "\(counts.hits)",
+            "cache.revalidations": "\(counts.revalidations)",
+            "cache.misses": "\(counts.misses)",
+            "cache.stale": "\(counts.stale)",
+            "cache.hit_rate": "\((rate * 10_000).rounded() / 10_000)",
+        ])
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, for log metadata.
+    fileprivate var milliseconds: Int64 { CacheTime.milliseconds(self) }
+}

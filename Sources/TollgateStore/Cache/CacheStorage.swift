@@ -1,0 +1,89 @@
+/// The store operations of the ETag cache. Each method is one transaction.
+///
+/// Keys arrive as digests and URLs arrive redacted: the store never sees a secret. Every write
+/// first applies the ``CacheActivity`` it is given (buffered LRU touches and statistics), so a
+/// backend that evicts sees every use the service has recorded.
+public protocol CacheStorage: Sendable {
+    /// Reads one stored response of a resource: the candidates' metadata, the variant
+    /// `selectVariant` picks, and that variant's body.
+    /// - Parameters:
+    ///   - resourceKey: The resource's digest.
+    ///   - validatedSinceMs: Entries validated before this time are expired and never returned.
+    ///   - selectVariant: Picks the entry, by id, among the resource's live variants; nil for none.
+    /// - Returns: The chosen entry with its body, or nil.
+    /// - Throws: A storage error.
+    func cachedEntry(
+        resourceKey: String, validatedSinceMs: Int64,
+        selectVariant: @escaping @Sendable ([CacheEntryMetadata]) -> Int64?
+    ) async throws -> CacheEntry?
+
+    /// Stores a response, or replaces the entry with the same keys, then enforces `retention`.
+    ///
+    /// Variants of the same resource stored under a different `Vary` are removed. The new entry is
+    /// never the one evicted.
+    /// - Parameters:
+    ///   - entry: The response.
+    ///   - retention: The limits to enforce.
+    ///   - activity: Buffered touches and statistics to apply first.
+    /// - Returns: The stored entry and what was removed.
+    /// - Throws: A storage error; nothing is changed then.
+    func storeCacheEntry(
+        _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity
+    ) async throws -> CacheStoreResult
+
+    /// Applies a `304` to one stored entry, chosen by `revise` among the resource's live variants:
+    /// its headers, validators, freshness, validation and access times change; its body does not.
+    /// The revalidation is counted when the revision is applied.
+    /// - Parameters:
+    ///   - resourceKey: The resource's digest.
+    ///   - validatedSinceMs: Expired entries are not candidates.
+    ///   - activity: Buffered touches and statistics to apply first.
+    ///   - revise: Returns the change to make, or nil when no entry matches the `304`.
+    /// - Returns: The updated entry with its body, or nil when nothing matched.
+    /// - Throws: A storage error; nothing is changed then.
+    func reviseCacheEntry(
+        resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity,
+        revise: @escaping @Sendable ([CacheEntryMetadata]) -> CacheRevision?
+    ) async throws -> CacheEntry?
+
+    /// Removes every variant of a resource (a `no-store` answer, an unstorable replacement).
+    /// - Parameters:
+    ///   - resourceKey: The resource's digest.
+    ///   - activity: Buffered touches and statistics to apply first.
+    /// - Returns: How many entries were removed.
+    /// - Throws: A storage error.
+    func removeCacheEntries(resourceKey: String, activity: CacheActivity) async throws -> Int
+
+    /// Removes every entry stored for a URL, whatever its method, credential or variant: an unsafe
+    /// method changed the resource.
+    /// - Parameters:
+    ///   - url: The redacted normalised URL.
+    ///   - activity: Buffered touches and statistics to apply first.
+    /// - Returns: How many entries were removed.
+    /// - Throws: A storage error.
+    func invalidateCacheEntries(url: String, activity: CacheActivity) async throws -> Int
+
+    /// Writes buffered touches and statistics.
+    /// - Parameter activity: What to write.
+    /// - Throws: A storage error; nothing is written then.
+    func recordCacheActivity(_ activity: CacheActivity) async throws
+
+    /// Removes expired entries and evicts least recently used ones until the limits hold.
+    /// - Parameters:
+    ///   - retention: The limits.
+    ///   - activity: Buffered touches and statistics to apply first.
+    /// - Returns: What was removed.
+    /// - Throws: A storage error.
+    func pruneCache(retention: CacheRetention, activity: CacheActivity) async throws -> CachePruneResult
+
+    /// How many entries and body bytes the cache holds.
+    /// - Returns: The totals.
+    /// - Throws: A storage error.
+    func cacheTotals() async throws -> CacheTotals
+
+    /// Rows of the `cache_stats` view.
+    /// - Parameter pacificDate: One Pacific date (`YYYY-MM-DD`), or nil for every day.
+    /// - Returns: The rows, newest day first, then by endpoint.
+    /// - Throws: A storage error.
+    func cacheStatistics(pacificDate: String?) async throws -> [CacheDailyStatistics]
+}

@@ -1,0 +1,254 @@
+import Foundation
+
+/// The SQL of the cache's operations, one function per step, on a connection that is already in
+/// a transaction, so the gate can compose them with other services' steps in one transaction.
+///
+/// Every statement goes through an index: `(resource_key, variant_key)` for lookups,
+/// `cache_entries_lru` for eviction, `cache_entries_age` for expiry, `cache_entries_by_url` for
+/// invalidation, and `cache_totals` (kept by triggers) for capacity. None scans the table.
+enum CacheTable {
+    private static let metadataColumns = """
+        id, resource_key, variant_key, endpoint, method, url, vary, status, headers, etag, last_modified,
+        body_size, stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms, hit_count
+        """
+
+    /// The live variants of a resource.
+    static func candidates(_ db: Database, resourceKey: String, validatedSinceMs: Int64) throws -> [CacheEntryMetadata] {
+        try db.fetchAll(
+            "SELECT \(metadataColumns) FROM cache_entries WHERE resource_key = ? AND validated_at_ms >= ?",
+            [.text(resourceKey), .integer(validatedSinceMs)]
+        ).map(metadata(from:))
+    }
+
+    /// One entry's metadata by id.
+    static func entry(_ db: Database, id: Int64) throws -> CacheEntryMetadata? {
+        try db.fetchOne("SELECT \(metadataColumns) FROM cache_entries WHERE id = ?", [.integer(id)]).map(metadata(from:))
+    }
+
+    /// One entry's body by id.
+    static func body(_ db: Database, entryID: Int64) throws -> Data? {
+        try db.fetchOne("SELECT body FROM cache_bodies WHERE entry_id = ?", [.integer(entryID)])?[0].data
+    }
+
+    /// Applies buffered touches and statistics.
+    static func record(_ db: Database, activity: CacheActivity) throws {
+        for (id, touch) in activity.touches {
+            try db.execute(
+                "UPDATE cache_entries SET last_access_ms = MAX(last_access_ms, ?), hit_count = hit_count + ? WHERE id = ?",
+                [.integer(touch.lastAccessMs), .integer(touch.hits), .integer(id)]
+            )
+        }
+        for (key, counts) in activity.statistics where !counts.isZero {
+            try count(db, counts, for: key)
+        }
+    }
+
+    /// Adds counts to one row of the daily statistics.
+    static func count(_ db: Database, _ counts: CacheStatisticsCounts, for key: CacheStatisticsKey) throws {
+        try db.execute(
+            """
+            INSERT INTO cache_stats_daily (pacific_date, endpoint, hits, revalidations, misses, stale, bytes_saved)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (pacific_date, endpoint) DO UPDATE SET
+                hits = hits + excluded.hits, revalidations = revalidations + excluded.revalidations,
+                misses = misses + excluded.misses, stale = stale + excluded.stale,
+                bytes_saved = bytes_saved + excluded.bytes_saved
+            """,
+            [.text(key.pacificDate), .text(key.endpoint), .integer(counts.hits), .integer(counts.revalidations),
+             .integer(counts.misses), .integer(counts.stale), .integer(counts.bytesSaved)]
+        )
+    }
+
+    /// Inserts or replaces an entry and its body; returns the stored metadata and whether it
+    /// replaced an entry with the same keys.
+    static func upsert(_ db: Database, _ entry: NewCacheEntry) throws -> (metadata: CacheEntryMetadata, replaced: Bool) {
+        // One probe of the unique index finds the same variant and any variant stored under another
+        // Vary, which would match requests this response no longer describes.
+        var existing: (id: Int64, hitCount: Int64)?
+        var otherVary = false
+        try db.cachedStatement("SELECT id, variant_key, vary, hit_count FROM cache_entries WHERE resource_key = ?")
+            .forEachRow([.text(entry.resourceKey)]) { row in
+                if row[1].string == entry.variantKey, row[2].string == entry.vary, let id = row[0].int64 {
+                    existing = (id, row[3].int64 ?? 0)
+                } else if row[2].string != entry.vary {
+                    otherVary = true
+                }
+            }
+        if otherVary {
+            try db.execute(
+                "DELETE FROM cache_entries WHERE resource_key = ? AND vary IS NOT ?",
+                [.text(entry.resourceKey), .optionalText(entry.vary)]
+            )
+        }
+        let headers = DatabaseValue.text(encode(entry.headers))
+        let size = Int64(entry.body.count)
+        let id: Int64
+        if let existing {
+            try db.execute(
+                """
+                UPDATE cache_entries SET endpoint = ?, method = ?, url = ?, status = ?, headers = ?,
+                    etag = ?, last_modified = ?, body_size = ?, stored_at_ms = ?, validated_at_ms = ?,
+                    fresh_until_ms = ?, last_access_ms = ?
+                WHERE id = ?
+                """,
+                [.text(entry.endpoint), .text(entry.method), .text(entry.url),
+                 .int(entry.status), headers, .optionalText(entry.etag), .optionalText(entry.lastModified),
+                 .integer(size), .integer(entry.nowMs), .integer(entry.nowMs), .optionalInt(entry.freshUntilMs),
+                 .integer(entry.nowMs), .integer(existing.id)]
+            )
+            try db.execute("UPDATE cache_bodies SET body = ? WHERE entry_id = ?", [.blob(entry.body), .integer(existing.id)])
+            id = existing.id
+        } else {
+            try db.execute(
+                """
+                INSERT INTO cache_entries (resource_key, variant_key, endpoint, method, url, vary, status, headers,
+                    etag, last_modified, body_size, stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [.text(entry.resourceKey), .text(entry.variantKey), .text(entry.endpoint), .text(entry.method),
+                 .text(entry.url), .optionalText(entry.vary), .int(entry.status), headers,
+                 .optionalText(entry.etag), .optionalText(entry.lastModified), .integer(size), .integer(entry.nowMs),
+                 .integer(entry.nowMs), .optionalInt(entry.freshUntilMs), .integer(entry.nowMs)]
+            )
+            id = db.lastInsertedRowID
+            try db.execute("INSERT INTO cache_bodies (entry_id, body) VALUES (?, ?)", [.integer(id), .blob(entry.body)])
+        }
+        let metadata = CacheEntryMetadata(
+            id: id, resourceKey: entry.resourceKey, variantKey: entry.variantKey, endpoint: entry.endpoint,
+            method: entry.method, url: entry.url, vary: entry.vary, status: entry.status, headers: entry.headers,
+            etag: entry.etag, lastModified: entry.lastModified, bodySize: size, storedAtMs: entry.nowMs,
+            validatedAtMs: entry.nowMs, freshUntilMs: entry.freshUntilMs, lastAccessMs: entry.nowMs,
+            hitCount: existing?.hitCount ?? 0
+        )
+        return (metadata, existing != nil)
+    }
+
+    /// Applies a `304`'s revision: metadata only, never the body.
+    static func revise(_ db: Database, _ revision: CacheRevision) throws {
+        try db.execute(
+            """
+            UPDATE cache_entries SET headers = ?, etag = ?, last_modified = ?, fresh_until_ms = ?,
+                validated_at_ms = ?, last_access_ms = MAX(last_access_ms, ?), hit_count = hit_count + 1
+            WHERE id = ?
+            """,
+            [.text(encode(revision.headers)), .optionalText(revision.etag), .optionalText(revision.lastModified),
+             .optionalInt(revision.freshUntilMs), .integer(revision.nowMs), .integer(revision.nowMs),
+             .integer(revision.entryID)]
+        )
+    }
+
+    /// Removes every variant of a resource.
+    static func remove(_ db: Database, resourceKey: String) throws -> Int {
+        try db.execute("DELETE FROM cache_entries WHERE resource_key = ?", [.text(resourceKey)])
+        return db.changesCount
+    }
+
+    /// Removes every entry stored for a URL.
+    static func invalidate(_ db: Database, url: String) throws -> Int {
+        try db.execute("DELETE FROM cache_entries WHERE url = ?", [.text(url)])
+        return db.changesCount
+    }
+
+    /// Removes expired entries, then evicts least recently used ones (never `keeping`) until the
+    /// entry and byte limits hold.
+    static func enforce(_ db: Database, _ retention: CacheRetention, keeping: Int64? = nil) throws -> CachePruneResult {
+        var result = CachePruneResult()
+        try db.execute("DELETE FROM cache_entries WHERE validated_at_ms < ?", [.integer(retention.expiredBeforeMs)])
+        result.expired = db.changesCount
+
+        var current = try totals(db)
+        let excess = current.entries - max(retention.maxEntries, 0)
+        if excess > 0 {
+            try db.cachedStatement(
+                """
+                DELETE FROM cache_entries WHERE id IN (
+                    SELECT id FROM cache_entries WHERE id IS NOT ? ORDER BY last_access_ms, id LIMIT ?)
+                RETURNING body_size
+                """
+            ).forEachRow([.optionalInt(keeping), .int(excess)]) { row in
+                result.evicted += 1
+                current.bodyBytes -= row[0].int64 ?? 0
+            }
+        }
+        while current.bodyBytes > retention.maxTotalBodyBytes {
+            guard let freed = try db.fetchOne(
+                """
+                DELETE FROM cache_entries WHERE id = (
+                    SELECT id FROM cache_entries WHERE id IS NOT ? ORDER BY last_access_ms, id LIMIT 1)
+                RETURNING body_size
+                """,
+                [.optionalInt(keeping)]
+            ) else { break }
+            result.evicted += 1
+            current.bodyBytes -= freed[0].int64 ?? 0
+        }
+        return result
+    }
+
+    /// The totals the triggers keep.
+    static func totals(_ db: Database) throws -> CacheTotals {
+        let row = try db.fetchOne("SELECT entries, body_bytes FROM cache_totals WHERE id = 1")
+        return CacheTotals(entries: row?[0].int ?? 0, bodyBytes: row?[1].int64 ?? 0)
+    }
+
+    /// Rows of the `cache_stats` view.
+    static func statistics(_ db: Database, pacificDate: String?) throws -> [CacheDailyStatistics] {
+        let rows = if let pacificDate {
+            try db.fetchAll(
+                "SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate, bytes_saved "
+                    + "FROM cache_stats WHERE pacific_date = ?",
+                [.text(pacificDate)]
+            )
+        } else {
+            try db.fetchAll(
+                "SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate, bytes_saved FROM cache_stats"
+            )
+        }
+        return rows.map { row in
+            CacheDailyStatistics(
+                pacificDate: row[0].string ?? "", endpoint: row[1].string ?? "",
+                counts: CacheStatisticsCounts(
+                    hits: row[2].int64 ?? 0, revalidations: row[3].int64 ?? 0, misses: row[4].int64 ?? 0,
+                    stale: row[5].int64 ?? 0, bytesSaved: row[7].int64 ?? 0
+                ),
+                hitRate: row[6].double
+            )
+        }
+    }
+
+    // MARK: Rows
+
+    private static func metadata(from row: Row) -> CacheEntryMetadata {
+        CacheEntryMetadata(
+            id: row[0].int64 ?? 0, resourceKey: row[1].string ?? "", variantKey: row[2].string ?? "",
+            endpoint: row[3].string ?? "", method: row[4].string ?? "", url: row[5].string ?? "",
+            vary: row[6].string, status: row[7].int ?? 0, headers: decode(row[8].string ?? ""),
+            etag: row[9].string, lastModified: row[10].string, bodySize: row[11].int64 ?? 0,
+            storedAtMs: row[12].int64 ?? 0, validatedAtMs: row[13].int64 ?? 0, freshUntilMs: row[14].int64,
+            lastAccessMs: row[15].int64 ?? 0, hitCount: row[16].int64 ?? 0
+        )
+    }
+
+    /// Header fields as `sqlite3` users read them: one `name: value` per line. HTTP field values
+    /// cannot hold line breaks; any that arrive anyway become spaces so one field stays one line.
+    static func encode(_ headers: [CacheHeaderField]) -> String {
+        headers.map { field in
+            "\(singleLine(field.name)): \(singleLine(field.value))"
+        }.joined(separator: "\n")
+    }
+
+    /// Reads ``encode(_:)``'s text back; lines without a `: ` separator are skipped.
+    static func decode(_ text: String) -> [CacheHeaderField] {
+        text.split(separator: "\n", omittingEmptySubsequences: true).compactMap { line in
+            guard let separator = line.range(of: ": ") else {
+                return line.hasSuffix(":") ? CacheHeaderField(name: String(line.dropLast()), value: "") : nil
+            }
+            return CacheHeaderField(name: String(line[..<separator.lowerBound]), value: String(line[separator.upperBound...]))
+        }
+    }
+
+    private static func singleLine(_ text: String) -> String {
+        guard text.contains(where: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) else { return text }
+        return String(text.map { $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })
+    }
+}

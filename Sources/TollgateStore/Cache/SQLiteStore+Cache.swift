@@ -1,0 +1,83 @@
+import Foundation
+
+extension SQLiteStore: CacheStorage {
+    public func cachedEntry(
+        resourceKey: String, validatedSinceMs: Int64,
+        selectVariant: @escaping @Sendable ([CacheEntryMetadata]) -> Int64?
+    ) async throws -> CacheEntry? {
+        try await read { db in
+            let candidates = try CacheTable.candidates(db, resourceKey: resourceKey, validatedSinceMs: validatedSinceMs)
+            guard !candidates.isEmpty, let id = selectVariant(candidates),
+                  let metadata = candidates.first(where: { $0.id == id }),
+                  let body = try CacheTable.body(db, entryID: id)
+            else { return nil }
+            return CacheEntry(metadata: metadata, body: body)
+        }
+    }
+
+    public func storeCacheEntry(
+        _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity
+    ) async throws -> CacheStoreResult {
+        try await write { db in
+            try CacheTable.record(db, activity: activity)
+            let (metadata, replaced) = try CacheTable.upsert(db, entry)
+            let pruned = try CacheTable.enforce(db, retention, keeping: metadata.id)
+            return CacheStoreResult(entry: metadata, replaced: replaced, pruned: pruned)
+        }
+    }
+
+    public func reviseCacheEntry(
+        resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity,
+        revise: @escaping @Sendable ([CacheEntryMetadata]) -> CacheRevision?
+    ) async throws -> CacheEntry? {
+        try await write { db in
+            try CacheTable.record(db, activity: activity)
+            let candidates = try CacheTable.candidates(db, resourceKey: resourceKey, validatedSinceMs: validatedSinceMs)
+            guard !candidates.isEmpty, let revision = revise(candidates),
+                  candidates.contains(where: { $0.id == revision.entryID })
+            else { return nil }
+            try CacheTable.revise(db, revision)
+            guard let metadata = try CacheTable.entry(db, id: revision.entryID),
+                  let body = try CacheTable.body(db, entryID: revision.entryID)
+            else { return nil }
+            try CacheTable.count(
+                db, CacheStatisticsCounts(revalidations: 1, bytesSaved: metadata.bodySize), for: revision.statisticsKey
+            )
+            return CacheEntry(metadata: metadata, body: body)
+        }
+    }
+
+    public func removeCacheEntries(resourceKey: String, activity: CacheActivity) async throws -> Int {
+        try await write { db in
+            try CacheTable.record(db, activity: activity)
+            return try CacheTable.remove(db, resourceKey: resourceKey)
+        }
+    }
+
+    public func invalidateCacheEntries(url: String, activity: CacheActivity) async throws -> Int {
+        try await write { db in
+            try CacheTable.record(db, activity: activity)
+            return try CacheTable.invalidate(db, url: url)
+        }
+    }
+
+    public func recordCacheActivity(_ activity: CacheActivity) async throws {
+        guard !activity.isEmpty else { return }
+        try await write { db in try CacheTable.record(db, activity: activity) }
+    }
+
+    public func pruneCache(retention: CacheRetention, activity: CacheActivity) async throws -> CachePruneResult {
+        try await write { db in
+            try CacheTable.record(db, activity: activity)
+            return try CacheTable.enforce(db, retention)
+        }
+    }
+
+    public func cacheTotals() async throws -> CacheTotals {
+        try await read { db in try CacheTable.totals(db) }
+    }
+
+    public func cacheStatistics(pacificDate: String?) async throws -> [CacheDailyStatistics] {
+        try await read { db in try CacheTable.statistics(db, pacificDate: pacificDate) }
+    }
+}
