@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "TollgateStore", targets: ["TollgateStore"]),
         .library(name: "Tollgate", targets: ["Tollgate"]),
         .library(name: "TollgateAsyncHTTPClient", targets: ["TollgateAsyncHTTPClient"]),
+        .library(name: "TollgateOpenAPI", targets: ["TollgateOpenAPI"]),
         .library(name: "TollgateFakeAPI", targets: ["TollgateFakeAPI"]),
         .executable(name: "tollgate", targets: ["tollgate"]),
     ],
@@ -59,6 +60,14 @@ let package = Package(
             ]
         ),
         .target(
+            name: "TollgateOpenAPI",
+            dependencies: [
+                "Tollgate",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .target(
             name: "TollgateFakeAPI",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -74,6 +83,8 @@ let package = Package(
                 "TollgateStore",
                 "TollgateFakeAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -111,6 +122,7 @@ let package = Package(
             dependencies: [
                 "Tollgate",
                 "TollgateAsyncHTTPClient",
+                "TollgateOpenAPI",
                 "TollgateFakeAPI",
                 "TollgateTestSupport",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),

@@ -19,6 +19,8 @@ do {
         try await ThrottleAdmitJob.run(Array(arguments.dropFirst()))
     case "circuit-probe":
         try await CircuitProbeJob.run(Array(arguments.dropFirst()))
+    case "gate-send":
+        try await GateSendJob.run(Array(arguments.dropFirst()))
     case "cache-store":
         try await CacheStoreJob.run(Array(arguments.dropFirst()))
     default:

@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct TollgateCommand: ParsableCommand {
+struct TollgateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tollgate",
         abstract: "Inspect and operate a Tollgate database: quota ledger, circuits, throttles, cache.",
@@ -9,6 +9,6 @@ struct TollgateCommand: ParsableCommand {
             The database is chosen by --db, else the TOLLGATE_DB environment variable, else \
             tollgate.sqlite in the user's data directory.
             """,
-        subcommands: [MigrateCommand.self, StatusCommand.self, DashboardCommand.self]
+        subcommands: [DemoCommand.self, GetCommand.self, StatusCommand.self, DashboardCommand.self, MigrateCommand.self]
     )
 }

@@ -1,0 +1,46 @@
+/// Everything the gate's services follow, in one value: cost table and buckets, throttle limits,
+/// circuit and retry policies, cache limits.
+public struct GateConfiguration: Sendable {
+    /// Buckets, endpoint costs and the 304 refund policy.
+    public var quota: QuotaConfiguration
+    /// Requests per window, per endpoint.
+    public var throttle: ThrottleConfiguration
+    /// Thresholds, open durations and how answers are classified.
+    public var circuit: CircuitBreakerConfiguration
+    /// Backoff, retryable statuses and idempotency.
+    public var retry: RetryPolicy
+    /// Cache capacity, TTL, body limits and secret rules.
+    public var cache: CacheConfiguration
+    /// The longest a request waits for a full throttle window when nothing stored can be served;
+    /// past it the request fails with ``TollgateError/throttled(retryAfter:)``. Zero never waits.
+    public var maximumThrottleWait: Duration
+
+    /// Creates a configuration.
+    /// - Parameters:
+    ///   - quota: The cost table.
+    ///   - throttle: The throttle limits.
+    ///   - circuit: The circuit policies.
+    ///   - retry: The retry policy.
+    ///   - cache: The cache's limits.
+    ///   - maximumThrottleWait: The longest wait for a throttle window.
+    public init(
+        quota: QuotaConfiguration = .youTubeDataAPIv3,
+        throttle: ThrottleConfiguration = ThrottleConfiguration(),
+        circuit: CircuitBreakerConfiguration = CircuitBreakerConfiguration(),
+        retry: RetryPolicy = .default,
+        cache: CacheConfiguration = CacheConfiguration(),
+        maximumThrottleWait: Duration = .seconds(10)
+    ) {
+        self.quota = quota
+        self.throttle = throttle
+        self.circuit = circuit
+        self.retry = retry
+        self.cache = cache
+        self.maximumThrottleWait = maximumThrottleWait
+    }
+
+    /// The YouTube Data API v3 after the seeds: one 10,000-unit daily bucket with Google's unit
+    /// costs, a 304 free of charge, 30 requests a minute per endpoint, 5 failures open a circuit
+    /// for 60 s (1 hour after 5 rate limits), retries after 1, 2 and 4 s.
+    public static let youTubeDataAPIv3 = GateConfiguration()
+}

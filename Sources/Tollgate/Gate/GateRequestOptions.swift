@@ -1,0 +1,21 @@
+/// Per-request choices that override the gate's configuration.
+public struct GateRequestOptions: Sendable, Hashable {
+    /// Units to charge instead of the cost table's price (an API that prices by parameters).
+    public var cost: Int?
+    /// Whether repeating this request is safe even though its method is not idempotent (a POST
+    /// with an idempotency key, say). Only idempotent requests are retried otherwise.
+    public var markedIdempotent: Bool
+    /// Whether a stored response may be served stale when the gate refuses or the server fails.
+    public var allowsStale: Bool
+
+    /// Creates options.
+    /// - Parameters:
+    ///   - cost: Units to charge instead of the table's price.
+    ///   - markedIdempotent: Whether repeating a non-idempotent method is safe.
+    ///   - allowsStale: Whether stored responses may be served stale.
+    public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true) {
+        self.cost = cost
+        self.markedIdempotent = markedIdempotent
+        self.allowsStale = allowsStale
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import HTTPTypes
+
+/// Where the gate's answer came from.
+public enum ResponseSource: Sendable, Hashable, CustomStringConvertible {
+    /// The server answered in full (a 200, or any status the gate does not serve from the cache).
+    case network
+    /// A stored response still fresh under its own `max-age`/`Expires`: nothing was sent.
+    case cache
+    /// The server answered `304 Not Modified` and the stored body was reused.
+    case revalidated
+    /// A stored response served because the gate would not, or could not, reach the server.
+    case stale(StaleReason)
+
+    public var description: String {
+        switch self {
+        case .network: "network"
+        case .cache: "cache"
+        case .revalidated: "revalidated"
+        case .stale(let reason): "stale (\(reason.rawValue))"
+        }
+    }
+}
+
+/// Why a stored response was served stale.
+public enum StaleReason: String, Sendable, Hashable {
+    /// The endpoint's circuit is open.
+    case circuitOpen
+    /// The endpoint's throttle window is full.
+    case throttled
+    /// The day's quota is spent, by the ledger's count or by the server's word.
+    case quotaExhausted
+    /// The server failed (5xx, 429 after retries, timeout, connection error).
+    case upstreamFailure
+}
+
+/// What ``Gate/send(_:body:endpoint:options:via:)`` returns: the answer, where it came from and
+/// what it cost.
+public struct GateResponse: Sendable {
+    /// The response head. For a revalidated or stale answer, the stored response's head.
+    public var response: HTTPResponse
+    /// The response body.
+    public var body: Data
+    /// Where the answer came from.
+    public var source: ResponseSource
+    /// Quota units this request cost, net of refunds (a 304 costs nothing by default).
+    public var unitsCharged: Int
+    /// Requests sent to the server (0 when served from the cache or stale without trying).
+    public var attempts: Int
+    /// How old the stored response is, for cache, revalidated and stale answers.
+    public var age: Duration?
+
+    /// The response status.
+    public var status: HTTPResponse.Status { response.status }
+}

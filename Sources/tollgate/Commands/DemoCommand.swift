@@ -1,0 +1,243 @@
+import ArgumentParser
+import Foundation
+import HTTPTypes
+import HTTPTypesFoundation
+import Logging
+import Tollgate
+import TollgateFakeAPI
+
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Tell Tollgate's story against a fake YouTube API on loopback, in under a minute.",
+        discussion: """
+            Starts a fake, quota-charging YouTube-style API on 127.0.0.1 and runs a scripted workload \
+            through the gate on a database file: a first fetch, repeated refreshes, a 429 storm, \
+            recovery, a restart and quota exhaustion. Time is simulated, so the hour the circuit stays \
+            open passes in an instant. Each chapter says what it cost and what it saved.
+            """
+    )
+
+    static let defaultPath = "tollgate-demo.sqlite"
+
+    @Option(name: .customLong("db"), help: ArgumentHelp("The database file the demo creates.", valueName: "path"))
+    var path: String = DemoCommand.defaultPath
+
+    @Flag(help: "Replace the file if it exists (the default demo file is always replaced).")
+    var replace = false
+
+    func validate() throws {
+        if path != Self.defaultPath, !replace, FileManager.default.fileExists(atPath: path) {
+            throw ValidationError("\(path) exists; the demo starts from an empty file. Pass --replace to overwrite it.")
+        }
+    }
+
+    func run() async throws {
+        for suffix in ["", "-wal", "-shm"] {
+            try? FileManager.default.removeItem(atPath: path + suffix)
+        }
+        var quiet = Logger.current
+        quiet.logLevel = .error
+        let api = try await FakeYouTubeAPI.start(logger: quiet)
+        defer { Task { await api.stop() } }
+        // Nine in the morning, Pacific time: the whole story happens on one quota day.
+        let morning = PacificDay(containing: Date()).start.addingTimeInterval(9 * 3600)
+        let clock = SimulatedClock(base: ManualClock(now: morning))
+        var story = try DemoStory(api: api, clock: clock, path: path, logger: quiet)
+        try await story.tell()
+        await api.stop()
+    }
+}
+
+/// The demo's chapters, and the numbers each one prints.
+struct DemoStory {
+    struct ChapterResult {
+        var title: String
+        var requests = 0
+        var sentToAPI = 0
+        var unitsCharged = 0
+        var unitsWithoutGate = 0
+        var sources: [String: Int] = [:]
+    }
+
+    let api: FakeYouTubeAPI
+    let clock: SimulatedClock
+    let path: String
+    let logger: Logger
+    var gate: Gate
+    var results: [ChapterResult] = []
+    let videoIDs = (1...20).map { "video\($0)" }
+
+    init(api: FakeYouTubeAPI, clock: SimulatedClock, path: String, logger: Logger) throws {
+        self.api = api
+        self.clock = clock
+        self.path = path
+        self.logger = logger
+        self.gate = try Self.makeGate(path: path, clock: clock, logger: logger)
+    }
+
+    static func makeGate(path: String, clock: SimulatedClock, logger: Logger) throws -> Gate {
+        var configuration = GateConfiguration.youTubeDataAPIv3
+        configuration.maximumThrottleWait = .seconds(60)
+        return try Gate(store: try SQLiteStore(path: path, logger: logger), transport: URLSessionTransport(),
+                        configuration: configuration, clock: clock, logger: logger)
+    }
+
+    mutating func tell() async throws {
+        print("Tollgate demo — fake YouTube Data API v3 at \(api.baseURL), database \(path)")
+        print("Simulated time starts at \(PacificDay.localTimeDescription(of: clock.now())).\n")
+
+        try await chapter("1. First fetch of a channel's videos") { story, result in
+            try await story.fetch("channels", ["id": "UCdemo", "part": "contentDetails"], "channels.list", into: &result)
+            try await story.fetch("playlistItems", ["playlistId": "UUdemo", "part": "snippet", "maxResults": "50"],
+                                  "playlistItems.list", into: &result)
+            try await story.refreshVideos(into: &result)
+            return "every resource downloaded once and stored with its ETag"
+        }
+        try await chapter("2. Five refreshes, one video changed before each") { story, result in
+            for round in 1...5 {
+                story.api.modify(path: "/youtube/v3/videos", query: "id=video\(round)&part=snippet,statistics")
+                try await story.refreshVideos(into: &result)
+            }
+            return "unchanged videos answer 304 Not Modified: the stored body is reused, the unit refunded"
+        }
+        try await chapter("3. A 429 storm") { story, result in
+            story.api.updateBehaviour { $0.rateLimitStorm = .init() }
+            let sleepsBefore = story.clock.sleeps.count
+            try await story.refreshVideos(into: &result)
+            let backoff = story.clock.sleeps.dropFirst(sleepsBefore).map { String(format: "%.1fs", $0.timeInterval) }
+            let remaining = try await story.gate.circuit.timeRemaining(for: "videos.list") ?? 0
+            return "backed off \(backoff.joined(separator: ", ")); 5 rate limits in a row opened the circuit for "
+                + "\(Int(remaining / 60)) min; the API was then left alone and stored videos were served stale"
+        }
+        try await chapter("4. An hour later: recovery through half-open") { story, result in
+            story.api.updateBehaviour { $0.rateLimitStorm = nil }
+            story.clock.base.advance(by: .seconds(3601))
+            try await story.refreshVideos(into: &result)
+            let state = try await story.gate.circuit.state(for: "videos.list")
+            return "one probe went through, succeeded, and the circuit is \(state) again"
+        }
+        try await chapter("5. A restart: a new process on the same file") { story, result in
+            try await story.gate.flush()
+            story.gate = try Self.makeGate(path: story.path, clock: story.clock, logger: story.logger)
+            let used = try await story.gate.quota.usage().map(\.units).reduce(0, +)
+            try await story.refreshVideos(into: &result)
+            return "the new gate remembered \(used) units spent today, every ETag and the circuits"
+        }
+        try await chapter("6. Quota exhaustion") { story, result in
+            var query = 0
+            while true {
+                query += 1
+                do {
+                    try await story.fetch("search", ["q": "swift \(query)", "part": "snippet"], "search.list", into: &result)
+                } catch TollgateError.quotaExceeded {
+                    break
+                }
+            }
+            try await story.fetch("search", ["q": "swift 1", "part": "snippet"], "search.list", into: &result)
+            var refusal = ""
+            do {
+                try await story.fetch("search", ["q": "kotlin", "part": "snippet"], "search.list", into: &result)
+            } catch let error as TollgateError {
+                refusal = error.description
+            }
+            return "search.list costs 100 units: the ledger refused the \(query)th search before it was sent; "
+                + "a search made earlier was served stale; a new one got: \(refusal)"
+        }
+        try await gate.flush()
+        printSummary()
+    }
+
+    // MARK: Requests
+
+    /// Refreshes every video, five minutes after the previous refresh (so the 30-a-minute throttle
+    /// window has emptied, as it would for an app that refreshes every few minutes).
+    private mutating func refreshVideos(into result: inout ChapterResult) async throws {
+        clock.base.advance(by: .seconds(300))
+        for id in videoIDs {
+            try await fetch("videos", ["id": id, "part": "snippet,statistics"], "videos.list", into: &result)
+        }
+    }
+
+    /// Sends one GET through the gate and counts it; refusals other than quota are counted and swallowed.
+    private func fetch(_ resource: String, _ query: KeyValuePairs<String, String>, _ endpoint: String,
+                       into result: inout ChapterResult) async throws {
+        result.requests += 1
+        result.unitsWithoutGate += gate.quota.price(of: endpoint).units
+        do {
+            let answer = try await gate.send(HTTPRequest(url: api.url(resource, query)), endpoint: endpoint)
+            result.sources[answer.source.description, default: 0] += 1
+        } catch let refusal as TollgateError {
+            result.sources["refused (\(refusal.kind))", default: 0] += 1
+            if case .quotaExceeded = refusal { throw refusal }
+        }
+    }
+
+    // MARK: Printing
+
+    private mutating func chapter(
+        _ title: String, _ body: (inout DemoStory, inout ChapterResult) async throws -> String
+    ) async throws {
+        print(title)
+        let sentBefore = api.receivedRequests.count
+        let unitsBefore = try await gate.quota.usage().map(\.units).reduce(0, +)
+        var result = ChapterResult(title: title)
+        let moral = try await body(&self, &result)
+        result.sentToAPI = api.receivedRequests.count - sentBefore
+        result.unitsCharged = try await gate.quota.usage().map(\.units).reduce(0, +) - unitsBefore
+        let sources = result.sources.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        print("   \(result.requests) requests → \(result.sentToAPI) reached the API · \(Self.units(result.unitsCharged)) charged"
+            + " (\(Self.units(result.unitsWithoutGate)) without the gate)")
+        print("   answers: \(sources)")
+        print("   \(moral)\n")
+        results.append(result)
+    }
+
+    private func printSummary() {
+        print("Summary")
+        let header = ["chapter", "requests", "sent", "units", "without gate", "saved"]
+        var rows = results.map { result in
+            [String(result.title.prefix(44)), "\(result.requests)", "\(result.sentToAPI)", "\(result.unitsCharged)",
+             "\(result.unitsWithoutGate)", Self.percent(saved: result.unitsWithoutGate - result.unitsCharged, of: result.unitsWithoutGate)]
+        }
+        let total = results.reduce(into: ChapterResult(title: "total")) {
+            $0.requests += $1.requests; $0.sentToAPI += $1.sentToAPI
+            $0.unitsCharged += $1.unitsCharged; $0.unitsWithoutGate += $1.unitsWithoutGate
+        }
+        rows.append(["total", "\(total.requests)", "\(total.sentToAPI)", "\(total.unitsCharged)", "\(total.unitsWithoutGate)",
+                     Self.percent(saved: total.unitsWithoutGate - total.unitsCharged, of: total.unitsWithoutGate)])
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        for (index, row) in ([header] + rows).enumerated() {
+            let cells = row.enumerated().map { column, cell in
+                column == 0 ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                    : String(repeating: " ", count: widths[column] - cell.count) + cell
+            }
+            print("   " + cells.joined(separator: "  "))
+            if index == 0 { print("   " + widths.map { String(repeating: "─", count: $0) }.joined(separator: "  ")) }
+        }
+        print("\nLook inside:")
+        print("   sqlite3 -header -column \(path) 'SELECT * FROM quota_daily'")
+        print("   sqlite3 -header -column \(path) 'SELECT * FROM cache_stats'")
+        print("   sqlite3 -header -column \(path) 'SELECT endpoint, from_state, to_state, reason FROM circuit_transitions'")
+        print("   swift run tollgate status --db \(path)")
+    }
+
+    private static func units(_ count: Int) -> String {
+        count == 1 ? "1 unit" : "\(count) units"
+    }
+
+    private static func percent(saved: Int, of total: Int) -> String {
+        total == 0 ? "–" : String(format: "%.0f%%", Double(saved) / Double(total) * 100)
+    }
+}
+
+extension TollgateError {
+    /// A short name for tallies.
+    var kind: String {
+        switch self {
+        case .circuitOpen: "circuit open"
+        case .throttled: "throttled"
+        case .quotaExceeded: "quota exceeded"
+        }
+    }
+}
