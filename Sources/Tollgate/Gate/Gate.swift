@@ -40,6 +40,7 @@ public final class Gate: Sendable {
     public let throttle: RequestThrottler
     /// The daily quota ledger.
     public let quota: QuotaLedger
+    private let storage: any GateStorage
     private let transport: any HTTPTransport
     private let clock: any TollgateClock
     private let logger: Logger
@@ -59,40 +60,32 @@ public final class Gate: Sendable {
         clock: any TollgateClock = SystemClock(),
         logger: Logger = Logger.current
     ) throws {
-        try self.init(
-            cacheStorage: store, circuitStorage: store, throttleStorage: store, quotaStorage: store,
-            transport: transport, configuration: configuration, clock: clock, logger: logger
-        )
+        try self.init(storage: store, transport: transport, configuration: configuration, clock: clock, logger: logger)
     }
 
     /// Creates a gate over any storage backend.
     /// - Parameters:
-    ///   - cacheStorage: Where cache entries live.
-    ///   - circuitStorage: Where circuits live.
-    ///   - throttleStorage: Where throttle windows live.
-    ///   - quotaStorage: Where the ledger lives.
+    ///   - storage: Where every service's state lives.
     ///   - transport: How requests reach the network.
     ///   - configuration: The services' rules.
     ///   - clock: The wall clock and sleeper every service uses.
     ///   - logger: Where the gate and its services log.
     /// - Throws: A configuration error from a service.
     public init(
-        cacheStorage: any CacheStorage,
-        circuitStorage: any CircuitStorage,
-        throttleStorage: any ThrottleStorage,
-        quotaStorage: any QuotaStorage,
+        storage: any GateStorage,
         transport: any HTTPTransport,
         configuration: GateConfiguration,
         clock: any TollgateClock,
         logger: Logger = Logger.current
     ) throws {
         self.configuration = configuration
-        self.cache = try ETagCache(storage: cacheStorage, configuration: configuration.cache, clock: clock, logger: logger)
-        self.circuit = CircuitBreaker(storage: circuitStorage, configuration: configuration.circuit, clock: clock, logger: logger)
+        self.storage = storage
+        self.cache = try ETagCache(storage: storage, configuration: configuration.cache, clock: clock, logger: logger)
+        self.circuit = CircuitBreaker(storage: storage, configuration: configuration.circuit, clock: clock, logger: logger)
         self.throttle = try RequestThrottler(
-            storage: throttleStorage, configuration: configuration.throttle, clock: clock, logger: logger
+            storage: storage, configuration: configuration.throttle, clock: clock, logger: logger
         )
-        self.quota = try QuotaLedger(storage: quotaStorage, configuration: configuration.quota, clock: clock, logger: logger)
+        self.quota = try QuotaLedger(storage: storage, configuration: configuration.quota, clock: clock, logger: logger)
         self.transport = transport
         self.clock = clock
         self.logger = logger
@@ -140,19 +133,19 @@ public final class Gate: Sendable {
         var ledger = AttemptLedger()
         let exchange: Exchange
         do {
+            // The circuit is asked inside the admission transaction, not by the retry loop.
             exchange = try await configuration.retry.run(
                 endpoint: endpoint,
                 method: request.method,
                 markedIdempotent: options.markedIdempotent,
-                circuit: circuit,
                 clock: clock,
                 logger: logger
             ) { attempt in
-                try await admitThroughThrottle(endpoint: endpoint, canServeStale: stored != nil && attempt == 1)
-                let reservation = try await quota.reserve(endpoint: endpoint, cost: options.cost)
-                ledger.charged(reservation.cost)
+                let admitted = try await admit(endpoint: endpoint, cost: options.cost,
+                                               canServeStale: stored != nil && attempt == 1)
+                ledger.charged(admitted.reservation.cost)
                 ledger.attempts = attempt
-                return try await sendAttempt(outgoing, body: body, endpoint: endpoint, reservation: reservation,
+                return try await sendAttempt(outgoing, body: body, endpoint: endpoint, admitted: admitted,
                                              via: transport, ledger: &ledger)
             }
         } catch let refusal as TollgateError {
@@ -162,8 +155,8 @@ public final class Gate: Sendable {
                                         ledger: ledger, logger: logger)
         }
 
-        // 6. Settle.
-        return try await settle(exchange, request: outgoing, stored: stored, endpoint: endpoint, options: options,
+        // 6. Settle: store, revalidate, or serve stale.
+        return try await deliver(exchange, request: outgoing, stored: stored, endpoint: endpoint, options: options,
                                 ledger: ledger, logger: logger)
     }
 
@@ -190,45 +183,117 @@ public final class Gate: Sendable {
         var serverSaysQuotaSpent: Bool
     }
 
-    private func admitThroughThrottle(endpoint: String, canServeStale: Bool) async throws {
-        let admission = try await throttle.admit(endpoint: endpoint)
-        guard !admission.allowed else { return }
-        if canServeStale {
-            throw TollgateError.throttled(retryAfter: admission.retryAfter ?? 0)
-        }
-        try await throttle.waitUntilAllowed(endpoint: endpoint, maximumWait: configuration.maximumThrottleWait)
+    /// What one admission granted.
+    private struct Admitted {
+        var reservation: QuotaReservation
+        /// The probe token, when this attempt is the half-open probe.
+        var probeToken: String?
     }
 
+    /// Steps 2–4 in one transaction: circuit, throttle, quota. A full throttle window is waited out
+    /// on the clock, up to the configured maximum, unless a stored response can be served instead.
+    private func admit(endpoint: String, cost: Int?, canServeStale: Bool) async throws -> Admitted {
+        let probeToken = CircuitBreaker.newProbeToken()
+        let policy = configuration.circuit.policy(for: endpoint)
+        let limit = configuration.throttle.limit(for: endpoint)
+        var waited = Duration.zero
+        while true {
+            let charge = try quota.reservationRequest(endpoint: endpoint, cost: cost)
+            let outcome = try await storage.admit(AdmissionRequest(
+                endpoint: endpoint, circuitPolicy: policy, probeToken: probeToken, throttleLimit: limit, quota: charge
+            ))
+            switch outcome {
+            case .admitted(let circuitAdmission, let throttleAdmission, let quotaCharge):
+                let decision = circuit.report(circuitAdmission, endpoint: endpoint)
+                throttle.report(throttleAdmission, endpoint: endpoint)
+                let reservation = try quota.report(.reserved(quotaCharge), endpoint: endpoint, cost: charge.cost)
+                return Admitted(reservation: reservation, probeToken: decision.probe?.token)
+            case .refusedByCircuit(let circuitAdmission):
+                let decision = circuit.report(circuitAdmission, endpoint: endpoint)
+                throw TollgateError.circuitOpen(retryAfter: decision.retryAfter ?? 0)
+            case .throttled(_, let throttleAdmission):
+                throttle.report(throttleAdmission, endpoint: endpoint)
+                let retryAfter = throttleAdmission.retryAfter ?? limit.window.timeInterval
+                let delay = Duration.milliseconds(Int64((retryAfter * 1000).rounded(.up)))
+                guard !canServeStale, waited + delay <= configuration.maximumThrottleWait else {
+                    throw TollgateError.throttled(retryAfter: retryAfter)
+                }
+                try await clock.sleep(for: delay)
+                waited += delay
+            case .refusedByQuota(_, let refusal):
+                _ = try quota.report(.refused(refusal), endpoint: endpoint, cost: charge.cost)
+                throw TollgateError.quotaExceeded(endpoint: endpoint, cost: charge.cost, remaining: refusal.remaining,
+                                                  resetsAt: refusal.resetsAt)
+            }
+        }
+    }
+
+    /// Step 5 for one attempt, and its settlement in one transaction: the circuit's outcome, the
+    /// 304 refund and the server's "quota spent".
     private func sendAttempt(
-        _ request: HTTPRequest, body: Data?, endpoint: String, reservation: QuotaReservation,
+        _ request: HTTPRequest, body: Data?, endpoint: String, admitted: Admitted,
         via transport: any HTTPTransport, ledger: inout AttemptLedger
     ) async throws -> AttemptResult<Exchange> {
+        let reservation = admitted.reservation
         let response: HTTPResponse
         let responseBody: Data
         do {
             (response, responseBody) = try await transport.send(request, body: body)
         } catch let error as HTTPTransportError {
             // The charge stays: the request may have reached the server, and the ledger never under-counts.
-            return .failure(error, trigger: error.retryTrigger, outcome: error.circuitOutcome)
+            let state = try await settle(endpoint: endpoint, outcome: error.circuitOutcome, admitted: admitted,
+                                         refund: false, quotaSpent: false, ledger: &ledger)
+            return AttemptResult(result: .failure(error), outcome: error.circuitOutcome,
+                                 trigger: state == .open ? nil : error.retryTrigger)
         }
         let status = response.status.code
-        if case .refunded(let units) = try await quota.settle(reservation, responseStatus: status) {
-            ledger.refunded(units)
-        }
         let quotaSpent = status == 403 && !Set(GoogleErrorReasons.reasons(in: responseBody))
             .isDisjoint(with: Self.dailyQuotaReasons)
-        if quotaSpent {
-            try await quota.markExhausted(endpoint: endpoint)
-        }
-        return .response(
+        let outcome = configuration.circuit.classifier.outcome(status: status, body: responseBody)
+        let refund = status == 304 && quota.price(of: endpoint).refundsNotModified
+        let state = try await settle(endpoint: endpoint, outcome: outcome, admitted: admitted, refund: refund,
+                                     quotaSpent: quotaSpent, ledger: &ledger)
+        var result = AttemptResult.response(
             Exchange(response: response, body: responseBody, serverSaysQuotaSpent: quotaSpent),
             status: status,
             retryAfter: response.headerFields[.retryAfter].flatMap(RetryAfter.init(headerValue:)),
-            outcome: configuration.circuit.classifier.outcome(status: status, body: responseBody)
+            outcome: outcome
         )
+        if state == .open, result.trigger != nil {
+            // This answer opened the circuit: retrying stops here.
+            logger.info("circuit opened; not retrying", metadata: ["gate.reservation": "\(reservation.id)"])
+            result.trigger = nil
+        }
+        return result
     }
 
     private func settle(
+        endpoint: String, outcome: CircuitOutcome, admitted: Admitted, refund: Bool, quotaSpent: Bool,
+        ledger: inout AttemptLedger
+    ) async throws -> CircuitState {
+        let reservation = admitted.reservation
+        let refundReason = "304 Not Modified"
+        let settlement = try await storage.settleAttempt(AttemptSettlement(
+            endpoint: endpoint, outcome: outcome, probeToken: admitted.probeToken,
+            circuitPolicy: configuration.circuit.policy(for: endpoint),
+            refundReservationID: refund ? reservation.id : nil, refundReason: refundReason,
+            exhaustedBucket: quotaSpent
+                ? .init(bucket: reservation.bucket, configuredLimit: try quota.configuredLimit(of: reservation.bucket))
+                : nil,
+            at: clock.now()
+        ))
+        if let refunded = settlement.refund,
+           case .refunded(let units) = quota.report(refunded, of: reservation, reason: refundReason) {
+            ledger.refunded(units)
+        }
+        if let exhaustion = settlement.exhaustion {
+            quota.report(exhaustion, endpoint: endpoint)
+        }
+        return circuit.report(settlement.circuit, endpoint: endpoint)
+    }
+
+    /// Step 6: the answer the caller gets, from the server's last answer and what is stored.
+    private func deliver(
         _ exchange: Exchange, request: HTTPRequest, stored: CachedResponse?, endpoint: String,
         options: GateRequestOptions, ledger: AttemptLedger, logger: Logger
     ) async throws -> GateResponse {

@@ -62,13 +62,36 @@ public final class QuotaLedger: Sendable {
     ///   ``QuotaLedgerError/negativeCost(endpoint:cost:)``; storage errors.
     @discardableResult
     public func reserve(endpoint: String, cost: Int? = nil) async throws -> QuotaReservation {
+        let request = try reservationRequest(endpoint: endpoint, cost: cost)
+        return try report(try await storage.reserveQuota(request), endpoint: endpoint, cost: request.cost)
+    }
+
+    /// The store request that charges `endpoint` now: what ``reserve(endpoint:cost:)`` sends, for a
+    /// caller that composes the reservation into a larger transaction (the gate's admission).
+    /// - Parameters:
+    ///   - endpoint: The endpoint.
+    ///   - cost: Units to charge instead of the table's price.
+    /// - Returns: The request.
+    /// - Throws: ``QuotaLedgerError/negativeCost(endpoint:cost:)``, ``QuotaLedgerError/unknownBucket(_:)``.
+    public func reservationRequest(endpoint: String, cost: Int? = nil) throws -> QuotaReservationRequest {
         let price = price(of: endpoint)
         let units = cost ?? price.units
         guard units >= 0 else { throw QuotaLedgerError.negativeCost(endpoint: endpoint, cost: units) }
-        let outcome = try await storage.reserveQuota(QuotaReservationRequest(
+        return QuotaReservationRequest(
             bucket: price.bucket, endpoint: endpoint, cost: units, configuredLimit: try configuredLimit(of: price.bucket),
             warningPercents: configuration.warningPercents, at: clock.now()
-        ))
+        )
+    }
+
+    /// Logs a reservation's outcome, exactly as ``reserve(endpoint:cost:)`` does, and turns it into
+    /// a reservation or a refusal.
+    /// - Parameters:
+    ///   - outcome: What the store decided.
+    ///   - endpoint: The endpoint.
+    ///   - cost: The units asked.
+    /// - Returns: The reservation.
+    /// - Throws: ``TollgateError/quotaExceeded(endpoint:cost:remaining:resetsAt:)`` for a refusal.
+    public func report(_ outcome: QuotaReservationOutcome, endpoint: String, cost units: Int) throws -> QuotaReservation {
         switch outcome {
         case .reserved(let charge):
             logger.debug("Charged \(endpoint) \(units) \(units == 1 ? "unit" : "units")", metadata: [
@@ -118,7 +141,20 @@ public final class QuotaLedger: Sendable {
     /// - Throws: Storage errors.
     @discardableResult
     public func refund(_ reservation: QuotaReservation, reason: String) async throws -> QuotaSettlement {
-        switch try await storage.refundQuota(reservationID: reservation.id, at: clock.now(), reason: reason) {
+        let outcome = try await storage.refundQuota(reservationID: reservation.id, at: clock.now(), reason: reason)
+        return report(outcome, of: reservation, reason: reason)
+    }
+
+    /// Logs a refund that a caller made itself (the gate, in its settlement transaction), exactly as
+    /// ``refund(_:reason:)`` does.
+    /// - Parameters:
+    ///   - outcome: What the store did.
+    ///   - reservation: The reservation refunded.
+    ///   - reason: Why.
+    /// - Returns: The settlement.
+    @discardableResult
+    public func report(_ outcome: QuotaRefundOutcome, of reservation: QuotaReservation, reason: String) -> QuotaSettlement {
+        switch outcome {
         case .refunded(let units, let day):
             logger.debug("Refunded \(reservation.endpoint) \(units) \(units == 1 ? "unit" : "units")", metadata: [
                 "quota.bucket": "\(reservation.bucket)", "quota.day": "\(day)", "quota.reason": "\(reason)",
@@ -144,10 +180,21 @@ public final class QuotaLedger: Sendable {
         let exhaustion = try await storage.markQuotaExhausted(
             bucket: bucket, configuredLimit: try configuredLimit(of: bucket), endpoint: endpoint, at: clock.now()
         )
+        return report(exhaustion, endpoint: endpoint)
+    }
+
+    /// Logs an exhaustion mark that a caller set itself (the gate, in its settlement transaction),
+    /// exactly as ``markExhausted(bucket:endpoint:)`` does.
+    /// - Parameters:
+    ///   - exhaustion: What the store did.
+    ///   - endpoint: The endpoint whose answer said so.
+    /// - Returns: When the bucket opens again.
+    @discardableResult
+    public func report(_ exhaustion: QuotaExhaustion, endpoint: String?) -> Date {
         if exhaustion.isNew {
             logger.notice(
-                "The server says quota bucket \(bucket) is spent for today; refusing its reservations until \(PacificDay.localTimeDescription(of: exhaustion.until))",
-                metadata: ["quota.bucket": "\(bucket)", "quota.endpoint": "\(endpoint ?? "-")"]
+                "The server says quota bucket \(exhaustion.bucket) is spent for today; refusing its reservations until \(PacificDay.localTimeDescription(of: exhaustion.until))",
+                metadata: ["quota.bucket": "\(exhaustion.bucket)", "quota.endpoint": "\(endpoint ?? "-")"]
             )
         }
         return exhaustion.until
@@ -254,7 +301,7 @@ public final class QuotaLedger: Sendable {
         return configuration.effectiveCost(for: endpoint)
     }
 
-    private func configuredLimit(of bucket: String) throws(QuotaLedgerError) -> Int {
+    func configuredLimit(of bucket: String) throws(QuotaLedgerError) -> Int {
         guard let limit = configuration.bucketLimits[bucket] else { throw .unknownBucket(bucket) }
         return limit
     }

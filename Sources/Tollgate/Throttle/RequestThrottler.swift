@@ -58,6 +58,17 @@ public final class RequestThrottler: Sendable {
         let admission = try await storage.admitRequest(
             endpoint: endpoint, limit: configuration.limit(for: endpoint), at: clock.now()
         )
+        return report(admission, endpoint: endpoint)
+    }
+
+    /// Logs an admission that a caller ran itself (the gate, composing it with the circuit and the
+    /// quota in one transaction), exactly as ``admit(endpoint:)`` does.
+    /// - Parameters:
+    ///   - admission: What the store decided.
+    ///   - endpoint: The endpoint.
+    /// - Returns: The admission.
+    @discardableResult
+    public func report(_ admission: ThrottleAdmission, endpoint: String) -> ThrottleAdmission {
         let metadata: Logger.Metadata = [
             "throttle.endpoint": "\(endpoint)", "throttle.count": "\(admission.count)", "throttle.limit": "\(admission.limit)",
         ]

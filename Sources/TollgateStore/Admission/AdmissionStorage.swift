@@ -1,0 +1,135 @@
+import Foundation
+
+/// Everything the gate asks before one attempt reaches the network, answered in one transaction.
+public struct AdmissionRequest: Sendable, Hashable {
+    /// The endpoint.
+    public var endpoint: String
+    /// The endpoint's circuit policy.
+    public var circuitPolicy: CircuitPolicy
+    /// The token that identifies this attempt if it becomes the half-open probe.
+    public var probeToken: String
+    /// The endpoint's throttle limit.
+    public var throttleLimit: ThrottleLimit
+    /// The quota charge to make.
+    public var quota: QuotaReservationRequest
+
+    /// Creates a request; every part shares the quota request's instant.
+    /// - Parameters:
+    ///   - endpoint: The endpoint.
+    ///   - circuitPolicy: Its circuit policy.
+    ///   - probeToken: This attempt's probe token.
+    ///   - throttleLimit: Its throttle limit.
+    ///   - quota: The charge to make.
+    public init(endpoint: String, circuitPolicy: CircuitPolicy, probeToken: String, throttleLimit: ThrottleLimit,
+                quota: QuotaReservationRequest) {
+        self.endpoint = endpoint
+        self.circuitPolicy = circuitPolicy
+        self.probeToken = probeToken
+        self.throttleLimit = throttleLimit
+        self.quota = quota
+    }
+}
+
+/// How one admission ended. Each step runs only when the one before it let the request through,
+/// in DESIGN.md's order: circuit, throttle, quota.
+public enum AdmissionOutcome: Sendable, Hashable {
+    /// Let through: counted in the throttle window and charged.
+    case admitted(circuit: CircuitAdmission, throttle: ThrottleAdmission, charge: QuotaCharge)
+    /// The circuit refused; nothing else was asked.
+    case refusedByCircuit(CircuitAdmission)
+    /// The throttle window is full; nothing was charged, and a probe lease taken was given back.
+    case throttled(circuit: CircuitAdmission, throttle: ThrottleAdmission)
+    /// The quota cannot pay; the throttle slot and a probe lease taken were given back.
+    case refusedByQuota(circuit: CircuitAdmission, refusal: QuotaRefusal)
+}
+
+/// What one attempt's answer changes, applied in one transaction: the circuit's outcome, a refund,
+/// and the server's word that the day's quota is spent.
+public struct AttemptSettlement: Sendable, Hashable {
+    /// The endpoint.
+    public var endpoint: String
+    /// What the answer tells the circuit.
+    public var outcome: CircuitOutcome
+    /// The probe token, when the attempt was the half-open probe.
+    public var probeToken: String?
+    /// The endpoint's circuit policy.
+    public var circuitPolicy: CircuitPolicy
+    /// The charge to refund (a 304 the policy does not charge), if any.
+    public var refundReservationID: Int64?
+    /// Why the refund is made.
+    public var refundReason: String?
+    /// A bucket the server said is spent, with the limit configuration gives it.
+    public struct ExhaustedBucket: Sendable, Hashable {
+        /// The bucket.
+        public var bucket: String
+        /// Its configured daily limit (the row is created with it if missing).
+        public var configuredLimit: Int
+
+        /// Creates the mark's target.
+        /// - Parameters:
+        ///   - bucket: The bucket.
+        ///   - configuredLimit: Its configured daily limit.
+        public init(bucket: String, configuredLimit: Int) {
+            self.bucket = bucket
+            self.configuredLimit = configuredLimit
+        }
+    }
+
+    /// The bucket the server said is spent, if it said so.
+    public var exhaustedBucket: ExhaustedBucket?
+    /// When the answer came.
+    public var at: Date
+
+    /// Creates a settlement.
+    /// - Parameters:
+    ///   - endpoint: The endpoint.
+    ///   - outcome: What the answer tells the circuit.
+    ///   - probeToken: The probe token, if the attempt was the probe.
+    ///   - circuitPolicy: The endpoint's circuit policy.
+    ///   - refundReservationID: A charge to refund.
+    ///   - refundReason: Why.
+    ///   - exhaustedBucket: The bucket the server said is spent.
+    ///   - at: When the answer came.
+    public init(endpoint: String, outcome: CircuitOutcome, probeToken: String?, circuitPolicy: CircuitPolicy,
+                refundReservationID: Int64? = nil, refundReason: String? = nil,
+                exhaustedBucket: ExhaustedBucket? = nil, at: Date) {
+        self.endpoint = endpoint
+        self.outcome = outcome
+        self.probeToken = probeToken
+        self.circuitPolicy = circuitPolicy
+        self.refundReservationID = refundReservationID
+        self.refundReason = refundReason
+        self.exhaustedBucket = exhaustedBucket
+        self.at = at
+    }
+}
+
+/// What a settlement changed.
+public struct AttemptSettlementResult: Sendable, Hashable {
+    /// The circuit's recording of the outcome.
+    public var circuit: CircuitRecording
+    /// The refund, when one was asked.
+    public var refund: QuotaRefundOutcome?
+    /// The exhaustion mark, when the server said the quota is spent.
+    public var exhaustion: QuotaExhaustion?
+}
+
+/// The gate's hot path as two store operations per attempt: one admission, one settlement, each a
+/// single `BEGIN IMMEDIATE` transaction, instead of one per service.
+public protocol AdmissionStorage: Sendable {
+    /// Asks the circuit, the throttle and the quota ledger, in that order, in one transaction.
+    /// - Parameter request: The endpoint and what each step needs.
+    /// - Returns: Admitted with the charge, or which step refused.
+    /// - Throws: ``StoreError`` for invalid arguments; storage errors.
+    func admit(_ request: AdmissionRequest) async throws -> AdmissionOutcome
+
+    /// Records an attempt's answer in the circuit, refunds its charge and marks the bucket spent, as
+    /// the settlement asks, in one transaction.
+    /// - Parameter settlement: What the answer changes.
+    /// - Returns: What changed.
+    /// - Throws: ``StoreError`` for invalid arguments; storage errors.
+    func settleAttempt(_ settlement: AttemptSettlement) async throws -> AttemptSettlementResult
+}
+
+/// Every store operation the gate needs, from one backend.
+public protocol GateStorage: CacheStorage, CircuitStorage, ThrottleStorage, QuotaStorage, AdmissionStorage {}

@@ -1,0 +1,63 @@
+import Foundation
+
+extension SQLiteStore: AdmissionStorage, GateStorage {
+    public func admit(_ request: AdmissionRequest) async throws -> AdmissionOutcome {
+        try await write { db in try AdmissionTable.admit(db, request) }
+    }
+
+    public func settleAttempt(_ settlement: AttemptSettlement) async throws -> AttemptSettlementResult {
+        try await write { db in try AdmissionTable.settle(db, settlement) }
+    }
+}
+
+/// The admission and the settlement as compositions of each service's table operations inside
+/// the caller's transaction.
+enum AdmissionTable {
+    static func admit(_ db: Database, _ request: AdmissionRequest) throws -> AdmissionOutcome {
+        let now = request.quota.at
+        let circuit = try CircuitTable.admit(db, endpoint: request.endpoint, policy: request.circuitPolicy,
+                                             probeToken: request.probeToken, now: now)
+        guard circuit.decision.isAllowed else { return .refusedByCircuit(circuit) }
+
+        // The throttle slot and the charge stand or fall together.
+        try db.execute("SAVEPOINT admission")
+        let throttle = try ThrottleTable.admit(db, endpoint: request.endpoint, limit: request.throttleLimit, at: now)
+        guard throttle.allowed else {
+            try db.execute("RELEASE admission")
+            try releaseProbe(db, circuit, request)
+            return .throttled(circuit: circuit, throttle: throttle)
+        }
+        switch try QuotaTable.reserve(db, request.quota) {
+        case .reserved(let charge):
+            try db.execute("RELEASE admission")
+            return .admitted(circuit: circuit, throttle: throttle, charge: charge)
+        case .refused(let refusal):
+            try db.execute("ROLLBACK TO admission")
+            try db.execute("RELEASE admission")
+            try releaseProbe(db, circuit, request)
+            return .refusedByQuota(circuit: circuit, refusal: refusal)
+        }
+    }
+
+    static func settle(_ db: Database, _ settlement: AttemptSettlement) throws -> AttemptSettlementResult {
+        let circuit = try CircuitTable.record(db, outcome: settlement.outcome, endpoint: settlement.endpoint,
+                                              probeToken: settlement.probeToken, policy: settlement.circuitPolicy,
+                                              now: settlement.at)
+        let refund = try settlement.refundReservationID.map { id in
+            try QuotaTable.refund(db, reservationID: id, at: settlement.at, reason: settlement.refundReason)
+        }
+        let exhaustion = try settlement.exhaustedBucket.map { bucket in
+            try QuotaTable.markExhausted(db, bucket: bucket.bucket, configuredLimit: bucket.configuredLimit,
+                                         endpoint: settlement.endpoint, at: settlement.at)
+        }
+        return AttemptSettlementResult(circuit: circuit, refund: refund, exhaustion: exhaustion)
+    }
+
+    /// A request refused after the circuit chose it as the probe gives the lease back at once, so
+    /// the next caller can probe instead of waiting for the lease to expire.
+    private static func releaseProbe(_ db: Database, _ circuit: CircuitAdmission, _ request: AdmissionRequest) throws {
+        guard circuit.decision.probe != nil else { return }
+        _ = try CircuitTable.record(db, outcome: .neutral, endpoint: request.endpoint, probeToken: request.probeToken,
+                                    policy: request.circuitPolicy, now: request.quota.at)
+    }
+}
