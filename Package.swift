@@ -137,7 +137,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgateCLITests",
-            dependencies: ["tollgate", "TollgateStore", "TollgateTestSupport"]
+            dependencies: ["tollgate", "TollgateStore", "TollgateFakeAPI", "TollgateTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+import TollgateFakeAPI
+import TollgateStore
+import TollgateTestSupport
+
+@Suite("tollgate get and tollgate demo")
+struct GetAndDemoCommandTests {
+    @Test("get prints the body to stdout and the source and quota to stderr; the 304 path costs nothing")
+    func getRevalidatesForFree() async throws {
+        let api = try await FakeYouTubeAPI.start()
+        let directory = try TemporaryDirectory()
+        let path = directory.path("get.sqlite")
+        let url = api.url("videos", ["id": "v1", "part": "snippet"]).absoluteString
+
+        let first = try CommandRunner.tollgate("get", url, "--db", path)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("\"revision\":1"))
+        #expect(first.stderr.contains("videos.list · status 200 · source network · units charged 1 · 9999 units left today in youtube"))
+
+        let second = try CommandRunner.tollgate("get", url, "--db", path)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stdout == first.stdout)
+        #expect(second.stderr.contains("source revalidated · units charged 0 · 9999 units left today in youtube"))
+        #expect(api.receivedRequests.map(\.status) == [200, 304])
+        #expect(api.unitsUsed == 1)
+        await api.stop()
+    }
+
+    @Test("get exits 4 when the circuit is open and 5 when the quota is spent, without reaching the server")
+    func getExitCodes() async throws {
+        let api = try await FakeYouTubeAPI.start()
+        let directory = try TemporaryDirectory()
+        let path = directory.path("codes.sqlite")
+        let store = try SQLiteStore(path: path)
+        _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .seconds(600), policy: CircuitPolicy(), at: Date())
+        _ = try await store.markQuotaExhausted(bucket: "youtube", configuredLimit: 10_000, endpoint: nil, at: Date())
+
+        let open = try CommandRunner.tollgate("get", api.url("videos", ["id": "v1"]).absoluteString, "--db", path)
+        #expect(open.status == 4)
+        #expect(open.stderr.contains("Service temporarily unavailable due to repeated failures. Please try again in"))
+        let spent = try CommandRunner.tollgate("get", api.url("search", ["q": "swift"]).absoluteString, "--db", path)
+        #expect(spent.status == 5)
+        #expect(spent.stderr.contains("Daily API quota exceeded: search.list costs 100 units and 0 units remain today."))
+        #expect(api.receivedRequests.isEmpty)
+        await api.stop()
+    }
+
+    @Test("get refuses what is not an http(s) URL, and a header without a colon")
+    func getValidation() throws {
+        let notURL = try CommandRunner.tollgate("get", "ftp://example.com/file")
+        #expect(notURL.status != 0)
+        #expect(notURL.stderr.contains("is not an http(s) URL"))
+        let badHeader = try CommandRunner.tollgate("get", "http://127.0.0.1:9/x", "-H", "NoColonHere")
+        #expect(badHeader.status != 0)
+        #expect(badHeader.stderr.contains("is not 'Name: value'"))
+    }
+
+    @Test("demo tells the whole story on its own database file and exits 0")
+    func demo() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("demo.sqlite")
+        let result = try CommandRunner.tollgate("demo", "--db", path)
+        #expect(result.status == 0, "\(result.stderr)")
+        for chapter in ["1. First fetch", "2. Five refreshes", "3. A 429 storm", "4. An hour later", "5. A restart",
+                        "6. Quota exhaustion", "Summary", "sqlite3 -header -column \(path)"] {
+            #expect(result.stdout.contains(chapter), "missing \(chapter)")
+        }
+        #expect(result.stdout.contains("95 revalidated"))
+        #expect(result.stdout.contains("stale (circuitOpen)"))
+        #expect(result.stdout.contains("the circuit is CLOSED again"))
+        #expect(result.stdout.contains("stale (quotaExhausted)"))
+        // The file it names holds the story.
+        let trips = try CommandRunner.sqlite3(path, "SELECT trips FROM circuit_status WHERE endpoint = 'videos.list'")
+        #expect(trips.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+
+        let again = try CommandRunner.tollgate("demo", "--db", path)
+        #expect(again.status != 0)
+        #expect(again.stderr.contains("--replace"))
+    }
+}
