@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import CoreMetrics
 import Logging
 
 /// The one call every request goes through: ETag cache, circuit breaker, throttle, daily quota
@@ -44,6 +45,7 @@ public final class Gate: Sendable {
     private let transport: any HTTPTransport
     private let clock: any TollgateClock
     private let logger: Logger
+    private let metrics: GateMetrics
 
     /// Creates a gate over a store.
     /// - Parameters:
@@ -52,15 +54,19 @@ public final class Gate: Sendable {
     ///   - configuration: The services' rules; the YouTube Data API v3 preset by default.
     ///   - clock: The wall clock and sleeper every service uses.
     ///   - logger: Where the gate and its services log; the task's current logger by default.
+    ///   - metrics: Where the gate reports its metrics (see the table in `GateMetrics`); the
+    ///     bootstrapped `MetricsSystem` by default.
     /// - Throws: A configuration error from a service (an inconsistent cost table, a bad limit).
     public convenience init(
         store: SQLiteStore,
         transport: any HTTPTransport = URLSessionTransport(),
         configuration: GateConfiguration = .youTubeDataAPIv3,
         clock: any TollgateClock = SystemClock(),
-        logger: Logger = Logger.current
+        logger: Logger = Logger.current,
+        metrics: any MetricsFactory = MetricsSystem.factory
     ) throws {
-        try self.init(storage: store, transport: transport, configuration: configuration, clock: clock, logger: logger)
+        try self.init(storage: store, transport: transport, configuration: configuration, clock: clock, logger: logger,
+                      metrics: metrics)
     }
 
     /// Creates a gate over any storage backend.
@@ -70,13 +76,16 @@ public final class Gate: Sendable {
     ///   - configuration: The services' rules.
     ///   - clock: The wall clock and sleeper every service uses.
     ///   - logger: Where the gate and its services log.
+    ///   - metrics: Where the gate reports requests by source, units charged, refusals, circuit
+    ///     states and the cache hit rate, per endpoint.
     /// - Throws: A configuration error from a service.
     public init(
         storage: any GateStorage,
         transport: any HTTPTransport,
         configuration: GateConfiguration,
         clock: any TollgateClock,
-        logger: Logger = Logger.current
+        logger: Logger = Logger.current,
+        metrics: any MetricsFactory = MetricsSystem.factory
     ) throws {
         self.configuration = configuration
         self.storage = storage
@@ -89,6 +98,7 @@ public final class Gate: Sendable {
         self.transport = transport
         self.clock = clock
         self.logger = logger
+        self.metrics = GateMetrics(factory: metrics)
     }
 
     /// Takes one request through the gate.
@@ -109,7 +119,30 @@ public final class Gate: Sendable {
         options: GateRequestOptions = GateRequestOptions(),
         via transport: (any HTTPTransport)? = nil
     ) async throws -> GateResponse {
-        let transport = transport ?? self.transport
+        do {
+            let answer = try await route(request, body: body, endpoint: endpoint, options: options,
+                                         via: transport ?? self.transport)
+            metrics.record(answer, endpoint: endpoint)
+            return answer
+        } catch let refusal as TollgateError {
+            metrics.record(refusal, endpoint: endpoint)
+            throw refusal
+        }
+    }
+
+    /// Writes the cache's buffered LRU touches and statistics. Call before a short-lived tool exits.
+    /// - Throws: A storage error.
+    public func flush() async throws {
+        try await cache.flush()
+    }
+
+    // MARK: Steps
+
+    /// The request path, steps 1 to 6.
+    private func route(
+        _ request: HTTPRequest, body: Data?, endpoint: String, options: GateRequestOptions,
+        via transport: any HTTPTransport
+    ) async throws -> GateResponse {
         var logger = self.logger
         logger[metadataKey: "gate.endpoint"] = "\(endpoint)"
 
@@ -160,14 +193,6 @@ public final class Gate: Sendable {
                                 ledger: ledger, logger: logger)
     }
 
-    /// Writes the cache's buffered LRU touches and statistics. Call before a short-lived tool exits.
-    /// - Throws: A storage error.
-    public func flush() async throws {
-        try await cache.flush()
-    }
-
-    // MARK: Steps
-
     /// What happened over one `send`'s attempts.
     private struct AttemptLedger {
         var unitsCharged = 0
@@ -210,6 +235,7 @@ public final class Gate: Sendable {
                 return Admitted(reservation: reservation, probeToken: decision.probe?.token)
             case .refusedByCircuit(let circuitAdmission):
                 let decision = circuit.report(circuitAdmission, endpoint: endpoint)
+                metrics.record(circuitAdmission.record.state, endpoint: endpoint)
                 throw TollgateError.circuitOpen(retryAfter: decision.retryAfter ?? 0)
             case .throttled(_, let throttleAdmission):
                 throttle.report(throttleAdmission, endpoint: endpoint)
@@ -289,7 +315,9 @@ public final class Gate: Sendable {
         if let exhaustion = settlement.exhaustion {
             quota.report(exhaustion, endpoint: endpoint)
         }
-        return circuit.report(settlement.circuit, endpoint: endpoint)
+        let state = circuit.report(settlement.circuit, endpoint: endpoint)
+        metrics.record(state, endpoint: endpoint)
+        return state
     }
 
     /// Step 6: the answer the caller gets, from the server's last answer and what is stored.

@@ -1,0 +1,95 @@
+import CoreMetrics
+import Synchronization
+
+/// The gate's swift-metrics instruments, each with an `endpoint` dimension:
+///
+/// | metric | kind | dimensions |
+/// |---|---|---|
+/// | `tollgate_requests_total` | counter | `endpoint`, `source` (`network`, `cache`, `revalidated`, `stale_circuit_open`, …) |
+/// | `tollgate_quota_units_total` | counter | `endpoint` — units charged, net of refunds |
+/// | `tollgate_refusals_total` | counter | `endpoint`, `reason` (`circuit_open`, `throttled`, `quota_exceeded`), stale serves included |
+/// | `tollgate_circuit_state` | gauge | `endpoint` — 0 closed, 1 half-open, 2 open |
+/// | `tollgate_cache_hit_rate` | gauge | `endpoint` — (cache + revalidated) / answers from cache or network, in this process |
+///
+/// They go to whatever `MetricsSystem` the application bootstrapped (none by default).
+final class GateMetrics: Sendable {
+    private let factory: any MetricsFactory
+    private let cacheCounts = Mutex<[String: (served: Int, total: Int)]>([:])
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+    }
+
+    func record(_ answer: GateResponse, endpoint: String) {
+        Counter(label: "tollgate_requests_total", dimensions: [("endpoint", endpoint), ("source", Self.label(answer.source))],
+                factory: factory).increment()
+        if answer.unitsCharged != 0 {
+            Counter(label: "tollgate_quota_units_total", dimensions: [("endpoint", endpoint)], factory: factory)
+                .increment(by: Int64(answer.unitsCharged))
+        }
+        if case .stale(let reason) = answer.source, let refusal = Self.refusalLabel(reason) {
+            refused(endpoint: endpoint, reason: refusal)
+        }
+        let fromCache: Bool? = switch answer.source {
+        case .cache, .revalidated: true
+        case .network: false
+        case .stale: nil
+        }
+        if let fromCache {
+            let rate = cacheCounts.withLock { counts -> Double in
+                var entry = counts[endpoint] ?? (0, 0)
+                entry.total += 1
+                if fromCache { entry.served += 1 }
+                counts[endpoint] = entry
+                return Double(entry.served) / Double(entry.total)
+            }
+            Gauge(label: "tollgate_cache_hit_rate", dimensions: [("endpoint", endpoint)], factory: factory).record(rate)
+        }
+    }
+
+    func record(_ refusal: TollgateError, endpoint: String) {
+        switch refusal {
+        case .circuitOpen: refused(endpoint: endpoint, reason: "circuit_open")
+        case .throttled: refused(endpoint: endpoint, reason: "throttled")
+        case .quotaExceeded: refused(endpoint: endpoint, reason: "quota_exceeded")
+        }
+    }
+
+    func record(_ state: CircuitState, endpoint: String) {
+        let value = switch state {
+        case .closed: 0
+        case .halfOpen: 1
+        case .open: 2
+        }
+        Gauge(label: "tollgate_circuit_state", dimensions: [("endpoint", endpoint)], factory: factory).record(value)
+    }
+
+    private func refused(endpoint: String, reason: String) {
+        Counter(label: "tollgate_refusals_total", dimensions: [("endpoint", endpoint), ("reason", reason)], factory: factory)
+            .increment()
+    }
+
+    private static func label(_ source: ResponseSource) -> String {
+        switch source {
+        case .network: "network"
+        case .cache: "cache"
+        case .revalidated: "revalidated"
+        case .stale(let reason): "stale_" + snakeCase(reason.rawValue)
+        }
+    }
+
+    private static func refusalLabel(_ reason: StaleReason) -> String? {
+        switch reason {
+        case .circuitOpen: "circuit_open"
+        case .throttled: "throttled"
+        case .quotaExhausted: "quota_exceeded"
+        case .upstreamFailure: nil
+        }
+    }
+
+    private static func snakeCase(_ text: String) -> String {
+        text.reduce(into: "") { result, character in
+            if character.isUppercase { result += "_" + character.lowercased() } else { result.append(character) }
+        }
+    }
+}
