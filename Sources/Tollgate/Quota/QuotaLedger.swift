@@ -88,7 +88,7 @@ public final class QuotaLedger: Sendable {
     /// - Parameters:
     ///   - outcome: What the store decided.
     ///   - endpoint: The endpoint.
-    ///   - cost: The units asked.
+    ///   - units: The units asked.
     /// - Returns: The reservation.
     /// - Throws: ``TollgateError/quotaExceeded(endpoint:cost:remaining:resetsAt:)`` for a refusal.
     public func report(_ outcome: QuotaReservationOutcome, endpoint: String, cost units: Int) throws -> QuotaReservation {

@@ -4,7 +4,7 @@ import Foundation
 /// One SQLite connection.
 ///
 /// A `Database` is not `Sendable`: it is used by one thread at a time, and
-/// ``SerializedDatabase`` is the `Sendable` entry point that guarantees it. Statements prepared
+/// `SerializedDatabase` is the `Sendable` entry point that guarantees it. Statements prepared
 /// through ``cachedStatement(_:)`` are kept for the life of the connection, so a hot path prepares
 /// its SQL once.
 public final class Database {
