@@ -95,9 +95,10 @@ public struct PacificDay: Sendable, Hashable, Comparable, CustomStringConvertibl
     }
 }
 
-/// Proleptic Gregorian calendar arithmetic on days since 1970-01-01 (Howard Hinnant's algorithms).
-enum CivilDate {
-    static func days(year: Int, month: Int, day: Int) -> Int {
+/// Proleptic Gregorian calendar arithmetic on days since 1970-01-01 (Howard Hinnant's algorithms),
+/// shared by the package's date code (Pacific days here, HTTP dates in the cache).
+package enum CivilDate {
+    package static func days(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -106,7 +107,7 @@ enum CivilDate {
         return era * 146_097 + dayOfEra - 719_468
     }
 
-    static func fromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
+    package static func fromDays(_ days: Int) -> (year: Int, month: Int, day: Int) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097
@@ -119,15 +120,15 @@ enum CivilDate {
     }
 
     /// 1970-01-01 was a Thursday; Sunday is 0.
-    static func weekday(_ days: Int) -> Int {
+    package static func weekday(_ days: Int) -> Int {
         ((days % 7) + 7 + 4) % 7
     }
 
-    static func firstSunday(onOrAfter days: Int) -> Int {
+    package static func firstSunday(onOrAfter days: Int) -> Int {
         days + (7 - weekday(days)) % 7
     }
 
-    static func daysInMonth(year: Int, month: Int) -> Int {
+    package static func daysInMonth(year: Int, month: Int) -> Int {
         switch month {
         case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
         case 4, 6, 9, 11: 30
