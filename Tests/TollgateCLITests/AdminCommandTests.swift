@@ -142,7 +142,7 @@ struct CircuitCommandTests {
         let all = try fixture.tollgate("circuit", "show")
         #expect(all.status == 0)
         #expect(all.stdout.contains("search.list: CLOSED · failures 1/5"))
-        #expect(all.stdout.contains("videos.list: OPEN · failures 0/5 · trips 1 · retry in"))
+        #expect(all.stdout.contains("videos.list: OPEN · failures 0/5 · trips 0 · retry in"))
         let one = try fixture.tollgate("circuit", "show", "videos.list")
         #expect(one.stdout.contains("videos.list: OPEN"))
         #expect(one.stdout.contains("CLOSED → OPEN"))

@@ -85,3 +85,12 @@ extension CommandRunner {
         (try? run(URL(fileURLWithPath: "/usr/bin/env"), ["sh", "-c", "command -v \(program)"]).status) == 0
     }
 }
+
+/// Runs blocking work (a child process, a poll) on a dispatch thread, never on Swift concurrency's
+/// cooperative pool: the fake API in this process answers on that pool, and a child process that
+/// calls it (the proxy, `tollgate get`) would wait forever for a thread the test is blocking.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+    }
+}
