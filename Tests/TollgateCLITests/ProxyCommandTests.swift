@@ -48,7 +48,7 @@ struct ProxyCommandTests {
         #expect(first.headers["x-tollgate-source"] == "network")
         #expect(first.headers["x-tollgate-units"] == "1")
         #expect(first.headers["x-tollgate-endpoint"] == "videos.list")
-        #expect(first.body.contains("\"v1\""))
+        #expect(first.body.contains(#"videos?id=v1&part=snippet (revision 1)"#))
 
         let second = try await offPool { try CurlResponse.fetch(url) }
         #expect(second.status == 200)
