@@ -232,7 +232,7 @@ struct CacheCommandTests {
     func maintenance() async throws {
         let fixture = try AdminFixture()
         var behaviour = FakeAPIBehaviour()
-        behaviour.bodyPadding = 200_000
+        behaviour.bodyPadding = 50_000
         let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
         // Two videos now (one fetched twice: a 304), one stored eight days ago: past the 7-day limit.
         try await Self.fetch(["v1", "v2", "v1"], api: api, fixture: fixture, clock: fixture.clock)
