@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "TollgateAsyncHTTPClient", targets: ["TollgateAsyncHTTPClient"]),
         .library(name: "TollgateOpenAPI", targets: ["TollgateOpenAPI"]),
         .library(name: "TollgateFakeAPI", targets: ["TollgateFakeAPI"]),
+        .library(name: "TollgateProxy", targets: ["TollgateProxy"]),
         .executable(name: "tollgate", targets: ["tollgate"]),
     ],
     dependencies: [
@@ -78,12 +79,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A loopback reverse proxy that puts any HTTP client behind the gate.
+        .target(
+            name: "TollgateProxy",
+            dependencies: [
+                "Tollgate",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "tollgate",
             dependencies: [
                 "Tollgate",
                 "TollgateStore",
                 "TollgateFakeAPI",
+                "TollgateProxy",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
@@ -140,7 +153,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgateCLITests",
-            dependencies: ["tollgate", "TollgateStore", "TollgateFakeAPI", "TollgateTestSupport"]
+            dependencies: ["tollgate", "Tollgate", "TollgateStore", "TollgateFakeAPI", "TollgateTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -9,6 +9,9 @@ struct TollgateCommand: AsyncParsableCommand {
             The database is chosen by --db, else the TOLLGATE_DB environment variable, else \
             tollgate.sqlite in the user's data directory.
             """,
-        subcommands: [DemoCommand.self, GetCommand.self, StatusCommand.self, DashboardCommand.self, MigrateCommand.self]
+        subcommands: [
+            DemoCommand.self, GetCommand.self, ProxyCommand.self, StatusCommand.self, DashboardCommand.self,
+            QuotaCommand.self, CircuitCommand.self, ThrottleCommand.self, CacheCommand.self, MigrateCommand.self,
+        ]
     )
 }

@@ -142,17 +142,38 @@ public final class ETagCache: Sendable {
     }
 
     /// Removes expired entries and evicts until the limits hold (every store does this as well).
+    /// - Parameter recordingAdminEvent: Whether an operator asked for it: the prune is then recorded
+    ///   in `admin_events`, in the same transaction, even when it removed nothing.
     /// - Returns: What was removed.
     /// - Throws: A storage error.
     @discardableResult
-    public func prune() async throws -> CachePruneResult {
+    public func prune(recordingAdminEvent: Bool = false) async throws -> CachePruneResult {
         let now = clock.now()
         let result = try await withActivity(now: now) { activity in
-            try await self.storage.pruneCache(retention: self.retention(now: now), activity: activity)
+            recordingAdminEvent
+                ? try await self.storage.pruneCache(retention: self.retention(now: now), activity: activity, recordedAt: now)
+                : try await self.storage.pruneCache(retention: self.retention(now: now), activity: activity)
         }
-        if result.expired + result.evicted > 0 {
+        if result.expired + result.evicted > 0 || recordingAdminEvent {
             logger.info("cache pruned", metadata: ["cache.expired": "\(result.expired)", "cache.evicted": "\(result.evicted)"])
         }
+        return result
+    }
+
+    /// Removes every stored response, or one endpoint's, recording the clear in `admin_events` in
+    /// the same transaction. Statistics are kept.
+    /// - Parameter endpoint: One endpoint's entries, or nil for all.
+    /// - Returns: What was removed.
+    /// - Throws: A storage error.
+    @discardableResult
+    public func clear(endpoint: String? = nil) async throws -> CacheClearResult {
+        let now = clock.now()
+        let result = try await withActivity(now: now) { activity in
+            try await self.storage.clearCache(endpoint: endpoint, activity: activity, at: now)
+        }
+        logger.notice("cache cleared", metadata: [
+            "cache.endpoint": "\(endpoint ?? "*")", "cache.entries": "\(result.entries)", "cache.bytes": "\(result.bodyBytes)",
+        ])
         return result
     }
 

@@ -212,10 +212,13 @@ public struct CircuitBreaker: Sendable {
     /// Closes the circuit of `endpoint`, or of every endpoint, and clears its counters and lease.
     /// Each circuit that was not already closed and clean gets a reset transition in the history.
     /// - Parameter endpoint: The endpoint, or nil for all.
+    /// - Returns: The transitions recorded; empty when every circuit concerned was already clean.
     /// - Throws: A storage error.
-    public func reset(endpoint: String? = nil) async throws {
+    @discardableResult
+    public func reset(endpoint: String? = nil) async throws -> [CircuitTransition] {
         let transitions = try await storage.resetCircuits(endpoint: endpoint, at: clock.now())
         for transition in transitions { log(transition) }
+        return transitions
     }
 
     /// Opens the circuit of `endpoint` by hand for `duration`, whatever its state.

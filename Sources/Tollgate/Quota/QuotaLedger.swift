@@ -222,14 +222,18 @@ public final class QuotaLedger: Sendable {
         try await storage.quotaUsage(on: day ?? PacificDay(containing: clock.now()))
     }
 
-    /// A bucket's limit, usage and exhaustion today.
-    /// - Parameter bucket: The bucket; the default bucket when nil.
+    /// A bucket's limit, usage and exhaustion on a Pacific day.
+    /// - Parameters:
+    ///   - bucket: The bucket; the default bucket when nil.
+    ///   - day: The day; today when nil.
     /// - Returns: Its status.
     /// - Throws: ``QuotaLedgerError/unknownBucket(_:)``; storage errors.
-    public func status(bucket: String? = nil) async throws -> QuotaBucketStatus {
+    public func status(bucket: String? = nil, on day: PacificDay? = nil) async throws -> QuotaBucketStatus {
         let bucket = bucket ?? configuration.defaultBucket
+        let now = clock.now()
+        let at = day.flatMap { $0 == PacificDay(containing: now) ? nil : $0.start } ?? now
         return try await storage.quotaBucketStatus(
-            bucket: bucket, configuredLimit: try configuredLimit(of: bucket), at: clock.now()
+            bucket: bucket, configuredLimit: try configuredLimit(of: bucket), at: at
         )
     }
 

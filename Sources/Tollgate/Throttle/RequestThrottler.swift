@@ -129,10 +129,13 @@ public final class RequestThrottler: Sendable {
 
     /// Forgets the recorded requests of one endpoint or of all; the reset is recorded in `admin_events`.
     /// - Parameter endpoint: The endpoint, or nil for every endpoint.
+    /// - Returns: How many recorded requests were forgotten.
     /// - Throws: Storage errors.
-    public func reset(endpoint: String? = nil) async throws {
+    @discardableResult
+    public func reset(endpoint: String? = nil) async throws -> Int {
         let forgotten = try await storage.resetThrottle(endpoint: endpoint, at: clock.now())
         logger.notice("Throttle reset for \(endpoint ?? "every endpoint"): \(forgotten) recorded requests forgotten")
+        return forgotten
     }
 
     private static func wholeSeconds(_ interval: TimeInterval) -> Int {

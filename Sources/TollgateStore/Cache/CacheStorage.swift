@@ -1,3 +1,5 @@
+import Foundation
+
 /// The store operations of the ETag cache. Each method is one transaction.
 ///
 /// Keys arrive as digests and URLs arrive redacted: the store never sees a secret. Every write
@@ -75,6 +77,28 @@ public protocol CacheStorage: Sendable {
     /// - Returns: What was removed.
     /// - Throws: A storage error.
     func pruneCache(retention: CacheRetention, activity: CacheActivity) async throws -> CachePruneResult
+
+    /// Like ``pruneCache(retention:activity:)``, for an operator: the same transaction appends an
+    /// `admin_events` row (subject `cache`, action `prune`) saying what was removed, even nothing.
+    /// - Parameters:
+    ///   - retention: The limits.
+    ///   - activity: Buffered touches and statistics to apply first.
+    ///   - at: The time recorded in the event.
+    /// - Returns: What was removed.
+    /// - Throws: A storage error; nothing is changed then.
+    func pruneCache(retention: CacheRetention, activity: CacheActivity, recordedAt at: Date) async throws
+        -> CachePruneResult
+
+    /// Removes every stored response, or those of one endpoint, and appends an `admin_events` row
+    /// (subject `cache`, action `clear`) in the same transaction: never a silent delete. Statistics
+    /// are kept: they describe what happened, not what is stored.
+    /// - Parameters:
+    ///   - endpoint: One endpoint's entries, or nil for every entry.
+    ///   - activity: Buffered touches and statistics to apply first.
+    ///   - at: The time recorded in the event.
+    /// - Returns: What was removed.
+    /// - Throws: A storage error; nothing is changed then.
+    func clearCache(endpoint: String?, activity: CacheActivity, at: Date) async throws -> CacheClearResult
 
     /// How many entries and body bytes the cache holds.
     /// - Returns: The totals.

@@ -149,6 +149,22 @@ enum CacheTable {
         return db.changesCount
     }
 
+    /// Removes every entry, or one endpoint's. An operator's action, not a hot path: one
+    /// endpoint's entries are found by scanning the table (no index on `endpoint`).
+    static func clear(_ db: Database, endpoint: String?) throws -> CacheClearResult {
+        var result = CacheClearResult()
+        let rows = if let endpoint {
+            try db.fetchAll("DELETE FROM cache_entries WHERE endpoint = ? RETURNING body_size", [.text(endpoint)])
+        } else {
+            try db.fetchAll("DELETE FROM cache_entries RETURNING body_size")
+        }
+        for row in rows {
+            result.entries += 1
+            result.bodyBytes += row[0].int64 ?? 0
+        }
+        return result
+    }
+
     /// Removes expired entries, then evicts least recently used ones (never `keeping`) until the
     /// entry and byte limits hold.
     static func enforce(_ db: Database, _ retention: CacheRetention, keeping: Int64? = nil) throws -> CachePruneResult {

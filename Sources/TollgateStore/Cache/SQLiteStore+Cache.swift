@@ -73,6 +73,33 @@ extension SQLiteStore: CacheStorage {
         }
     }
 
+    public func pruneCache(retention: CacheRetention, activity: CacheActivity, recordedAt at: Date) async throws
+        -> CachePruneResult {
+        try await write { db in
+            try CacheTable.record(db, activity: activity)
+            let result = try CacheTable.enforce(db, retention)
+            try AdminEventTable.record(
+                db, at: at, subject: "cache", target: nil, action: "prune",
+                detail: "removed \(result.expired) expired and evicted \(result.evicted) "
+                    + "\(result.evicted == 1 ? "entry" : "entries") over the limits"
+            )
+            return result
+        }
+    }
+
+    public func clearCache(endpoint: String?, activity: CacheActivity, at: Date) async throws -> CacheClearResult {
+        try await write { db in
+            try CacheTable.record(db, activity: activity)
+            let result = try CacheTable.clear(db, endpoint: endpoint)
+            try AdminEventTable.record(
+                db, at: at, subject: "cache", target: endpoint, action: "clear",
+                detail: "removed \(result.entries) \(result.entries == 1 ? "entry" : "entries") "
+                    + "(\(result.bodyBytes) body bytes)"
+            )
+            return result
+        }
+    }
+
     public func cacheTotals() async throws -> CacheTotals {
         try await read { db in try CacheTable.totals(db) }
     }

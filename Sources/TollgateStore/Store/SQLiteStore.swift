@@ -45,7 +45,8 @@ public final class SQLiteStore: Sendable {
     /// The migrations that opening this store applied (empty when the file was up to date).
     public let migrationsAppliedAtOpen: [Migration]
 
-    private let writer: SerializedDatabase
+    // Internal: maintenance (VACUUM) must run on the writer outside a transaction.
+    let writer: SerializedDatabase
     private let reader: SerializedDatabase
     private let logger: Logger
 

@@ -43,17 +43,22 @@ struct DashboardCommand: ParsableCommand {
 
     private func runInteractive(store: SQLiteStore, renderer: inout DashboardRenderer) throws {
         let terminal = TerminalSession()
-        // Ctrl-C must restore the terminal too: take SIGINT from the default handler.
-        signal(SIGINT, SIG_IGN)
-        let interrupted = DispatchSemaphore(value: 0)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler { interrupted.signal() }
-        source.resume()
+        // Ctrl-C, a kill and a closed terminal must restore the terminal too: take those signals
+        // from their default handlers and end the loop instead.
+        let stopSignals = [SIGINT, SIGTERM, SIGHUP]
+        let stopped = DispatchSemaphore(value: 0)
+        let sources = stopSignals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { stopped.signal() }
+            source.resume()
+            return source
+        }
         terminal.enter()
         defer {
             terminal.restore()
-            source.cancel()
-            signal(SIGINT, SIG_DFL)
+            for source in sources { source.cancel() }
+            for number in stopSignals { signal(number, SIG_DFL) }
         }
         while true {
             let size = TerminalSession.size
@@ -62,10 +67,14 @@ struct DashboardCommand: ParsableCommand {
             terminal.draw(renderer.render(try store.dashboardSnapshot(at: Date())))
             let deadline = Date().addingTimeInterval(interval)
             while Date() < deadline {
-                if interrupted.wait(timeout: .now()) == .success { return }
-                if let key = terminal.readKey(timeout: min(0.1, deadline.timeIntervalSinceNow)),
-                   key == UInt8(ascii: "q") || key == UInt8(ascii: "Q") || key == 3 {
+                if stopped.wait(timeout: .now()) == .success { return }
+                switch terminal.readKey(timeout: min(0.1, deadline.timeIntervalSinceNow)) {
+                case .key(let key) where key == UInt8(ascii: "q") || key == UInt8(ascii: "Q") || key == 3:
                     return
+                case .closed:
+                    return
+                case .key, .none:
+                    continue
                 }
             }
         }

@@ -42,12 +42,32 @@ final class TerminalSession {
         write("\u{1B}[H\u{1B}[2J" + lines.joined(separator: "\r\n"))
     }
 
-    /// Waits up to `timeout` for a key; returns it, or nil when none came.
-    func readKey(timeout: TimeInterval) -> UInt8? {
+    /// What waiting for a key gave.
+    enum KeyRead: Equatable {
+        /// A key was pressed.
+        case key(UInt8)
+        /// None within the timeout.
+        case none
+        /// The terminal is gone (hung up, closed): nothing more will come.
+        case closed
+    }
+
+    /// Waits up to `timeout` for a key.
+    ///
+    /// The wait never blocks longer than `timeout`: a deadline already past polls without waiting
+    /// (a negative timeout would make `poll` wait forever, freezing the view until a key came).
+    func readKey(timeout: TimeInterval) -> KeyRead {
         var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-        guard poll(&descriptor, 1, Int32(timeout * 1000)) > 0 else { return nil }
+        let milliseconds = Int32(max(0, min(timeout, 60)) * 1000)
+        let ready = poll(&descriptor, 1, milliseconds)
+        if ready < 0 { return errno == EINTR ? .none : .closed }
+        guard ready > 0 else { return .none }
         var byte: UInt8 = 0
-        return read(STDIN_FILENO, &byte, 1) == 1 ? byte : nil
+        switch read(STDIN_FILENO, &byte, 1) {
+        case 1: return .key(byte)
+        case -1 where errno == EINTR || errno == EAGAIN: return .none
+        default: return .closed
+        }
     }
 
     private func write(_ text: String) {

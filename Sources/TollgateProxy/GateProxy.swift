@@ -1,0 +1,125 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+import Tollgate
+
+/// A reverse proxy on loopback that runs every request through a ``Gate``, so any HTTP client —
+/// curl, a Python script — gets the ETag cache, the quota ledger, the throttle and the circuit
+/// breaker, sharing the same SQLite file as every Swift tool that uses it.
+///
+/// A request to `http://127.0.0.1:PORT/youtube/v3/videos?id=v1` is sent to the same path and
+/// query under the upstream URL, named by an ``EndpointNaming`` (`videos.list`), and answered with:
+/// - the upstream's response (for a revalidated or stale answer, the stored response), with
+///   `X-Tollgate-Source` (`network`, `cache`, `revalidated`, `stale (…)`), `X-Tollgate-Units`
+///   (the units charged) and `X-Tollgate-Endpoint`;
+/// - `429 Too Many Requests` with `Retry-After` when the throttle or the quota refuses;
+/// - `503 Service Unavailable` with `Retry-After` when the circuit is open;
+/// - `502 Bad Gateway` when the upstream cannot be reached and nothing is stored.
+///
+/// Hop-by-hop header fields are never forwarded, in either direction.
+///
+/// ```swift
+/// let gate = try Gate(store: try SQLiteStore(path: "tollgate.sqlite"))
+/// let proxy = try await GateProxy.start(gate: gate, upstream: URL(string: "https://www.googleapis.com")!,
+///                                       listen: try LoopbackAddress(parsing: "127.0.0.1:8080"))
+/// try await proxy.waitUntilStopped()
+/// ```
+public final class GateProxy: Sendable {
+    /// The address it listens on, with the port the system picked when asked for port 0.
+    public let address: LoopbackAddress
+    /// Where requests are forwarded.
+    public let upstream: URL
+    private let services: ServiceGroup
+    private let server: Mutex<Task<Void, any Error>?>
+
+    /// `http://HOST:PORT`, the proxy's own base URL.
+    public var baseURL: URL { URL(string: "http://\(address)")! }
+
+    private init(address: LoopbackAddress, upstream: URL, services: ServiceGroup, server: Task<Void, any Error>) {
+        self.address = address
+        self.upstream = upstream
+        self.services = services
+        self.server = Mutex(server)
+    }
+
+    /// Starts listening and returns once the socket is bound.
+    /// - Parameters:
+    ///   - gate: The gate every request goes through.
+    ///   - upstream: The API's base URL, such as `https://www.googleapis.com`. A path in it prefixes
+    ///     every request's path.
+    ///   - listen: A loopback address; port 0 picks a free port (read it from ``address``).
+    ///   - naming: How requests are named for the cost table, the circuit and the throttle.
+    ///   - maximumBodySize: The largest request body accepted, in bytes (413 past it).
+    ///   - clock: The wall clock for `Retry-After` of a spent quota (seconds to the Pacific reset).
+    ///   - stopsOnSignals: Whether SIGINT and SIGTERM shut the proxy down gracefully (for a
+    ///     command-line tool that runs it in the foreground).
+    ///   - logger: Where the proxy logs one line per request (info) and failures.
+    /// - Returns: The running proxy.
+    /// - Throws: ``GateProxyError/invalidUpstream(_:)``, ``GateProxyError/couldNotStart(_:)``, or
+    ///   the server's error when the address is taken.
+    public static func start(
+        gate: Gate,
+        upstream: URL,
+        listen: LoopbackAddress,
+        naming: EndpointNaming = .youTubeDataAPIv3,
+        maximumBodySize: Int = 16 * 1024 * 1024,
+        clock: any TollgateClock = SystemClock(),
+        stopsOnSignals: Bool = false,
+        logger: Logger = Logger.current
+    ) async throws -> GateProxy {
+        guard let scheme = upstream.scheme?.lowercased(), ["http", "https"].contains(scheme), upstream.host != nil else {
+            throw GateProxyError.invalidUpstream(upstream.absoluteString)
+        }
+        let responder = GateProxyResponder(
+            gate: gate, upstream: upstream, naming: naming, maximumBodySize: maximumBodySize, clock: clock, logger: logger
+        )
+        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let application = Application(
+            responder: responder,
+            configuration: ApplicationConfiguration(
+                address: .hostname(listen.host, port: listen.port), serverName: "Tollgate"
+            ),
+            onServerRunning: { channel in
+                portContinuation.yield(channel.localAddress?.port ?? 0)
+                portContinuation.finish()
+            },
+            logger: logger
+        )
+        let services = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [application], gracefulShutdownSignals: stopsOnSignals ? [.sigterm, .sigint] : [], logger: logger
+        ))
+        let server = Task {
+            defer { portContinuation.finish() }
+            try await services.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next(), port > 0 else {
+            server.cancel()
+            try await server.value
+            throw GateProxyError.couldNotStart(listen.description)
+        }
+        return GateProxy(
+            address: try LoopbackAddress(host: listen.host, port: port), upstream: upstream, services: services, server: server
+        )
+    }
+
+    /// Waits until the proxy stops (``stop()``, or a signal when it was started with `stopsOnSignals`).
+    /// - Throws: The server's error, if it failed.
+    public func waitUntilStopped() async throws {
+        let task = server.withLock { $0 }
+        try await task?.value
+    }
+
+    /// Stops accepting requests, lets those in flight finish, and waits until the socket is closed.
+    public func stop() async {
+        let task = server.withLock { task -> Task<Void, any Error>? in
+            defer { task = nil }
+            return task
+        }
+        await services.triggerGracefulShutdown()
+        _ = try? await task?.value
+    }
+}

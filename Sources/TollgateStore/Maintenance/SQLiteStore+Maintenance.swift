@@ -1,0 +1,46 @@
+import Foundation
+
+extension SQLiteStore: MaintenanceStorage {
+    public func vacuum(at: Date) async throws -> VacuumResult {
+        let sizes = try await writer.run { db -> (before: Int64, after: Int64, free: Int, checkpoint: Row?) in
+            // Outside any transaction, on the writer connection: SQLite refuses VACUUM in a transaction.
+            guard !db.isInsideTransaction else {
+                throw StoreError.invalidArgument("VACUUM cannot run inside a transaction")
+            }
+            let before = try MaintenanceQueries.fileBytes(db)
+            let free = try db.fetchValue("PRAGMA freelist_count").int ?? 0
+            try db.execute("VACUUM")
+            let after = try MaintenanceQueries.fileBytes(db)
+            let checkpoint = try db.fetchOne("PRAGMA wal_checkpoint(TRUNCATE)")
+            return (before, after, free, checkpoint)
+        }
+        let result = VacuumResult(
+            bytesBefore: sizes.before, bytesAfter: sizes.after, freePagesBefore: sizes.free,
+            checkpointBusy: (sizes.checkpoint?[0].int ?? 0) != 0,
+            walFrames: max(sizes.checkpoint?[1].int ?? 0, 0), checkpointedFrames: max(sizes.checkpoint?[2].int ?? 0, 0)
+        )
+        try await write { db in
+            _ = try AdminEventTable.record(
+                db, at: at, subject: "database", target: nil, action: "vacuum",
+                detail: "\(result.bytesBefore) → \(result.bytesAfter) bytes (\(result.freePagesBefore) free pages); "
+                    + "WAL checkpoint \(result.checkpointBusy ? "busy" : "complete"): "
+                    + "\(result.checkpointedFrames)/\(result.walFrames) frames"
+            )
+        }
+        return result
+    }
+
+    public func adminEvents(subject: String?, limit: Int) async throws -> [AdminEvent] {
+        try await read { db in try AdminEventTable.recent(db, subject: subject, limit: limit) }
+    }
+}
+
+/// The file-level reads the maintenance operations need.
+enum MaintenanceQueries {
+    /// Bytes in the database's pages.
+    static func fileBytes(_ db: Database) throws -> Int64 {
+        let pages = try db.fetchValue("PRAGMA page_count").int64 ?? 0
+        let size = try db.fetchValue("PRAGMA page_size").int64 ?? 0
+        return pages * size
+    }
+}

@@ -1,0 +1,115 @@
+import ArgumentParser
+import Foundation
+import Tollgate
+
+/// `tollgate cache`: the ETag cache.
+struct CacheCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache",
+        abstract: "Show and maintain the ETag cache.",
+        discussion: "Prunes, clears and vacuums are recorded in admin_events.",
+        subcommands: [Stats.self, Prune.self, Clear.self, Vacuum.self],
+        defaultSubcommand: Stats.self
+    )
+
+    /// `tollgate cache stats`.
+    struct Stats: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "stats",
+            abstract: "Hits, revalidations, misses, stale serves and bytes saved per endpoint on a Pacific day."
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
+        var day: String?
+
+        func validate() throws {
+            _ = try AdminArguments.day(day)
+        }
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try AdminServices(database: database)
+                let day = try AdminArguments.day(day) ?? PacificDay(containing: Date())
+                let rows = try await services.cache.statistics(on: day)
+                let totals = try await services.cache.totals()
+                print("Cache on \(day.key) (Pacific): \(totals.entries) \(totals.entries == 1 ? "entry" : "entries") stored, "
+                    + "\(DashboardRenderer.bytes(Int(totals.bodyBytes))) of bodies")
+                if rows.isEmpty { print("  no requests that day") }
+                let width = max(8, rows.map(\.endpoint.count).max() ?? 0)
+                for row in rows {
+                    let rate = row.hitRate.map { String(format: "%.1f%%", $0 * 100) } ?? "–"
+                    print("  \(row.endpoint.padding(toLength: width, withPad: " ", startingAt: 0))  hit rate \(rate) · "
+                        + "hits \(row.counts.hits) · revalidated \(row.counts.revalidations) · misses \(row.counts.misses) · "
+                        + "stale \(row.counts.stale) · saved \(DashboardRenderer.bytes(Int(row.counts.bytesSaved)))")
+                }
+            }
+        }
+    }
+
+    /// `tollgate cache prune`.
+    struct Prune: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "prune",
+            abstract: "Remove expired entries and evict the least recently used until the limits hold."
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try AdminServices(database: database)
+                let result = try await services.cache.prune(recordingAdminEvent: true)
+                print("Pruned: \(result.expired) expired, \(result.evicted) evicted over the limits")
+            }
+        }
+    }
+
+    /// `tollgate cache clear`.
+    struct Clear: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "clear",
+            abstract: "Remove every stored response, or one endpoint's. Statistics are kept."
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: "Only this endpoint's responses, such as videos.list.")
+        var endpoint: String?
+
+        func validate() throws {
+            if let endpoint { try AdminArguments.endpoint(endpoint, label: "--endpoint") }
+        }
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try AdminServices(database: database)
+                let result = try await services.cache.clear(endpoint: endpoint)
+                print("Cleared \(endpoint ?? "every endpoint"): \(result.entries) \(result.entries == 1 ? "entry" : "entries"), "
+                    + "\(DashboardRenderer.bytes(Int(result.bodyBytes))) of bodies")
+            }
+        }
+    }
+
+    /// `tollgate cache vacuum`.
+    struct Vacuum: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "vacuum",
+            abstract: "Compact the database file and checkpoint its write-ahead log.",
+            discussion: "Other processes may keep using the file; the vacuum waits for their write locks."
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try AdminServices(database: database)
+                let result = try await services.store.vacuum(at: Date())
+                print("Vacuumed \(services.path): \(DashboardRenderer.bytes(Int(result.bytesBefore))) → "
+                    + "\(DashboardRenderer.bytes(Int(result.bytesAfter))); WAL checkpoint "
+                    + (result.checkpointBusy ? "deferred (the file is busy)" : "complete"))
+            }
+        }
+    }
+}

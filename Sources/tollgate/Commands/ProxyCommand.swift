@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Tollgate
+import TollgateProxy
+
+/// `tollgate proxy`: a loopback reverse proxy that puts any HTTP client behind the gate.
+struct ProxyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "proxy",
+        abstract: "Run a loopback reverse proxy that sends every request through the gate.",
+        discussion: """
+            curl http://127.0.0.1:PORT/youtube/v3/videos?id=… is sent to the same path under --upstream \
+            through the cache, circuit breaker, throttle and quota ledger of the database. Answers carry \
+            X-Tollgate-Source and X-Tollgate-Units; refusals are 429 (throttled, quota spent) or 503 \
+            (circuit open) with Retry-After, and 502 when the upstream cannot be reached. The first \
+            line printed is the address it listens on. Ctrl-C or SIGTERM stops it.
+            """
+    )
+
+    @Option(help: ArgumentHelp("A loopback HOST:PORT to listen on; port 0 picks a free one.", valueName: "host:port"))
+    var listen: String = "127.0.0.1:8080"
+
+    @Option(help: ArgumentHelp("The API's base URL, such as https://www.googleapis.com.", valueName: "url"))
+    var upstream: String
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Flag(help: "Log every request on standard error.")
+    var verbose = false
+
+    func validate() throws {
+        do {
+            _ = try LoopbackAddress(parsing: listen)
+        } catch {
+            throw ValidationError("--listen: \(error.description) The proxy spends your quota for anyone who can reach it.")
+        }
+        guard let url = URL(string: upstream), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+              url.host != nil else {
+            throw ValidationError("--upstream '\(upstream)' is not an absolute http(s) URL.")
+        }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "tollgate.proxy")
+        logger.logLevel = verbose ? .info : .warning
+        let path = try database.preparedPath()
+        let gate: Gate
+        do {
+            gate = try Gate(store: try SQLiteStore(path: path, logger: logger), logger: logger)
+        } catch let error as StoreError {
+            printError("error: \(error)")
+            throw ExitCode.failure
+        }
+        let proxy = try await GateProxy.start(
+            gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen),
+            stopsOnSignals: true, logger: logger
+        )
+        // Written straight to the file descriptor, unbuffered: a script waits for this line.
+        FileHandle.standardOutput.write(Data(
+            "tollgate proxy listening on \(proxy.baseURL.absoluteString) → \(upstream) (database \(path))\n".utf8
+        ))
+        try await proxy.waitUntilStopped()
+        try await gate.flush()
+    }
+}

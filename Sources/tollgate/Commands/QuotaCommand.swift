@@ -1,0 +1,176 @@
+import ArgumentParser
+import Foundation
+import Tollgate
+
+/// `tollgate quota`: the daily quota ledger.
+struct QuotaCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "quota",
+        abstract: "Show and operate the daily quota ledger.",
+        discussion: "Every change is an event in quota_events: limits and resets are never silent.",
+        subcommands: [Show.self, SetLimit.self, Reset.self],
+        defaultSubcommand: Show.self
+    )
+
+    /// `tollgate quota show`.
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "show",
+            abstract: "Each bucket's limit, use and what is left on a Pacific day, per endpoint."
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
+        var day: String?
+
+        @Flag(help: "Print JSON instead of text.")
+        var json = false
+
+        func validate() throws {
+            _ = try AdminArguments.day(day)
+        }
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try AdminServices(database: database)
+                let report = try await QuotaReport.read(services, day: try AdminArguments.day(day))
+                if json {
+                    try printJSON(report)
+                } else {
+                    report.printText()
+                }
+            }
+        }
+    }
+
+    /// `tollgate quota set-limit`.
+    struct SetLimit: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-limit",
+            abstract: "Set a bucket's daily limit (kept until cleared), or hand it back to the configuration.",
+            discussion: "The limit is recorded as a 'limit' event in quota_events."
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Argument(help: "The bucket, such as youtube.")
+        var bucket: String
+
+        @Argument(help: "The daily limit in units.")
+        var limit: Int?
+
+        @Flag(help: "Follow the configured limit again instead of an operator's.")
+        var clear = false
+
+        func validate() throws {
+            try AdminArguments.bucket(bucket)
+            switch (limit, clear) {
+            case (nil, false): throw ValidationError("Give the daily limit in units, or --clear to follow the configuration.")
+            case (.some, true): throw ValidationError("Give a limit or --clear, not both.")
+            case (let limit?, false) where limit < 0: throw ValidationError("The daily limit must be zero or more, not \(limit).")
+            default: break
+            }
+        }
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try AdminServices(database: database)
+                let status = try await services.quota.setLimit(bucket: bucket, limit: clear ? nil : limit)
+                print("\(bucket): daily limit \(DashboardRenderer.grouped(status.limit)) (\(status.limitSource.rawValue)); "
+                    + "\(DashboardRenderer.grouped(status.unitsUsed)) used, \(DashboardRenderer.grouped(status.remaining)) left today")
+            }
+        }
+    }
+
+    /// `tollgate quota reset`.
+    struct Reset: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset",
+            abstract: "Give back every unit a bucket used on a day (today by default).",
+            discussion: """
+                Each endpoint's units are cancelled by a 'reset' event in quota_events; resetting today \
+                also lifts the server's "quota exhausted" mark.
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
+        var day: String?
+
+        @Option(help: "The bucket. Default: the configuration's default bucket.")
+        var bucket: String?
+
+        func validate() throws {
+            _ = try AdminArguments.day(day)
+            if let bucket { try AdminArguments.bucket(bucket) }
+        }
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try AdminServices(database: database)
+                let day = try AdminArguments.day(day) ?? PacificDay(containing: Date())
+                let reset = try await services.quota.resetDay(day, bucket: bucket)
+                let endpoints = reset.unitsCleared.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+                print("\(reset.bucket) on \(reset.day): \(DashboardRenderer.grouped(reset.totalUnitsCleared)) units given back"
+                    + (endpoints.isEmpty ? "" : " (\(endpoints.joined(separator: ", ")))")
+                    + (reset.clearedExhaustedMark ? "; the server's exhausted mark is lifted" : ""))
+            }
+        }
+    }
+}
+
+/// What `quota show` prints: one day of the ledger, per bucket and endpoint.
+struct QuotaReport: Codable {
+    struct Bucket: Codable {
+        var bucket: String
+        var limit: Int
+        var limitSource: String
+        var used: Int
+        var remaining: Int
+        var exhausted: Bool
+        var endpoints: [Endpoint]
+    }
+
+    struct Endpoint: Codable {
+        var endpoint: String
+        var units: Int
+        var calls: Int
+    }
+
+    var pacificDate: String
+    var resetsAt: Date
+    var buckets: [Bucket]
+
+    static func read(_ services: AdminServices, day: PacificDay?) async throws -> QuotaReport {
+        let day = day ?? PacificDay(containing: Date())
+        let usage = try await services.quota.usage(on: day)
+        var buckets: [Bucket] = []
+        for name in services.quota.configuration.bucketLimits.keys.sorted() {
+            let status = try await services.quota.status(bucket: name, on: day)
+            buckets.append(Bucket(
+                bucket: name, limit: status.limit, limitSource: status.limitSource.rawValue, used: status.unitsUsed,
+                remaining: status.remaining, exhausted: status.isExhausted,
+                endpoints: usage.filter { $0.bucket == name }
+                    .sorted { ($0.units, $1.endpoint) > ($1.units, $0.endpoint) }
+                    .map { Endpoint(endpoint: $0.endpoint, units: $0.units, calls: $0.calls) }
+            ))
+        }
+        return QuotaReport(pacificDate: day.key, resetsAt: day.nextReset, buckets: buckets)
+    }
+
+    func printText() {
+        print("Quota on \(pacificDate) (Pacific) · resets \(PacificDay.localTimeDescription(of: resetsAt))")
+        for bucket in buckets {
+            print("\(bucket.bucket): \(DashboardRenderer.grouped(bucket.used))/\(DashboardRenderer.grouped(bucket.limit)) units used · "
+                + "\(DashboardRenderer.grouped(bucket.remaining)) left · limit from \(bucket.limitSource)"
+                + (bucket.exhausted ? " · EXHAUSTED by the server" : ""))
+            let width = max(8, bucket.endpoints.map(\.endpoint.count).max() ?? 0)
+            for endpoint in bucket.endpoints {
+                print("  \(endpoint.endpoint.padding(toLength: width, withPad: " ", startingAt: 0))  "
+                    + "\(DashboardRenderer.grouped(endpoint.units)) units  \(endpoint.calls) calls")
+            }
+        }
+    }
+}

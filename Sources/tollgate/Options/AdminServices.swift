@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Tollgate
+
+/// The services an admin command works through, over the file `--db` names, built from the
+/// YouTube Data API v3 preset's parts and the system clock: the same rules the gate follows.
+struct AdminServices {
+    let path: String
+    let store: SQLiteStore
+    let configuration: GateConfiguration
+    let quota: QuotaLedger
+    let circuit: CircuitBreaker
+    let throttle: RequestThrottler
+    let cache: ETagCache
+
+    /// Opens the file and builds the services. Their own log lines (state changes at info and
+    /// notice) stay quiet: each command prints what it did itself. Warnings still reach stderr.
+    init(database: DatabaseOptions, configuration: GateConfiguration = .youTubeDataAPIv3) throws {
+        path = try database.preparedPath()
+        var logger = Logger(label: "tollgate")
+        logger.logLevel = .warning
+        store = try SQLiteStore(path: path, logger: logger)
+        self.configuration = configuration
+        let clock = SystemClock()
+        quota = try QuotaLedger(storage: store, configuration: configuration.quota, clock: clock, logger: logger)
+        circuit = CircuitBreaker(storage: store, configuration: configuration.circuit, clock: clock, logger: logger)
+        throttle = try RequestThrottler(storage: store, configuration: configuration.throttle, clock: clock, logger: logger)
+        cache = try ETagCache(storage: store, configuration: configuration.cache, clock: clock, logger: logger)
+    }
+
+    /// The snapshot of the file now, for listings.
+    func snapshot(recentEvents: Int = 0) async throws -> DashboardSnapshot {
+        try await store.dashboardSnapshot(at: Date(), recentEvents: recentEvents)
+    }
+}
+
+/// Runs an admin command's work; a refusal from the store or a service becomes one clear line on
+/// standard error and exit status 1.
+func reportingErrors(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let error as StoreError {
+        printError("error: \(error)")
+        throw ExitCode.failure
+    } catch let error as DatabaseError {
+        printError("error: \(error)")
+        throw ExitCode.failure
+    } catch let error as QuotaLedgerError {
+        printError("error: \(error)")
+        throw ExitCode.failure
+    }
+}
+
+/// Validation shared by the admin commands.
+enum AdminArguments {
+    /// A Pacific date `YYYY-MM-DD`, or today when nil.
+    static func day(_ text: String?, option: String = "--day") throws -> PacificDay? {
+        guard let text else { return nil }
+        guard let day = PacificDay(key: text) else {
+            throw ValidationError("\(option) must be a Pacific date written YYYY-MM-DD, not '\(text)'.")
+        }
+        return day
+    }
+
+    /// An endpoint name: not empty, no line breaks.
+    static func endpoint(_ text: String, label: String = "the endpoint") throws {
+        if text.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw ValidationError("\(label) must not be empty.")
+        }
+        if text.contains(where: \.isNewline) {
+            throw ValidationError("\(label) must be one line.")
+        }
+    }
+
+    /// Exactly one of an endpoint and `--all`.
+    static func endpointOrAll(_ endpoint: String?, all: Bool) throws {
+        switch (endpoint, all) {
+        case (nil, false): throw ValidationError("Name an endpoint, or pass --all for every endpoint.")
+        case (.some, true): throw ValidationError("Name an endpoint or pass --all, not both.")
+        case (let endpoint?, false): try Self.endpoint(endpoint)
+        case (nil, true): break
+        }
+    }
+
+    /// A bucket the YouTube preset knows.
+    static func bucket(_ name: String, in configuration: QuotaConfiguration = GateConfiguration.youTubeDataAPIv3.quota) throws {
+        guard configuration.bucketLimits[name] != nil else {
+            let known = configuration.bucketLimits.keys.sorted().joined(separator: ", ")
+            throw ValidationError("Unknown bucket '\(name)'. Known buckets: \(known).")
+        }
+    }
+}
+
+/// Encodes values as the JSON every `--json` prints: sorted keys, snake_case, ISO 8601 dates.
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    encoder.keyEncodingStrategy = .convertToSnakeCase
+    encoder.dateEncodingStrategy = .iso8601
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}

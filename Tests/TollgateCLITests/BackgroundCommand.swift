@@ -1,0 +1,96 @@
+import Foundation
+
+/// A command started in the background (the proxy), whose first line of output the test reads and
+/// which it stops with a signal at the end.
+final class BackgroundCommand {
+    let process = Process()
+    private let out = Pipe()
+    private let err = Pipe()
+
+    init(_ executable: URL, _ arguments: [String]) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["TOLLGATE_DB"] = nil
+        process.environment = environment
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+    }
+
+    /// The first line the command printed; nil when it exited first.
+    func firstLine() -> String? {
+        var bytes: [UInt8] = []
+        let handle = out.fileHandleForReading
+        while true {
+            let byte = handle.readData(ofLength: 1)
+            guard let value = byte.first else { return nil }
+            if value == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(value)
+        }
+    }
+
+    /// Sends SIGINT (Ctrl-C), waits for the exit and returns the status and what it wrote to stderr.
+    func interrupt() -> (status: Int32, stderr: String) {
+        if process.isRunning { process.interrupt() }
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stderr, as: UTF8.self))
+    }
+}
+
+/// What `curl -i` got: the status, the header fields (names lowercased) and the body.
+struct CurlResponse {
+    let status: Int
+    let headers: [String: String]
+    let body: String
+
+    /// Runs `curl -sS -i` with extra arguments and parses its output.
+    static func fetch(_ url: String, _ extra: [String] = []) throws -> CurlResponse {
+        let result = try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["curl", "-sS", "-i", "--max-time", "10"] + extra + [url])
+        guard result.status == 0 else { throw CurlFailure(message: "curl exited \(result.status): \(result.stderr)") }
+        let parts = result.stdout.components(separatedBy: "\r\n\r\n")
+        let head = parts.first ?? ""
+        let body = parts.dropFirst().joined(separator: "\r\n\r\n")
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst()
+        let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") ?? 0
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return CurlResponse(status: status, headers: headers, body: body)
+    }
+}
+
+struct CurlFailure: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
+extension CommandRunner {
+    /// One value from `sqlite3`, trimmed.
+    static func sqliteValue(_ path: String, _ sql: String) throws -> String {
+        try sqlite3(path, sql).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Whether a program is on the PATH.
+    static func isInstalled(_ program: String) -> Bool {
+        (try? run(URL(fileURLWithPath: "/usr/bin/env"), ["sh", "-c", "command -v \(program)"]).status) == 0
+    }
+}
+
+/// Runs blocking work (a child process, a poll) on a dispatch thread, never on Swift concurrency's
+/// cooperative pool: the fake API in this process answers on that pool, and a child process that
+/// calls it (the proxy, `tollgate get`) would wait forever for a thread the test is blocking.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+    }
+}
