@@ -75,22 +75,14 @@ struct CircuitCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
-        @Argument(help: "The endpoint, such as videos.list.")
-        var endpoint: String?
-
-        @Flag(help: "Reset every circuit.")
-        var all = false
-
-        func validate() throws {
-            try AdminArguments.endpointOrAll(endpoint, all: all)
-        }
+        @OptionGroup var selection: EndpointSelection
 
         func run() async throws {
             try await reportingErrors {
                 let services = try AdminServices(database: database)
-                let transitions = try await services.circuit.reset(endpoint: endpoint)
+                let transitions = try await services.circuit.reset(endpoint: selection.endpoint)
                 if transitions.isEmpty {
-                    print("\(endpoint ?? "every circuit"): already closed with nothing counted; nothing to reset.")
+                    print("\(selection.endpoint ?? "every circuit"): already closed with nothing counted; nothing to reset.")
                 }
                 for transition in transitions {
                     print("\(transition.endpoint): \(transition.from) → \(transition.to) (reset)")

@@ -44,21 +44,13 @@ struct ThrottleCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
-        @Argument(help: "The endpoint, such as videos.list.")
-        var endpoint: String?
-
-        @Flag(help: "Reset every window.")
-        var all = false
-
-        func validate() throws {
-            try AdminArguments.endpointOrAll(endpoint, all: all)
-        }
+        @OptionGroup var selection: EndpointSelection
 
         func run() async throws {
             try await reportingErrors {
                 let services = try AdminServices(database: database)
-                let forgotten = try await services.throttle.reset(endpoint: endpoint)
-                print("\(endpoint ?? "every endpoint"): \(forgotten) recorded \(forgotten == 1 ? "request" : "requests") forgotten")
+                let forgotten = try await services.throttle.reset(endpoint: selection.endpoint)
+                print("\(selection.endpoint ?? "every endpoint"): \(forgotten) recorded \(forgotten == 1 ? "request" : "requests") forgotten")
             }
         }
     }

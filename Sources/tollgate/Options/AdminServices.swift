@@ -100,3 +100,16 @@ func printJSON(_ value: some Encodable) throws {
     encoder.dateEncodingStrategy = .iso8601
     print(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
+
+/// One endpoint named, or `--all`: what `circuit reset` and `throttle reset` act on.
+struct EndpointSelection: ParsableArguments {
+    @Argument(help: "The endpoint, such as videos.list.")
+    var endpoint: String?
+
+    @Flag(help: "Every endpoint.")
+    var all = false
+
+    func validate() throws {
+        try AdminArguments.endpointOrAll(endpoint, all: all)
+    }
+}
