@@ -36,7 +36,7 @@ struct ContentionTests {
             busy += counts[2]
             errors += counts[3]
             if let idLine = lines.dropFirst().first {
-                ids += idLine.dropFirst(3).split(separator: ",").compactMap { Int64($0) }
+                ids += idLine.dropFirst(4).split(separator: ",").compactMap { Int64($0) }
             }
         }
         #expect(busy == 0, "SQLITE_BUSY reached a caller")

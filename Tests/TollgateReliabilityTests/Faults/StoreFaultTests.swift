@@ -53,7 +53,7 @@ struct StoreFaultTests {
         let directory = try TemporaryDirectory()
         let path = try await Self.populatedFile(in: directory)
         let before = try await Self.contents(path)
-        let pages = try SQLiteStore(path: path).read { db in try db.fetchValue("PRAGMA page_count").int ?? 0 }
+        let pages = try await SQLiteStore(path: path).read { db in try db.fetchValue("PRAGMA page_count").int ?? 0 }
 
         let capped = try SQLiteStore(path: path, configuration: .init(maximumPageCount: pages + 4))
         var failure: DatabaseError?

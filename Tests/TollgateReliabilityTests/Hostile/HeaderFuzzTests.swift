@@ -134,7 +134,10 @@ struct HeaderFuzzTests {
         for index in 0..<min(Self.iterations / 10, 500) {
             let request = HTTPRequest(method: .get, scheme: "https", authority: "example.com", path: "/etag/\(index)")
             var response = HTTPResponse(status: .ok)
-            response.headerFields.append(HTTPField(name: .eTag, lenientValue: random.hostileBytes(maximumLength: 80, vocabulary: Self.vocabulary)))
+            // Any bytes a field value may legally hold (RFC 9110 §5.5): visible ASCII, space, tab, obs-text.
+            let etag = random.hostileBytes(maximumLength: 80, vocabulary: Self.vocabulary)
+                .filter { (0x20...0x7E).contains($0) || $0 >= 0x80 || $0 == 0x09 }
+            response.headerFields.append(HTTPField(name: .eTag, lenientValue: etag))
             try await cache.storeResponse(response, body: Data("body \(index)".utf8), for: request, endpoint: "etag.list")
             let sent = response.headerFields[.eTag]?.trimmingCharacters(in: .whitespaces) ?? ""
             let lookup = try await cache.lookup(request, endpoint: "etag.list")
@@ -156,7 +159,10 @@ struct HeaderFuzzTests {
             let path = "/" + String(decoding: random.hostileBytes(maximumLength: 200, vocabulary: Self.vocabulary), as: UTF8.self)
             let secret = "SECRET" + String((0..<12).map { _ in Character(UnicodeScalar(UInt8.random(in: 0x61...0x7A, using: &random))) })
             let noise = (0..<Int.random(in: 0...6, using: &random)).map { _ in
-                String(decoding: random.hostileBytes(maximumLength: 20, vocabulary: ["a", "b", "=", "%41", "é"]), as: UTF8.self)
+                // Legal, untrimmable query text: HTTPTypes trims a field value's outer whitespace,
+                // which would make the permutation test compare different requests.
+                String(decoding: random.hostileBytes(maximumLength: 20, vocabulary: ["a", "b", "=", "%41", "é", "e\u{301}"])
+                    .filter { (0x21...0x7E).contains($0) || $0 >= 0x80 }, as: UTF8.self)
                     .replacingOccurrences(of: "&", with: "").replacingOccurrences(of: "#", with: "")
                     .replacingOccurrences(of: "SECRET", with: "")
             }
@@ -173,7 +179,9 @@ struct HeaderFuzzTests {
             #expect(!key.url.contains(secret))
             #expect(key.url.utf8.count <= 2 * ((request.authority ?? "").utf8.count + (request.path ?? "").utf8.count) + 64)
             #expect(key.credentialPartition != nil)
-            #expect((try? CacheKey(request: shuffled, secretRules: rules))?.resourceKey == key.resourceKey)
+            let reordered = try? CacheKey(request: shuffled, secretRules: rules)
+            #expect(reordered?.resourceKey == key.resourceKey, "\(key.url) vs \(reordered?.url ?? "nil")")
+            if reordered?.resourceKey != key.resourceKey { break }
         }
     }
 

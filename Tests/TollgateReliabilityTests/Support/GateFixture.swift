@@ -15,7 +15,8 @@ struct GateFixture {
     let path: String
     let store: SQLiteStore
     let api: FakeYouTubeAPI
-    let clock: ManualClock
+    /// The wall clock; sleeps (retry backoff) pass at once and move it forward.
+    let clock: SimulatedClock
     let logs = LogCapture()
     let gate: Gate
 
@@ -30,7 +31,7 @@ struct GateFixture {
         _ = try SQLiteStore(path: path, logger: logs.logger)
         store = try SQLiteStore(path: path, configuration: try storeConfiguration(path), logger: logs.logger)
         api = try await FakeYouTubeAPI.start(behaviour: behaviour, logger: Logger(label: "fake-api") { _ in SwiftLogNoOpLogHandler() })
-        clock = ManualClock(now: Self.start)
+        clock = SimulatedClock(base: ManualClock(now: Self.start))
         gate = try Gate(store: store, transport: transport, configuration: Self.configuration(configure),
                         clock: clock, logger: logs.logger)
     }
