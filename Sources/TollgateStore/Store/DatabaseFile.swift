@@ -60,8 +60,12 @@ enum DatabaseFile {
         let rawPageSize = bigEndian(16, 2)
         let pageSize: UInt64 = rawPageSize == 1 ? 65_536 : rawPageSize
         let pageCount = bigEndian(28, 4)
-        // The recorded page count is only valid when the change counter matches "version valid for".
-        guard pageSize >= 512, pageCount > 0, bigEndian(24, 4) == bigEndian(92, 4) else { return }
+        // A page size that SQLite could not have written means garbage, which SQLite itself refuses
+        // as "not a database"; the recorded page count is only valid when the change counter
+        // matches "version valid for".
+        guard (512...65_536).contains(pageSize), pageSize & (pageSize - 1) == 0, pageCount > 0,
+              bigEndian(24, 4) == bigEndian(92, 4)
+        else { return }
         let expectedBytes = Int64(pageCount * pageSize)
         if expectedBytes > actualBytes {
             throw StoreError.truncated(path: path, expectedBytes: expectedBytes, actualBytes: actualBytes)
