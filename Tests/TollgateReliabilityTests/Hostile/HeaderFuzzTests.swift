@@ -164,12 +164,10 @@ struct HeaderFuzzTests {
                 // which would make the permutation test compare different requests.
                 String(decoding: random.hostileBytes(maximumLength: 20, vocabulary: ["a", "b", "=", "%41", "é", "e\u{301}"])
                     .filter { (0x21...0x7E).contains($0) || $0 >= 0x80 }, as: UTF8.self)
-                    .replacingOccurrences(of: "&", with: "").replacingOccurrences(of: "#", with: "")
-                    .replacingOccurrences(of: "SECRET", with: "")
+                    .withoutScalars("&#").replacingOccurrences(of: "SECRET", with: "")
             }
             let parameters = noise + ["key=\(secret)"]
-            let base = path.replacingOccurrences(of: "?", with: "").replacingOccurrences(of: "#", with: "")
-                .replacingOccurrences(of: "SECRET", with: "")
+            let base = path.withoutScalars("?#").replacingOccurrences(of: "SECRET", with: "")
             let request = HTTPRequest(method: .get, scheme: "https", authority: authority.isEmpty ? "h" : authority,
                                       path: base + "?" + parameters.joined(separator: "&"))
             let shuffled = HTTPRequest(method: .get, scheme: "https", authority: authority.isEmpty ? "h" : authority,
@@ -247,5 +245,16 @@ struct HeaderFuzzTests {
             secretRules: rules
         )
         #expect(!withUserInfo.url.contains(secret))
+    }
+}
+
+extension String {
+    /// The text without any of `scalars`, removed scalar by scalar: `replacingOccurrences` works on
+    /// Characters and leaves a `?` that carries a combining mark in place.
+    func withoutScalars(_ scalars: String) -> String {
+        let removed = Set(scalars.unicodeScalars)
+        var result = String.UnicodeScalarView()
+        result.append(contentsOf: unicodeScalars.filter { !removed.contains($0) })
+        return String(result)
     }
 }
