@@ -151,6 +151,21 @@ let package = Package(
             name: "TollgateStoreTests",
             dependencies: ["TollgateStore", "CSQLite", "TollgateTestSupport"]
         ),
+        // Crashes, contention, faults, hostile input and secrets; sized by TOLLGATE_STRESS_SCALE.
+        .testTarget(
+            name: "TollgateReliabilityTests",
+            dependencies: [
+                "Tollgate",
+                "TollgateStore",
+                "TollgateAsyncHTTPClient",
+                "TollgateFakeAPI",
+                "TollgateTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "TollgateCLITests",
             dependencies: ["tollgate", "Tollgate", "TollgateStore", "TollgateFakeAPI", "TollgateTestSupport"]

@@ -23,6 +23,12 @@ do {
         try await GateSendJob.run(Array(arguments.dropFirst()))
     case "cache-store":
         try await CacheStoreJob.run(Array(arguments.dropFirst()))
+    case "crash-workload":
+        try await CrashWorkloadJob.run(Array(arguments.dropFirst()))
+    case "contention-admit":
+        try await ContentionJob.run(Array(arguments.dropFirst()))
+    case "open-store":
+        try await OpenStoreJob.run(Array(arguments.dropFirst()))
     default:
         FileHandle.standardError.write(Data("unknown job \(job)\n".utf8))
         exit(64)

@@ -65,11 +65,11 @@ public struct CacheKey: Sendable, Hashable {
 
         // Authority: user information is a credential; host lowercased; default port dropped.
         var hostAndPort = Substring(authority)
-        if let at = hostAndPort.lastIndex(of: "@") {
-            let userInfo = String(hostAndPort[..<at])
+        if let at = hostAndPort.unicodeScalars.lastIndex(of: "@") {
+            let userInfo = String(Substring(hostAndPort.unicodeScalars[..<at]))
             credentials.append("userinfo=\(userInfo)")
             secrets.append(userInfo)
-            hostAndPort = hostAndPort[hostAndPort.index(after: at)...]
+            hostAndPort = Substring(hostAndPort.unicodeScalars[hostAndPort.unicodeScalars.index(after: at)...])
         }
         let host: Substring
         var port: Substring?
@@ -94,16 +94,16 @@ public struct CacheKey: Sendable, Hashable {
         }
 
         // Path and query: the fragment is never sent; parameters are sorted, secrets redacted.
-        let target = rawPath.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        let target = Self.split(Substring(rawPath), on: "#", maxSplits: 1).first ?? ""
+        let parts = Self.split(target, on: "?", maxSplits: 1)
         var path = parts.first.map(String.init) ?? ""
         if path.isEmpty { path = "/" }
         var query = ""
         if parts.count == 2 {
-            let parameters = parts[1].split(separator: "&", omittingEmptySubsequences: true).map { segment in
-                let pair = segment.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let parameters = Self.split(parts[1], on: "&").filter { !$0.isEmpty }.map { segment in
+                let pair = Self.split(segment, on: "=", maxSplits: 1)
                 return (name: String(pair[0]), value: pair.count == 2 ? String(pair[1]) : nil)
-            }.sorted { ($0.name, $0.value ?? "") < ($1.name, $1.value ?? "") }
+            }.sorted(by: Self.precedes)
             query = parameters.map { parameter in
                 let decodedName = parameter.name.contains("%")
                     ? (parameter.name.removingPercentEncoding ?? parameter.name).lowercased() : parameter.name.lowercased()
@@ -161,6 +161,29 @@ public struct CacheKey: Sendable, Hashable {
             return "\(name)=\(normalised.joined(separator: ", "))"
         }
         return digest("tollgate.cache.variant.v1\n" + parts.joined(separator: "\n"))
+    }
+
+    /// Splits on a Unicode scalar, never on a `Character`: a separator followed by a combining mark
+    /// (`&` + U+0301) or preceded by a prepend character is one grapheme with it, so splitting on
+    /// Characters would miss that `&` — and a `key=` parameter behind it would escape redaction.
+    static func split(_ text: Substring, on separator: Unicode.Scalar, maxSplits: Int = .max) -> [Substring] {
+        text.unicodeScalars.split(separator: separator, maxSplits: maxSplits, omittingEmptySubsequences: false)
+            .map { Substring($0) }
+    }
+
+    /// The order of query parameters in a normalised URL: by the bytes of the name, then no value
+    /// before a value, then by the bytes of the value. Bytes, not Swift's `<` on strings, which
+    /// holds canonically equivalent spellings (`é` and `e` + U+0301) equal: with it, the order
+    /// such parameters arrived in would decide the URL's bytes, and so its cache key.
+    static func precedes(_ first: (name: String, value: String?), _ second: (name: String, value: String?)) -> Bool {
+        if !first.name.utf8.elementsEqual(second.name.utf8) {
+            return first.name.utf8.lexicographicallyPrecedes(second.name.utf8)
+        }
+        switch (first.value, second.value) {
+        case (nil, _): return second.value != nil
+        case (_, nil): return false
+        case (let firstValue?, let secondValue?): return firstValue.utf8.lexicographicallyPrecedes(secondValue.utf8)
+        }
     }
 
     static func digest(_ text: String) -> String {

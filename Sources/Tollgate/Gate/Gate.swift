@@ -30,6 +30,10 @@ import Logging
 ///    headers merged in (``ResponseSource/revalidated``); a `200` is stored
 ///    (``ResponseSource/network``); the server's "daily quota exceeded" marks the bucket
 ///    exhausted until the next Pacific midnight for every process.
+///
+/// When the ledger cannot be written (the admission or the settlement fails in the store), the
+/// gate follows ``GateConfiguration/ledgerFailurePolicy``: it refuses the request by default, or
+/// sends it uncharged with a warning. A cache that cannot be read or written never fails a request.
 public final class Gate: Sendable {
     /// The rules in force.
     public let configuration: GateConfiguration
@@ -111,7 +115,9 @@ public final class Gate: Sendable {
     /// - Returns: The answer, its source and its cost.
     /// - Throws: ``TollgateError`` when the circuit, throttle or quota refuse and nothing stored
     ///   can be served; ``HTTPTransportError`` when the network fails and nothing stored can be
-    ///   served; a storage error when the ledger cannot be written (the gate fails closed).
+    ///   served; the store's error (such as `DatabaseError` with `isFull` or `isReadOnly`) when the
+    ///   ledger cannot be written and ``GateConfiguration/ledgerFailurePolicy`` is
+    ///   ``LedgerFailurePolicy/failClosed``.
     public func send(
         _ request: HTTPRequest,
         body: Data? = nil,
@@ -176,7 +182,7 @@ public final class Gate: Sendable {
             ) { attempt in
                 let admitted = try await admit(endpoint: endpoint, cost: options.cost,
                                                canServeStale: stored != nil && attempt == 1)
-                ledger.charged(admitted.reservation.cost)
+                ledger.charged(admitted.reservation?.cost ?? 0)
                 ledger.attempts = attempt
                 return try await sendAttempt(outgoing, body: body, endpoint: endpoint, admitted: admitted,
                                              via: transport, ledger: &ledger)
@@ -210,7 +216,8 @@ public final class Gate: Sendable {
 
     /// What one admission granted.
     private struct Admitted {
-        var reservation: QuotaReservation
+        /// The charge; nil when the ledger could not be written and the policy fails open.
+        var reservation: QuotaReservation?
         /// The probe token, when this attempt is the half-open probe.
         var probeToken: String?
     }
@@ -224,9 +231,16 @@ public final class Gate: Sendable {
         var waited = Duration.zero
         while true {
             let charge = try quota.reservationRequest(endpoint: endpoint, cost: cost)
-            let outcome = try await storage.admit(AdmissionRequest(
-                endpoint: endpoint, circuitPolicy: policy, probeToken: probeToken, throttleLimit: limit, quota: charge
-            ))
+            let outcome: AdmissionOutcome
+            do {
+                outcome = try await storage.admit(AdmissionRequest(
+                    endpoint: endpoint, circuitPolicy: policy, probeToken: probeToken, throttleLimit: limit, quota: charge
+                ))
+            } catch let error where isLedgerFailure(error) && configuration.ledgerFailurePolicy == .failOpen {
+                logger.warning("the ledger cannot be written; sending uncharged (ledger failure policy: fail open)",
+                               metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])
+                return Admitted(reservation: nil, probeToken: nil)
+            }
             switch outcome {
             case .admitted(let circuitAdmission, let throttleAdmission, let quotaCharge):
                 let decision = circuit.report(circuitAdmission, endpoint: endpoint)
@@ -287,7 +301,7 @@ public final class Gate: Sendable {
         )
         if state == .open, result.trigger != nil {
             // This answer opened the circuit: retrying stops here.
-            logger.info("circuit opened; not retrying", metadata: ["gate.reservation": "\(reservation.id)"])
+            logger.info("circuit opened; not retrying", metadata: ["gate.reservation": "\(reservation.map { "\($0.id)" } ?? "uncharged")"])
             result.trigger = nil
         }
         return result
@@ -299,16 +313,25 @@ public final class Gate: Sendable {
     ) async throws -> CircuitState {
         let reservation = admitted.reservation
         let refundReason = "304 Not Modified"
-        let settlement = try await storage.settleAttempt(AttemptSettlement(
-            endpoint: endpoint, outcome: outcome, probeToken: admitted.probeToken,
-            circuitPolicy: configuration.circuit.policy(for: endpoint),
-            refundReservationID: refund ? reservation.id : nil, refundReason: refundReason,
-            exhaustedBucket: quotaSpent
-                ? .init(bucket: reservation.bucket, configuredLimit: try quota.configuredLimit(of: reservation.bucket))
-                : nil,
-            at: clock.now()
-        ))
-        if let refunded = settlement.refund,
+        let bucket = reservation?.bucket ?? quota.price(of: endpoint).bucket
+        let settlement: AttemptSettlementResult
+        do {
+            settlement = try await storage.settleAttempt(AttemptSettlement(
+                endpoint: endpoint, outcome: outcome, probeToken: admitted.probeToken,
+                circuitPolicy: configuration.circuit.policy(for: endpoint),
+                refundReservationID: refund ? reservation?.id : nil, refundReason: refundReason,
+                exhaustedBucket: quotaSpent
+                    ? .init(bucket: bucket, configuredLimit: try quota.configuredLimit(of: bucket))
+                    : nil,
+                at: clock.now()
+            ))
+        } catch let error where isLedgerFailure(error) && configuration.ledgerFailurePolicy == .failOpen {
+            // The answer is here: with a ledger that cannot be written it is delivered unrecorded.
+            logger.warning("the ledger cannot be written; the answer is not recorded (ledger failure policy: fail open)",
+                           metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])
+            return .closed
+        }
+        if let reservation, let refunded = settlement.refund,
            case .refunded(let units) = quota.report(refunded, of: reservation, reason: refundReason) {
             ledger.refunded(units)
         }
@@ -406,6 +429,12 @@ public final class Gate: Sendable {
         ])
         return GateResponse(response: stored.response, body: stored.body, source: .stale(reason),
                             unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: stored.age)
+    }
+
+    /// Whether an error of the admission or settlement means the ledger cannot be written, as
+    /// opposed to an invalid argument (a programming error, never sent past) or a cancellation.
+    private func isLedgerFailure(_ error: any Error) -> Bool {
+        !(error is StoreError) && !(error is CancellationError)
     }
 
     /// Google's reasons for "the daily quota is spent": the ledger marks the bucket exhausted.

@@ -14,6 +14,10 @@ public struct GateConfiguration: Sendable {
     /// The longest a request waits for a full throttle window when nothing stored can be served;
     /// past it the request fails with ``TollgateError/throttled(retryAfter:)``. Zero never waits.
     public var maximumThrottleWait: Duration
+    /// What happens when the ledger cannot be written (a full disk, a read-only file): refuse the
+    /// request (``LedgerFailurePolicy/failClosed``, the default) or send it uncharged with a
+    /// warning (``LedgerFailurePolicy/failOpen``).
+    public var ledgerFailurePolicy: LedgerFailurePolicy
 
     /// Creates a configuration.
     /// - Parameters:
@@ -23,13 +27,15 @@ public struct GateConfiguration: Sendable {
     ///   - retry: The retry policy.
     ///   - cache: The cache's limits.
     ///   - maximumThrottleWait: The longest wait for a throttle window.
+    ///   - ledgerFailurePolicy: What happens when the ledger cannot be written; fail closed by default.
     public init(
         quota: QuotaConfiguration = .youTubeDataAPIv3,
         throttle: ThrottleConfiguration = ThrottleConfiguration(),
         circuit: CircuitBreakerConfiguration = CircuitBreakerConfiguration(),
         retry: RetryPolicy = .default,
         cache: CacheConfiguration = CacheConfiguration(),
-        maximumThrottleWait: Duration = .seconds(10)
+        maximumThrottleWait: Duration = .seconds(10),
+        ledgerFailurePolicy: LedgerFailurePolicy = .failClosed
     ) {
         self.quota = quota
         self.throttle = throttle
@@ -37,6 +43,7 @@ public struct GateConfiguration: Sendable {
         self.retry = retry
         self.cache = cache
         self.maximumThrottleWait = maximumThrottleWait
+        self.ledgerFailurePolicy = ledgerFailurePolicy
     }
 
     /// The YouTube Data API v3 after the seeds: one 10,000-unit daily bucket with Google's unit

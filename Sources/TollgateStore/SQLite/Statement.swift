@@ -51,7 +51,18 @@ public final class Statement {
             case .real(let real):
                 code = sqlite3_bind_double(handle, index, real)
             case .text(let text):
-                code = sqlite3_bind_text(handle, index, text, -1, _tollgate_sqlite_transient())
+                // Bound with its byte length, not up to the first NUL: text that holds a NUL (an
+                // endpoint name from hostile input, say) is stored whole, never cut short.
+                var text = text
+                code = text.withUTF8 { bytes in
+                    guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                        return sqlite3_bind_text(handle, index, "", 0, _tollgate_sqlite_transient())
+                    }
+                    return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { characters in
+                        sqlite3_bind_text64(handle, index, characters, sqlite3_uint64(bytes.count),
+                                            _tollgate_sqlite_transient(), UInt8(SQLITE_UTF8))
+                    }
+                }
             case .blob(let data):
                 code = data.withUnsafeBytes { bytes in
                     // A zero-length blob must stay a blob, not become NULL.
@@ -137,7 +148,11 @@ public final class Statement {
         case SQLITE_FLOAT:
             return .real(sqlite3_column_double(handle, column))
         case SQLITE_TEXT:
-            return .text(String(cString: sqlite3_column_text(handle, column)))
+            // Read by its byte length (asked after the text, as SQLite requires), so a NUL inside
+            // the text does not end it.
+            guard let text = sqlite3_column_text(handle, column) else { return .text("") }
+            let count = Int(sqlite3_column_bytes(handle, column))
+            return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
         case SQLITE_BLOB:
             let count = Int(sqlite3_column_bytes(handle, column))
             guard count > 0, let bytes = sqlite3_column_blob(handle, column) else { return .blob(Data()) }

@@ -36,4 +36,39 @@ enum DatabaseFile {
             throw StoreError.notADatabase(path: path)
         }
     }
+
+    /// Refuses a file shorter than the page count its header records, before SQLite opens it: the
+    /// missing pages would otherwise surface later, as corruption, in the middle of some request.
+    ///
+    /// The check is skipped while a `-wal` or `-journal` file exists: after a crash the newest
+    /// pages may live there until they are checkpointed. It reads 100 bytes, whatever the size.
+    static func requireCompleteFile(path: String) throws {
+        let fileManager = FileManager.default
+        guard !fileManager.fileExists(atPath: path + "-wal"), !fileManager.fileExists(atPath: path + "-journal"),
+              let handle = FileHandle(forReadingAtPath: path)
+        else { return }
+        defer { try? handle.close() }
+        let header = [UInt8]((try? handle.read(upToCount: 100)) ?? Data())
+        let actualBytes = Int64((try? handle.seekToEnd()).map { Int64($0) } ?? 0)
+        guard !header.isEmpty else { return }
+        guard header.count == 100 else {
+            throw StoreError.truncated(path: path, expectedBytes: 100, actualBytes: actualBytes)
+        }
+        func bigEndian(_ offset: Int, _ count: Int) -> UInt64 {
+            header[offset..<(offset + count)].reduce(0) { $0 << 8 | UInt64($1) }
+        }
+        let rawPageSize = bigEndian(16, 2)
+        let pageSize: UInt64 = rawPageSize == 1 ? 65_536 : rawPageSize
+        let pageCount = bigEndian(28, 4)
+        // A page size that SQLite could not have written means garbage, which SQLite itself refuses
+        // as "not a database"; the recorded page count is only valid when the change counter
+        // matches "version valid for".
+        guard (512...65_536).contains(pageSize), pageSize & (pageSize - 1) == 0, pageCount > 0,
+              bigEndian(24, 4) == bigEndian(92, 4)
+        else { return }
+        let expectedBytes = Int64(pageCount * pageSize)
+        if expectedBytes > actualBytes {
+            throw StoreError.truncated(path: path, expectedBytes: expectedBytes, actualBytes: actualBytes)
+        }
+    }
 }

@@ -29,14 +29,22 @@ public final class SQLiteStore: Sendable {
         public var busyTimeout: Duration
         /// The migrations to apply. The library's own by default; tests may pass others.
         public var migrations: [Migration]
+        /// The most pages the file may grow to through this store's writer (`PRAGMA
+        /// max_page_count`), applied after the migrations; nil (the default) leaves SQLite's limit.
+        /// A write that needs more fails with `SQLITE_FULL` (``DatabaseError/isFull``) and is
+        /// rolled back, exactly as on a full disk: for capping a file's size, and for tests.
+        public var maximumPageCount: Int?
 
         /// Creates a configuration.
         /// - Parameters:
         ///   - busyTimeout: How long to wait for another process's lock.
         ///   - migrations: The migrations to apply.
-        public init(busyTimeout: Duration = .seconds(5), migrations: [Migration] = Migration.all) {
+        ///   - maximumPageCount: The most pages the file may grow to, or nil for SQLite's limit.
+        public init(busyTimeout: Duration = .seconds(5), migrations: [Migration] = Migration.all,
+                    maximumPageCount: Int? = nil) {
             self.busyTimeout = busyTimeout
             self.migrations = migrations
+            self.maximumPageCount = maximumPageCount
         }
     }
 
@@ -86,6 +94,7 @@ public final class SQLiteStore: Sendable {
         case .file(let path):
             try DatabaseFile.createIfMissing(path: path)
             try DatabaseFile.requireSQLiteHeader(path: path)
+            try DatabaseFile.requireCompleteFile(path: path)
             let database = try Self.refusingNonDatabase(path: path) {
                 let database = try Database(path: path, busyTimeout: configuration.busyTimeout)
                 // Check the history before the first write, so a refused file stays untouched.
@@ -95,6 +104,13 @@ public final class SQLiteStore: Sendable {
             try Self.configureWriter(database)
             try Self.enableWAL(database, path: path)
             migrationsAppliedAtOpen = try migrator.migrate(database, now: Date.init)
+            if let maximumPageCount = configuration.maximumPageCount {
+                guard maximumPageCount > 0 else {
+                    throw StoreError.invalidArgument("maximum page count must be positive, got \(maximumPageCount)")
+                }
+                // PRAGMA arguments cannot be bound; an Int is safe to interpolate.
+                _ = try database.fetchValue("PRAGMA max_page_count = \(maximumPageCount)")
+            }
             writer = SerializedDatabase(database: database, label: "tollgate.store.writer")
 
             let readConnection = try Database(path: path, busyTimeout: configuration.busyTimeout)
@@ -125,6 +141,7 @@ public final class SQLiteStore: Sendable {
             return migrator.migrations.map { MigrationStatus(migration: $0, appliedAt: nil) }
         }
         try DatabaseFile.requireSQLiteHeader(path: path)
+        try DatabaseFile.requireCompleteFile(path: path)
         return try refusingNonDatabase(path: path) {
             let database = try Database(path: path, mode: .readOnly)
             return try migrator.status(database)

@@ -12,6 +12,9 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case walUnavailable(path: String, journalMode: String)
     /// An argument that the operation cannot accept.
     case invalidArgument(String)
+    /// The file is shorter than its own header says: it was cut short (a failed copy, a full disk
+    /// during a backup), and pages of it are missing.
+    case truncated(path: String, expectedBytes: Int64, actualBytes: Int64)
 
     public var description: String {
         switch self {
@@ -29,6 +32,9 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "several processes cannot share it safely."
         case .invalidArgument(let reason):
             "Invalid argument: \(reason)"
+        case .truncated(let path, let expectedBytes, let actualBytes):
+            "\(path) is truncated: its header describes \(expectedBytes) bytes but the file holds \(actualBytes). "
+                + "Restore it from a backup; it was left untouched."
         }
     }
 }

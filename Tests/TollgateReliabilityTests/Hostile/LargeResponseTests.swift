@@ -1,0 +1,60 @@
+import Foundation
+import HTTPTypes
+import HTTPTypesFoundation
+import Testing
+import Tollgate
+import TollgateAsyncHTTPClient
+import TollgateFakeAPI
+import TollgateTestSupport
+
+@Suite("Hostile input: huge server answers", .serialized)
+struct LargeResponseTests {
+    static let mebibyte = 1 << 20
+
+    @Test("an answer over the cache's body cap is delivered but never stored")
+    func overTheBodyCap() async throws {
+        var behaviour = FakeAPIBehaviour()
+        behaviour.bodyPadding = 6 * Self.mebibyte
+        let fixture = try await GateFixture(behaviour: behaviour)
+        #expect(fixture.gate.configuration.cache.maxBodySize < 6 * Self.mebibyte)
+        let answer = try await fixture.gate.send(fixture.video("big"), endpoint: "videos.list")
+        #expect(answer.source == .network)
+        #expect(answer.body.count > 6 * Self.mebibyte)
+        #expect(try await fixture.store.cacheTotals() == CacheTotals(entries: 0, bodyBytes: 0))
+        #expect(try await fixture.store.quotaLedgerDiscrepancies().isEmpty)
+        await fixture.stop()
+    }
+
+    @Test("a 100 MiB answer is refused by the transport's maximumBodySize without being held whole, and nothing is stored")
+    func hundredMebibytes() async throws {
+        let size = 100 * Self.mebibyte
+        let server = try StreamingServer(bodySize: size)
+        defer { server.stop() }
+        let limit = 8 * Self.mebibyte
+        let transport = AsyncHTTPClientTransport(timeout: .seconds(30), maximumBodySize: limit)
+        let fixture = try await GateFixture(transport: transport)
+        let request = HTTPRequest(url: URL(string: "http://127.0.0.1:\(server.port)/youtube/v3/videos?id=huge")!)
+
+        let baseline = residentMemory()
+        let sampler = MemorySampler()
+        do {
+            _ = try await fixture.gate.send(request, endpoint: "videos.list")
+            Issue.record("a 100 MiB answer was accepted")
+        } catch let error as HTTPTransportError {
+            guard case .responseTooLarge(let reported) = error else {
+                Issue.record("unexpected error \(error)")
+                return
+            }
+            #expect(reported == limit)
+        }
+        let peak = sampler.stop()
+        if baseline > 0 {
+            #expect(peak - baseline < 64 * Self.mebibyte, "the client grew by \((peak - baseline) / Self.mebibyte) MiB")
+        }
+        #expect(server.bytesSent < size, "the whole body was downloaded")
+        #expect(try await fixture.store.cacheTotals().entries == 0)
+        // The attempt reached the server, so its charge stays; the ledger adds up.
+        #expect(try await fixture.store.quotaLedgerDiscrepancies().isEmpty)
+        await fixture.stop()
+    }
+}
