@@ -28,7 +28,7 @@ let package = Package(
         // The harness `compare.sh` runs: times each scenario and prints medians, one line each.
         .executableTarget(
             name: "tollgate-bench",
-            dependencies: ["BenchmarkScenarios"]
+            dependencies: ["BenchmarkScenarios", .product(name: "Logging", package: "swift-log")]
         ),
         // The same scenarios under package-benchmark: `swift package benchmark` in this folder.
         .executableTarget(

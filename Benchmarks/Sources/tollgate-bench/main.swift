@@ -2,7 +2,16 @@
 // prints `RESULT <name> <value>` lines (nanoseconds unless the name says otherwise).
 import BenchmarkScenarios
 import Foundation
+import Logging
 import TollgateStore
+
+// The services log state changes at info (a hit-rate line every 100 uses, each applied
+// migration); a benchmark keeps warnings and errors only, as a busy production setup would.
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .warning
+    return handler
+}
 
 func result(_ name: String, _ value: some BinaryInteger) {
     print("RESULT \(name) \(value)")
