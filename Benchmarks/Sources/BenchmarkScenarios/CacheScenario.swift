@@ -84,7 +84,8 @@ public struct CacheScenario: Sendable {
 }
 
 /// Fills a cache file with many entries in one transaction of bulk SQL, far faster than one
-/// service call per entry. Filler entries are older (in LRU order) than anything the benchmark
+/// service call per entry. Keys and URLs ascend (the real ones are digests and URLs, spread at
+/// random), so every index is built by appending; the trees' depth is the same either way. Filler entries are older (in LRU order) than anything the benchmark
 /// stores, so eviction takes them first, and their bodies are small (256 bytes) so a million of
 /// them stay a few hundred megabytes on disk; the indexes and tables have the full row count.
 public enum CacheFill {
@@ -102,13 +103,14 @@ public enum CacheFill {
                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
                 INSERT INTO cache_entries (resource_key, variant_key, endpoint, method, url, vary, status, headers,
                     etag, last_modified, body_size, stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms)
-                SELECT lower(hex(randomblob(32))), '', 'videos.list', 'GET',
-                    'https://www.googleapis.com/youtube/v3/videos?id=filler' || i || '&key=%3Credacted%3E&part=snippet',
+                SELECT printf('%064x', ? + i), '', 'videos.list', 'GET',
+                    printf('https://www.googleapis.com/youtube/v3/videos?id=filler%012d&key=%%3Credacted%%3E&part=snippet', ? + i),
                     NULL, 200, 'content-type: application/json; charset=UTF-8' || char(10) || 'etag: "f' || i || '"',
                     '"f' || i || '"', NULL, 256, ?, ?, ? + 3600000, ? - 86400000 + i
                 FROM n
                 """,
-                [.int(count), .integer(nowMs), .integer(nowMs), .integer(nowMs), .integer(nowMs)]
+                [.int(count), .integer(firstID), .integer(firstID), .integer(nowMs), .integer(nowMs), .integer(nowMs),
+                 .integer(nowMs)]
             )
             try db.execute(
                 """
