@@ -40,6 +40,16 @@ struct StoreOpeningTests {
         #expect(settings.2 == 1)
     }
 
+    @Test("the writer clears freed content only where it costs no extra write (secure_delete = FAST)")
+    func secureDeleteIsFast() throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("secure-delete.sqlite"))
+        // 2 is FAST; Debian's build defaults to 1, which rewrites every freed page.
+        #expect(try store.write { db in try db.fetchValue("PRAGMA secure_delete").int } == 2)
+        let memory = try SQLiteStore(location: .inMemory)
+        #expect(try memory.write { db in try db.fetchValue("PRAGMA secure_delete").int } == 2)
+    }
+
     @Test("a new database file and its WAL files are readable by their owner only")
     func ownerOnlyPermissions() throws {
         let directory = try TemporaryDirectory()

@@ -272,10 +272,22 @@ public struct CircuitBreaker: Sendable {
     }
 
     /// A new probe-lease token, unique across processes and restarts: the process id keeps two
-    /// processes' tokens apart even if their random generators collided, the UUID keeps one
+    /// processes' tokens apart even if their random generators collided, 128 random bits keep one
     /// process's tokens apart. For callers that run the store's admission themselves.
+    ///
+    /// Every admission makes one, so it costs one `getrandom` call: `UUID()` on Linux opens, reads
+    /// and closes `/dev/urandom` each time, and asking for the process id is a system call too.
     /// - Returns: The token.
     public static func newProbeToken() -> String {
-        "\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)"
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64, low = generator.next() as UInt64
+        return "\(processID)-\(hex(high))\(hex(low))"
+    }
+
+    private static let processID = ProcessInfo.processInfo.processIdentifier
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }

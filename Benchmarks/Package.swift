@@ -1,0 +1,45 @@
+// swift-tools-version:6.1
+// Tollgate's benchmarks: a package of their own, so the main package's `swift test` never builds
+// package-benchmark. `bash Benchmarks/compare.sh` runs everything side by side with its references.
+import PackageDescription
+
+let package = Package(
+    name: "TollgateBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        // Named, so the identity does not depend on the name of the folder the repository is in.
+        .package(name: "Tollgate", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.3.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+    ],
+    targets: [
+        // The scenarios, shared by the package-benchmark suite and the comparison harness.
+        .target(
+            name: "BenchmarkScenarios",
+            dependencies: [
+                .product(name: "Tollgate", package: "Tollgate"),
+                .product(name: "TollgateStore", package: "Tollgate"),
+                .product(name: "TollgateFakeAPI", package: "Tollgate"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The harness `compare.sh` runs: times each scenario and prints medians, one line each.
+        .executableTarget(
+            name: "tollgate-bench",
+            dependencies: ["BenchmarkScenarios", .product(name: "Logging", package: "swift-log")]
+        ),
+        // The same scenarios under package-benchmark: `swift package benchmark` in this folder.
+        .executableTarget(
+            name: "TollgateBenchmarks",
+            dependencies: [
+                "BenchmarkScenarios",
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/TollgateBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

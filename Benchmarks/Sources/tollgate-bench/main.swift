@@ -1,0 +1,189 @@
+// The harness `compare.sh` runs. Each subcommand measures one scenario in a process of its own and
+// prints `RESULT <name> <value>` lines (nanoseconds unless the name says otherwise).
+import BenchmarkScenarios
+import Foundation
+import Logging
+import TollgateStore
+
+// The services log state changes at info (a hit-rate line every 100 uses, each applied
+// migration); a benchmark keeps warnings and errors only, as a busy production setup would.
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .warning
+    return handler
+}
+
+func result(_ name: String, _ value: some BinaryInteger) {
+    print("RESULT \(name) \(value)")
+}
+
+func argument(_ index: Int) -> String {
+    let arguments = CommandLine.arguments
+    guard index < arguments.count else {
+        FileHandle.standardError.write(Data("""
+            usage: tollgate-bench admission|hit|store|e2e ITERATIONS FILE
+                   tollgate-bench fill ENTRIES FILE
+                   tollgate-bench scale ENTRIES ITERATIONS FILE
+                   tollgate-bench contention PROCESSES ITERATIONS FILE
+
+            """.utf8))
+        exit(64)
+    }
+    return arguments[index]
+}
+
+func integer(_ index: Int) -> Int {
+    guard let value = Int(argument(index)) else {
+        FileHandle.standardError.write(Data("tollgate-bench: not a number: \(argument(index))\n".utf8))
+        exit(64)
+    }
+    return value
+}
+
+func warmup(_ iterations: Int) -> Int { max(iterations / 10, 10) }
+
+/// Runs `iterations` admissions in this process once the monotonic clock reaches `start`.
+func admitWorker(path: String, iterations: Int, start: UInt64) async throws {
+    let scenario = try AdmissionScenario(path: path)
+    while Timing.now < start { usleep(100) }
+    let began = Timing.now
+    var busy = 0
+    var failures = 0
+    for _ in 0..<iterations {
+        do {
+            try await scenario.admit()
+        } catch let error as DatabaseError where error.isBusy {
+            busy += 1
+        } catch {
+            failures += 1
+            FileHandle.standardError.write(Data("worker: \(error)\n".utf8))
+        }
+    }
+    print("WORKER \(began) \(Timing.now) \(iterations - busy - failures) \(busy) \(failures)")
+}
+
+/// Spawns `processes` workers that start together; returns admissions per second and BUSY count.
+func contention(processes: Int, iterations: Int, path: String) throws -> (opsPerSecond: Double, busy: Int, failures: Int) {
+    let start = Timing.now + 1_500_000_000 // time for every worker to open the store
+    var workers: [(Process, Pipe)] = []
+    for _ in 0..<processes {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+        process.arguments = ["admit-worker", path, "\(iterations)", "\(start)"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        workers.append((process, output))
+    }
+    var first = UInt64.max, last = UInt64.min, ops = 0, busy = 0, failures = 0
+    for (process, output) in workers {
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("WORKER ") }) else {
+            throw BenchmarkFailure("a worker printed no result: \(text)")
+        }
+        let fields = line.split(separator: " ").dropFirst().compactMap { UInt64($0) }
+        guard fields.count == 5 else { throw BenchmarkFailure("bad worker line: \(line)") }
+        first = min(first, fields[0])
+        last = max(last, fields[1])
+        ops += Int(fields[2])
+        busy += Int(fields[3])
+        failures += Int(fields[4])
+    }
+    return (Double(ops) / (Double(last - first) / 1e9), busy, failures)
+}
+
+let command = argument(1)
+switch command {
+case "admission":
+    let iterations = integer(2)
+    let scenario = try AdmissionScenario(path: argument(3))
+    let admissions = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { _ in
+        try await scenario.admit()
+    }
+    result("tollgate.admission", Timing.median(admissions))
+    var settlements: [UInt64] = []
+    let pairs = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { _ in
+        let id = try await scenario.admit()
+        let start = Timing.now
+        try await scenario.settle(reservationID: id)
+        settlements.append(Timing.now - start)
+    }
+    result("tollgate.admission_settle", Timing.median(pairs))
+    result("tollgate.settle", Timing.median(settlements))
+
+case "hit", "store":
+    let iterations = integer(2)
+    let scenario = try await CacheScenario(path: argument(3), maxEntries: 1000)
+    try await scenario.fillThroughService(1000 - CacheScenario.hotEntries)
+    if command == "hit" {
+        let samples = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { index in
+            try await scenario.hit(index)
+        }
+        result("tollgate.hit", Timing.median(samples))
+    } else {
+        let samples = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { index in
+            try await scenario.store(index)
+        }
+        result("tollgate.store", Timing.median(samples))
+        let totals = try await scenario.cache.totals()
+        guard totals.entries == 1000 else { throw BenchmarkFailure("capacity not kept: \(totals.entries) entries") }
+    }
+
+case "fill":
+    let store = try SQLiteStore(path: argument(3))
+    let start = Timing.now
+    try CacheFill.fill(store, count: integer(2))
+    print("INFO fill \(integer(2)) entries in \(Double(Timing.now - start) / 1e9) s")
+
+case "scale":
+    let entries = integer(2), iterations = integer(3)
+    let scenario = try await CacheScenario(path: argument(4), maxEntries: entries + CacheScenario.hotEntries)
+    let hits = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { index in
+        try await scenario.hit(index)
+    }
+    let stores = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { index in
+        try await scenario.store(index)
+    }
+    try await scenario.flush()
+    let totals = try await scenario.cache.totals()
+    guard totals.entries == entries + CacheScenario.hotEntries else {
+        throw BenchmarkFailure("expected \(entries + CacheScenario.hotEntries) entries, found \(totals.entries)")
+    }
+    result("scale.\(entries).hit", Timing.median(hits))
+    result("scale.\(entries).store", Timing.median(stores))
+    result("scale.\(entries).peak_rss_bytes", ResidentMemory.peak)
+
+case "admit-worker":
+    try await admitWorker(path: argument(2), iterations: integer(3), start: UInt64(argument(4)) ?? 0)
+
+case "contention":
+    let processes = integer(2), iterations = integer(3), path = argument(4)
+    _ = try AdmissionScenario(path: path) // create and migrate the file before the workers race
+    let single = try contention(processes: 1, iterations: iterations, path: path)
+    let shared = try contention(processes: processes, iterations: iterations, path: path)
+    result("contention.single_ops_per_s", Int(single.opsPerSecond))
+    result("contention.aggregate_ops_per_s", Int(shared.opsPerSecond))
+    result("contention.busy", single.busy + shared.busy)
+    result("contention.failures", single.failures + shared.failures)
+
+case "e2e":
+    let iterations = integer(2)
+    let scenario = try await EndToEndScenario(path: argument(3))
+    var bare: [UInt64] = []
+    // Interleaved, so both see the same machine.
+    let gated = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { index in
+        try await scenario.throughGate()
+        let start = Timing.now
+        try await scenario.bare()
+        if index >= warmup(iterations) { bare.append(Timing.now - start) }
+    }
+    // `gated` timed both; take the bare part out.
+    let gateOnly = zip(gated, bare).map { $0 - $1 }
+    result("e2e.gate", Timing.median(gateOnly))
+    result("e2e.bare", Timing.median(bare))
+    await scenario.stop()
+
+default:
+    _ = argument(99)
+}

@@ -1,0 +1,205 @@
+/*
+ * The SQLite floor: what the bare C API costs on this machine, with the settings Tollgate uses
+ * (a file in WAL mode, synchronous = NORMAL, a 5 s busy timeout).
+ *
+ *   floor txn ITERATIONS DIR            BEGIN IMMEDIATE; UPDATE one row; COMMIT
+ *   floor blob ITERATIONS DIR           read a 10 KiB blob by primary key
+ *   floor contention PROCS ITERATIONS DIR
+ *                                       PROCS processes each doing ITERATIONS bare transactions
+ *                                       on one file; prints aggregate throughput
+ *
+ * Each timed operation is measured on its own and the median is printed, as
+ * `RESULT <name> <nanoseconds>`, the format compare.sh reads.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+static long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void check(int rc, sqlite3 *db, const char *what) {
+    if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        fprintf(stderr, "floor: %s: %s (%d)\n", what, db ? sqlite3_errmsg(db) : "", rc);
+        exit(1);
+    }
+}
+
+static void exec(sqlite3 *db, const char *sql) {
+    char *message = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &message) != SQLITE_OK) {
+        fprintf(stderr, "floor: %s: %s\n", sql, message);
+        exit(1);
+    }
+}
+
+static sqlite3 *open_file(const char *path) {
+    sqlite3 *db = NULL;
+    check(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), db, "open");
+    sqlite3_busy_timeout(db, 5000);
+    exec(db, "PRAGMA journal_mode = WAL");
+    exec(db, "PRAGMA synchronous = NORMAL");
+    return db;
+}
+
+static int compare_ll(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+static long long median(long long *samples, int count) {
+    qsort(samples, (size_t)count, sizeof(long long), compare_ll);
+    return samples[count / 2];
+}
+
+/* One bare transaction; returns the number of SQLITE_BUSY results seen (0 when it went through). */
+static int bare_transaction(sqlite3 *db, sqlite3_stmt *begin, sqlite3_stmt *update, sqlite3_stmt *commit) {
+    int rc = sqlite3_step(begin);
+    sqlite3_reset(begin);
+    if (rc == SQLITE_BUSY) return 1;
+    check(rc, db, "BEGIN IMMEDIATE");
+    check(sqlite3_step(update), db, "UPDATE");
+    sqlite3_reset(update);
+    check(sqlite3_step(commit), db, "COMMIT");
+    sqlite3_reset(commit);
+    return 0;
+}
+
+static void prepare_counter(const char *path) {
+    sqlite3 *db = open_file(path);
+    exec(db, "CREATE TABLE IF NOT EXISTS counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)");
+    exec(db, "INSERT OR IGNORE INTO counter (id, n) VALUES (1, 0)");
+    sqlite3_close(db);
+}
+
+static int run_transactions(const char *path, int iterations, long long *samples) {
+    sqlite3 *db = open_file(path);
+    sqlite3_stmt *begin, *update, *commit;
+    check(sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), db, "prepare");
+    check(sqlite3_prepare_v2(db, "UPDATE counter SET n = n + 1 WHERE id = 1", -1, &update, NULL), db, "prepare");
+    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), db, "prepare");
+    int busy = 0;
+    for (int i = 0; i < iterations; i++) {
+        long long start = now_ns();
+        busy += bare_transaction(db, begin, update, commit);
+        if (samples) samples[i] = now_ns() - start;
+    }
+    sqlite3_finalize(begin);
+    sqlite3_finalize(update);
+    sqlite3_finalize(commit);
+    sqlite3_close(db);
+    return busy;
+}
+
+static void txn(int iterations, const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/floor-txn.sqlite", dir);
+    prepare_counter(path);
+    run_transactions(path, iterations / 10 + 1, NULL); /* warm up */
+    long long *samples = malloc(sizeof(long long) * (size_t)iterations);
+    run_transactions(path, iterations, samples);
+    printf("RESULT floor.txn %lld\n", median(samples, iterations));
+    free(samples);
+}
+
+static void blob(int iterations, const char *dir) {
+    /* 100 rows of 10 KiB: they fit in SQLite's page cache, as the hit benchmark's 100 entries do. */
+    enum { rows = 100, size = 10 * 1024 };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/floor-blob.sqlite", dir);
+    sqlite3 *db = open_file(path);
+    exec(db, "DROP TABLE IF EXISTS bodies");
+    exec(db, "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)");
+    unsigned char *payload = malloc(size);
+    for (int i = 0; i < size; i++) payload[i] = (unsigned char)(i * 31 + 7);
+    sqlite3_stmt *insert;
+    exec(db, "BEGIN");
+    check(sqlite3_prepare_v2(db, "INSERT INTO bodies (id, body) VALUES (?, ?)", -1, &insert, NULL), db, "prepare");
+    for (int i = 1; i <= rows; i++) {
+        sqlite3_bind_int(insert, 1, i);
+        sqlite3_bind_blob(insert, 2, payload, size, SQLITE_STATIC);
+        check(sqlite3_step(insert), db, "INSERT");
+        sqlite3_reset(insert);
+    }
+    sqlite3_finalize(insert);
+    exec(db, "COMMIT");
+
+    sqlite3_stmt *select;
+    check(sqlite3_prepare_v2(db, "SELECT body FROM bodies WHERE id = ?", -1, &select, NULL), db, "prepare");
+    unsigned char *copy = malloc(size);
+    long long *samples = malloc(sizeof(long long) * (size_t)iterations);
+    unsigned long long checksum = 0;
+    for (int i = -iterations / 10; i < iterations; i++) {
+        long long start = now_ns();
+        sqlite3_bind_int(select, 1, (i < 0 ? -i : i) % rows + 1);
+        check(sqlite3_step(select), db, "SELECT");
+        int length = sqlite3_column_bytes(select, 0);
+        memcpy(copy, sqlite3_column_blob(select, 0), (size_t)length); /* the caller gets its own copy */
+        sqlite3_reset(select);
+        if (i >= 0) samples[i] = now_ns() - start;
+        checksum += copy[i & (size - 1)];
+    }
+    sqlite3_finalize(select);
+    sqlite3_close(db);
+    printf("RESULT floor.blob %lld\n", median(samples, iterations));
+    fprintf(stderr, "checksum %llu\n", checksum);
+    free(samples);
+    free(copy);
+    free(payload);
+}
+
+static void contention(int processes, int iterations, const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/floor-contention.sqlite", dir);
+    prepare_counter(path);
+    run_transactions(path, iterations / 10 + 1, NULL);
+
+    long long start = now_ns();
+    run_transactions(path, iterations, NULL);
+    double single = (double)iterations / ((double)(now_ns() - start) / 1e9);
+
+    int pipes[64][2];
+    start = now_ns();
+    for (int p = 0; p < processes; p++) {
+        if (pipe(pipes[p]) != 0) { perror("pipe"); exit(1); }
+        pid_t pid = fork();
+        if (pid == 0) {
+            int busy = run_transactions(path, iterations, NULL);
+            if (write(pipes[p][1], &busy, sizeof busy) != sizeof busy) _exit(2);
+            _exit(0);
+        }
+        close(pipes[p][1]);
+    }
+    int busy = 0;
+    for (int p = 0; p < processes; p++) {
+        int child = 0;
+        if (read(pipes[p][0], &child, sizeof child) == sizeof child) busy += child;
+        close(pipes[p][0]);
+    }
+    while (wait(NULL) > 0) {}
+    double aggregate = (double)processes * iterations / ((double)(now_ns() - start) / 1e9);
+    printf("RESULT floor.contention.single_ops_per_s %.0f\n", single);
+    printf("RESULT floor.contention.aggregate_ops_per_s %.0f\n", aggregate);
+    printf("RESULT floor.contention.busy %d\n", busy);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "txn") == 0) {
+        txn(atoi(argv[2]), argv[3]);
+    } else if (argc == 4 && strcmp(argv[1], "blob") == 0) {
+        blob(atoi(argv[2]), argv[3]);
+    } else if (argc == 5 && strcmp(argv[1], "contention") == 0 && atoi(argv[2]) <= 64) {
+        contention(atoi(argv[2]), atoi(argv[3]), argv[4]);
+    } else {
+        fprintf(stderr, "usage: floor txn N DIR | floor blob N DIR | floor contention PROCS N DIR\n");
+        return 64;
+    }
+    return 0;
+}
