@@ -112,21 +112,11 @@ struct MigrateCommandTests {
             try db.execute("INSERT INTO quota_buckets (bucket, daily_limit, updated_at_ms) VALUES ('youtube', 10000, 0)")
         }
         // Hold a write transaction open in this process while sqlite3 reads.
-        let inside = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let holder = Task {
-            try await store.write { db in
-                try db.execute("UPDATE quota_buckets SET daily_limit = 1 WHERE bucket = 'youtube'")
-                inside.signal()
-                release.wait()
-            }
-        }
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { inside.wait(); continuation.resume() }
+        let holder = await OpenWriteTransaction(store) { db in
+            try db.execute("UPDATE quota_buckets SET daily_limit = 1 WHERE bucket = 'youtube'")
         }
         let result = try CommandRunner.sqlite3(path, "SELECT bucket, bucket_limit, bucket_remaining FROM quota_today")
-        release.signal()
-        try await holder.value
+        try await holder.commit()
 
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "youtube|10000|10000")

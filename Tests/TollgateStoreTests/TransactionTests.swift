@@ -68,24 +68,14 @@ struct TransactionTests {
         try await store.write { db in
             try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (1, 'test', 'committed')")
         }
-        let writeStarted = DispatchSemaphore(value: 0)
-        let releaseWrite = DispatchSemaphore(value: 0)
-        let slowWrite = Task {
-            try await store.write { db in
-                try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (2, 'test', 'pending')")
-                writeStarted.signal()
-                releaseWrite.wait()
-            }
-        }
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { writeStarted.wait(); continuation.resume() }
+        let slowWrite = await OpenWriteTransaction(store) { db in
+            try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (2, 'test', 'pending')")
         }
         // The writer connection is busy inside its transaction; the reader still answers, from the
         // last committed snapshot.
         let seen = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM admin_events").int }
         #expect(seen == 1)
-        releaseWrite.signal()
-        try await slowWrite.value
+        try await slowWrite.commit()
         let after = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM admin_events").int }
         #expect(after == 2)
     }

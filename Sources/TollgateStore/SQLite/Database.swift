@@ -21,6 +21,11 @@ public final class Database {
     let handle: OpaquePointer
     private var statementCache: [String: Statement] = [:]
 
+    /// How long a statement waits for another connection's lock before it fails with `SQLITE_BUSY`.
+    public var busyTimeout: Duration {
+        didSet { sqlite3_busy_timeout(handle, Self.milliseconds(busyTimeout)) }
+    }
+
     /// Opens a connection.
     /// - Parameters:
     ///   - path: A file path, or `":memory:"` for a private in-memory database.
@@ -42,9 +47,14 @@ public final class Database {
         }
         self.path = path
         self.handle = handle
+        self.busyTimeout = busyTimeout
         sqlite3_extended_result_codes(handle, 1)
-        let milliseconds = busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000
-        sqlite3_busy_timeout(handle, Int32(clamping: milliseconds))
+        sqlite3_busy_timeout(handle, Self.milliseconds(busyTimeout))
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        let (seconds, attoseconds) = duration.components
+        return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
     }
 
     deinit {
