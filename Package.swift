@@ -111,7 +111,8 @@ let package = Package(
                 "TollgateStore",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
-            ]
+            ],
+            path: "Tests/TollgateWorker"
         ),
         // Helpers shared by the test targets: temporary directories, worker processes, clocks, logs.
         .target(
