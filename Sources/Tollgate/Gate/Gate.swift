@@ -362,12 +362,10 @@ public final class Gate: Sendable {
                                     unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: revalidated.age)
             }
             // A 304 for nothing stored (evicted meanwhile, or another process's entry): pass it on.
-            return GateResponse(response: exchange.response, body: exchange.body, source: .network,
-                                unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: nil)
+            return Self.networkAnswer(exchange, ledger)
         }
-        if status == 429 || (500...599).contains(status), stored != nil {
-            return try await serveStale(stored, reason: .upstreamFailure,
-                                        orReturn: exchange, endpoint: endpoint, ledger: ledger, logger: logger)
+        if status == 429 || (500...599).contains(status), let stored {
+            return await stale(stored, reason: .upstreamFailure, endpoint: endpoint, ledger: ledger, logger: logger)
         }
         do {
             try await cache.storeResponse(exchange.response, body: exchange.body, for: request, endpoint: endpoint)
@@ -375,8 +373,13 @@ public final class Gate: Sendable {
             // A cache that cannot be written never fails the request.
             logger.warning("could not store the response in the cache", metadata: ["error": "\(error)"])
         }
-        return GateResponse(response: exchange.response, body: exchange.body, source: .network,
-                            unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: nil)
+        return Self.networkAnswer(exchange, ledger)
+    }
+
+    /// The server's own answer, as the caller gets it.
+    private static func networkAnswer(_ exchange: Exchange, _ ledger: AttemptLedger) -> GateResponse {
+        GateResponse(response: exchange.response, body: exchange.body, source: .network,
+                     unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: nil)
     }
 
     // MARK: Serving stale
@@ -401,17 +404,6 @@ public final class Gate: Sendable {
         guard let stored else {
             logger.info("request refused and nothing stored to serve", metadata: ["gate.reason": "\(reason.rawValue)"])
             throw error
-        }
-        return await stale(stored, reason: reason, endpoint: endpoint, ledger: ledger, logger: logger)
-    }
-
-    private func serveStale(
-        _ stored: CachedResponse?, reason: StaleReason, orReturn exchange: Exchange, endpoint: String,
-        ledger: AttemptLedger, logger: Logger
-    ) async throws -> GateResponse {
-        guard let stored else {
-            return GateResponse(response: exchange.response, body: exchange.body, source: .network,
-                                unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: nil)
         }
         return await stale(stored, reason: reason, endpoint: endpoint, ledger: ledger, logger: logger)
     }
