@@ -1,10 +1,12 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
 import Synchronization
 import Tollgate
+import TollgateAsyncHTTPClient
 
 /// A reverse proxy on loopback that runs every request through a ``Gate``, so any HTTP client —
 /// curl, a Python script — gets the ETag cache, the quota ledger, the throttle and the circuit
@@ -52,7 +54,14 @@ public final class GateProxy: Sendable {
     ///     every request's path.
     ///   - listen: A loopback address; port 0 picks a free port (read it from ``address``).
     ///   - naming: How requests are named for the cost table, the circuit and the throttle.
+    ///   - transport: How requests reach the upstream. By default AsyncHTTPClient as configured by
+    ///     `AsyncHTTPClientTransport`: it passes the client's header fields (`Accept-Encoding`
+    ///     included) and the upstream's bytes through unchanged, and follows no redirect.
     ///   - maximumBodySize: The largest request body accepted, in bytes (413 past it).
+    ///   - idleTimeout: How long a connection may stay without a complete request head or between
+    ///     requests before it is closed, so slow or idle clients cannot hold connections. 30 s by default.
+    ///   - maximumConnections: The most client connections open at once; more wait in the listen
+    ///     backlog until one closes. 256 by default.
     ///   - clock: The wall clock for `Retry-After` of a spent quota (seconds to the Pacific reset).
     ///   - stopsOnSignals: Whether SIGINT and SIGTERM shut the proxy down gracefully (for a
     ///     command-line tool that runs it in the foreground).
@@ -65,7 +74,10 @@ public final class GateProxy: Sendable {
         upstream: URL,
         listen: LoopbackAddress,
         naming: EndpointNaming = .youTubeDataAPIv3,
+        transport: any HTTPTransport = AsyncHTTPClientTransport(),
         maximumBodySize: Int = 16 * 1024 * 1024,
+        idleTimeout: Duration = .seconds(30),
+        maximumConnections: Int = 256,
         clock: any TollgateClock = SystemClock(),
         stopsOnSignals: Bool = false,
         logger: Logger = Logger.current
@@ -73,14 +85,20 @@ public final class GateProxy: Sendable {
         guard let scheme = upstream.scheme?.lowercased(), ["http", "https"].contains(scheme), upstream.host != nil else {
             throw GateProxyError.invalidUpstream(upstream.absoluteString)
         }
+        guard maximumConnections >= 1, idleTimeout > .zero else {
+            throw GateProxyError.couldNotStart("\(listen): maximumConnections and idleTimeout must be positive")
+        }
         let responder = GateProxyResponder(
-            gate: gate, upstream: upstream, naming: naming, maximumBodySize: maximumBodySize, clock: clock, logger: logger
+            gate: gate, transport: transport, upstream: upstream, naming: naming, maximumBodySize: maximumBodySize,
+            clock: clock, logger: logger
         )
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
             responder: responder,
+            server: .http1(configuration: .init(idleTimeout: .nanoseconds(Int64(idleTimeout.timeInterval * 1e9)))),
             configuration: ApplicationConfiguration(
-                address: .hostname(listen.host, port: listen.port), serverName: "Tollgate"
+                address: .hostname(listen.host, port: listen.port), serverName: "Tollgate",
+                availableConnectionsDelegate: MaximumAvailableConnections(maximumConnections, logger: logger)
             ),
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? 0)

@@ -10,6 +10,7 @@ struct GateProxyResponder: HTTPResponder {
     typealias Context = BasicRequestContext
 
     let gate: Gate
+    let transport: any HTTPTransport
     let upstream: URL
     let naming: EndpointNaming
     let maximumBodySize: Int
@@ -25,11 +26,19 @@ struct GateProxyResponder: HTTPResponder {
             return refusal(.contentTooLarge, code: "request_too_large",
                            message: "The request body is larger than \(maximumBodySize) bytes.", endpoint: nil)
         }
-        let outgoing = upstreamRequest(for: request)
+        guard let outgoing = upstreamRequest(for: request) else {
+            return refusal(.badRequest, code: "path_outside_upstream",
+                           message: "The path leaves the upstream's base path \(upstream.path).", endpoint: nil)
+        }
+        if body.readableBytes > 0, request.method == .get || request.method == .head {
+            // RFC 9110 §9.3.1: a GET body has no meaning, and the cache key cannot see it.
+            return refusal(.badRequest, code: "body_not_allowed",
+                           message: "A \(request.method) request cannot carry a body through the proxy.", endpoint: nil)
+        }
         let endpoint = naming.endpoint(for: outgoing)
         let bodyData = body.readableBytes == 0 ? nil : Data(body.readableBytesView)
         do {
-            let answer = try await gate.send(outgoing, body: bodyData, endpoint: endpoint)
+            let answer = try await gate.sendReportingCost(outgoing, body: bodyData, endpoint: endpoint, via: transport)
             logger.info("\(outgoing.method.rawValue) \(request.uri.path) → \(answer.status.code)", metadata: [
                 "proxy.endpoint": "\(endpoint)", "proxy.source": "\(answer.source)", "proxy.units": "\(answer.unitsCharged)",
             ])
@@ -41,7 +50,19 @@ struct GateProxyResponder: HTTPResponder {
                 status: answer.response.status, headers: fields,
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
             )
-        } catch let refusal as TollgateError {
+        } catch {
+            return failure(error.error, unitsCharged: error.unitsCharged, request: request, outgoing: outgoing,
+                           endpoint: endpoint)
+        }
+    }
+
+    /// The proxy's answer when the gate gave none: a refusal, an unreachable upstream, a request
+    /// that cannot be sent, or a ledger that cannot be written.
+    private func failure(
+        _ error: any Error, unitsCharged: Int, request: Request, outgoing: HTTPRequest, endpoint: String
+    ) -> Response {
+        switch error {
+        case let refusal as TollgateError:
             let retryAfter: TimeInterval
             let status: HTTPResponse.Status
             let code: String
@@ -55,40 +76,50 @@ struct GateProxyResponder: HTTPResponder {
             }
             logger.info("\(outgoing.method.rawValue) \(request.uri.path) refused: \(refusal)", metadata: ["proxy.endpoint": "\(endpoint)"])
             return self.refusal(status, code: code, message: refusal.description, endpoint: endpoint,
-                                retryAfter: max(1, Int(retryAfter.rounded(.up))))
-        } catch let failure as HTTPTransportError {
+                                retryAfter: max(1, Int(retryAfter.rounded(.up))), unitsCharged: unitsCharged)
+        case HTTPTransportError.invalidRequest(let reason):
+            logger.info("\(outgoing.method.rawValue) \(request.uri.path) cannot be sent: \(reason)",
+                        metadata: ["proxy.endpoint": "\(endpoint)"])
+            return refusal(.badRequest, code: "invalid_request", message: "The request cannot be sent: \(reason)",
+                           endpoint: endpoint, unitsCharged: unitsCharged)
+        case let failure as HTTPTransportError:
             logger.warning("\(outgoing.method.rawValue) \(request.uri.path) failed upstream: \(failure)",
                            metadata: ["proxy.endpoint": "\(endpoint)"])
-            return refusal(.badGateway, code: "upstream_unreachable", message: failure.description, endpoint: endpoint)
-        } catch {
+            return refusal(.badGateway, code: "upstream_unreachable", message: failure.description, endpoint: endpoint,
+                           unitsCharged: unitsCharged)
+        default:
             logger.error("\(outgoing.method.rawValue) \(request.uri.path) failed in the gate: \(error)",
                          metadata: ["proxy.endpoint": "\(endpoint)"])
-            return refusal(.internalServerError, code: "gate_failed", message: "\(error)", endpoint: endpoint)
+            return refusal(.internalServerError, code: "gate_failed", message: "\(error)", endpoint: endpoint,
+                           unitsCharged: unitsCharged)
         }
     }
 
-    /// The request to send upstream: the upstream's scheme and authority, its path as a prefix, the
-    /// client's path and query, and the client's fields without hop-by-hop ones, `Host` (the
-    /// authority replaces it) and `Accept-Encoding` (the gate stores and serves identity bodies).
-    func upstreamRequest(for request: Request) -> HTTPRequest {
-        let prefix = upstream.path.hasSuffix("/") ? String(upstream.path.dropLast()) : upstream.path
-        var path = prefix + (request.uri.path.hasPrefix("/") ? request.uri.path : "/" + request.uri.path)
-        if let query = request.uri.query, !query.isEmpty { path += "?" + query }
+    /// The request to send upstream: the upstream's scheme and authority, the client's path under
+    /// the upstream's path with dot segments resolved (nil when it would leave it), the client's
+    /// query, and the client's fields as sent, less hop-by-hop ones and `Host` (the authority
+    /// replaces it). `Accept-Encoding` goes through: the answer comes back in the coding the client
+    /// asked for, bytes untouched, and is stored as a variant of its own when the upstream says
+    /// `Vary: Accept-Encoding`.
+    func upstreamRequest(for request: Request) -> HTTPRequest? {
+        guard let path = UpstreamTarget.resolve(basePath: upstream.path, clientPath: request.uri.path,
+                                                query: request.uri.query) else { return nil }
         let authority = upstream.port.map { "\(upstream.host ?? ""):\($0)" } ?? (upstream.host ?? "")
         return HTTPRequest(
             method: request.method, scheme: upstream.scheme?.lowercased(), authority: authority, path: path,
-            headerFields: ProxyHeaders.forwardable(request.headers, dropping: [ProxyHeaders.host, .contentLength, .acceptEncoding])
+            headerFields: ProxyHeaders.forwardable(request.headers, dropping: [ProxyHeaders.host, .contentLength])
         )
     }
 
     /// A JSON error answer from the proxy itself.
     private func refusal(
-        _ status: HTTPResponse.Status, code: String, message: String, endpoint: String?, retryAfter: Int? = nil
+        _ status: HTTPResponse.Status, code: String, message: String, endpoint: String?, retryAfter: Int? = nil,
+        unitsCharged: Int = 0
     ) -> Response {
         var fields = HTTPFields()
         fields[.contentType] = "application/json; charset=utf-8"
         fields[ProxyHeaders.source] = "refused"
-        fields[ProxyHeaders.units] = "0"
+        fields[ProxyHeaders.units] = String(unitsCharged)
         if let endpoint { fields[ProxyHeaders.endpoint] = endpoint }
         if let retryAfter { fields[.retryAfter] = String(retryAfter) }
         var payload: [String: String] = ["error": code, "message": message]

@@ -15,14 +15,37 @@ public struct CacheConfiguration: Sendable {
     public var servesFreshResponsesWithoutRequest: Bool = true
     /// Endpoints whose stored responses are always revalidated, however fresh.
     public var alwaysRevalidatedEndpoints: Set<String> = []
-    /// Query parameters whose values are secrets (case-insensitive).
+    /// Query parameters (and path parameters, `;name=value`) whose values are secrets, compared
+    /// case-insensitively after percent-decoding. Their values are replaced by `REDACTED` in the
+    /// stored URL and hashed into the entry's credential partition.
     public var sensitiveQueryParameters: Set<String> = [
-        "key", "api_key", "apikey", "access_token", "token", "sig", "signature",
+        "key", "api_key", "api-key", "apikey", "access_token", "accesstoken", "token", "auth", "auth_token",
+        "authtoken", "oauth_token", "oauth_signature", "sig", "signature", "client_secret", "clientsecret", "secret",
+        "password", "passwd", "pwd", "pass", "refresh_token", "refreshtoken", "id_token", "idtoken", "code",
+        "session", "sessionid", "session_id", "sid", "jwt", "assertion", "client_assertion", "otp",
+        "private_key", "privatekey", "credential", "credentials", "x-amz-signature", "x-amz-credential",
+        "x-amz-security-token", "x-goog-signature", "x-goog-credential",
     ]
-    /// Request and response header fields whose values are secrets.
+    /// Patterns (`*` for any run of characters) for more such parameter names. By default every
+    /// `*_token`, `*-token`, `*_key`, `*-key` and every name containing `secret`, `password`,
+    /// `passwd`, `apikey`, `signature` or `credential`. A pagination cursor such as YouTube's
+    /// `pageToken` matches none of them, so it stays readable in the file.
+    public var sensitiveQueryParameterPatterns: [SecretNamePattern] = [
+        "*_token", "*-token", "*_key", "*-key", "*secret*", "*password*", "*passwd*", "*apikey*",
+        "*signature*", "*credential*",
+    ]
+    /// Request and response header fields whose values are secrets. A request's values for these
+    /// fields (and for ``sensitiveHeaderPatterns``) are hashed into its credential partition, so one
+    /// caller's authenticated answer is never served to another; they are never stored.
     public var sensitiveHeaders: Set<HTTPField.Name> = [
         .authorization, .proxyAuthorization, .cookie,
-        HTTPField.Name("X-Api-Key")!, HTTPField.Name("X-Goog-Api-Key")!,
+        HTTPField.Name("X-Api-Key")!, HTTPField.Name("X-Goog-Api-Key")!, HTTPField.Name("X-Auth-Token")!,
+        HTTPField.Name("X-Amz-Security-Token")!, HTTPField.Name("X-Csrf-Token")!,
+    ]
+    /// Patterns for more request header fields that can carry identity: by default every
+    /// `*-token`, `*-key`, and every name containing `auth`, `secret`, `session` or `cookie`.
+    public var sensitiveHeaderPatterns: [SecretNamePattern] = [
+        "*-token", "*-key", "*auth*", "*secret*", "*session*", "*cookie*",
     ]
     /// Fresh hits and stale serves are buffered in memory (their LRU touch and their count) and
     /// written once this many have gathered, or at the next write of the cache, whichever is first.

@@ -42,16 +42,60 @@ public struct CacheKey: Sendable, Hashable {
         ))
     }
 
+    /// Computes the key of a request with name patterns as well as exact names.
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - sensitiveQueryParameters: Query (and path) parameter names whose values are secrets.
+    ///   - sensitiveQueryParameterPatterns: Patterns for more such names (`*_token`).
+    ///   - sensitiveHeaders: Request header fields whose values are secrets.
+    ///   - sensitiveHeaderPatterns: Patterns for more such fields (`*-token`, `*auth*`).
+    /// - Throws: ``CacheError/unkeyableRequest(_:)`` when the request has no scheme, authority or path.
+    public init(
+        request: HTTPRequest,
+        sensitiveQueryParameters: Set<String>, sensitiveQueryParameterPatterns: [SecretNamePattern],
+        sensitiveHeaders: Set<HTTPField.Name>, sensitiveHeaderPatterns: [SecretNamePattern]
+    ) throws(CacheError) {
+        try self.init(request: request, secretRules: SecretRules(
+            queryParameters: sensitiveQueryParameters, queryParameterPatterns: sensitiveQueryParameterPatterns,
+            headers: sensitiveHeaders, headerPatterns: sensitiveHeaderPatterns
+        ))
+    }
+
     /// The secret rules in the form the key computation uses, prepared once per cache.
     struct SecretRules: Sendable {
         /// Lowercased parameter names.
         let queryParameters: Set<String>
-        /// Header names in a fixed order, so the partition does not depend on set order.
-        let headers: [HTTPField.Name]
+        let queryParameterPatterns: [SecretNamePattern]
+        /// Lowercased header names.
+        let headers: Set<String>
+        let headerPatterns: [SecretNamePattern]
 
-        init(queryParameters: Set<String>, headers: Set<HTTPField.Name>) {
+        init(
+            queryParameters: Set<String>, queryParameterPatterns: [SecretNamePattern] = [],
+            headers: Set<HTTPField.Name>, headerPatterns: [SecretNamePattern] = []
+        ) {
             self.queryParameters = Set(queryParameters.map { $0.lowercased() })
-            self.headers = headers.sorted { $0.canonicalName < $1.canonicalName }
+            self.queryParameterPatterns = queryParameterPatterns
+            self.headers = Set(headers.map { $0.canonicalName })
+            self.headerPatterns = headerPatterns
+        }
+
+        init(_ configuration: CacheConfiguration) {
+            self.init(
+                queryParameters: configuration.sensitiveQueryParameters,
+                queryParameterPatterns: configuration.sensitiveQueryParameterPatterns,
+                headers: configuration.sensitiveHeaders, headerPatterns: configuration.sensitiveHeaderPatterns
+            )
+        }
+
+        /// Whether a query or path parameter (its percent-decoded, lowercased name) is a secret.
+        func isSecretParameter(_ lowercasedName: String) -> Bool {
+            queryParameters.contains(lowercasedName) || queryParameterPatterns.anyMatches(lowercasedName)
+        }
+
+        /// Whether a header field carries a credential.
+        func isSecretHeader(_ name: HTTPField.Name) -> Bool {
+            headers.contains(name.canonicalName) || headerPatterns.anyMatches(name.canonicalName)
         }
     }
 
@@ -98,6 +142,22 @@ public struct CacheKey: Sendable, Hashable {
         let parts = Self.split(target, on: "?", maxSplits: 1)
         var path = parts.first.map(String.init) ?? ""
         if path.isEmpty { path = "/" }
+        if path.unicodeScalars.contains(";") {
+            // Path parameters (`/items;key=…/x`) carry secrets as query parameters do.
+            path = Self.split(Substring(path), on: "/").map { segment -> String in
+                let pieces = Self.split(segment, on: ";")
+                guard pieces.count > 1 else { return String(segment) }
+                return ([String(pieces[0])] + pieces.dropFirst().map { parameter -> String in
+                    let pair = Self.split(parameter, on: "=", maxSplits: 1)
+                    guard pair.count == 2, secretRules.isSecretParameter(Self.decodedName(pair[0])) else {
+                        return String(parameter)
+                    }
+                    credentials.append("path:\(pair[0])=\(pair[1])")
+                    Self.collectSecret(String(pair[1]), into: &secrets)
+                    return "\(pair[0])=\(Self.redactionMarker)"
+                }).joined(separator: ";")
+            }.joined(separator: "/")
+        }
         var query = ""
         if parts.count == 2 {
             let parameters = Self.split(parts[1], on: "&").filter { !$0.isEmpty }.map { segment in
@@ -105,26 +165,29 @@ public struct CacheKey: Sendable, Hashable {
                 return (name: String(pair[0]), value: pair.count == 2 ? String(pair[1]) : nil)
             }.sorted(by: Self.precedes)
             query = parameters.map { parameter in
-                let decodedName = parameter.name.contains("%")
-                    ? (parameter.name.removingPercentEncoding ?? parameter.name).lowercased() : parameter.name.lowercased()
-                guard secretRules.queryParameters.contains(decodedName), let value = parameter.value else {
+                guard let value = parameter.value, secretRules.isSecretParameter(Self.decodedName(parameter.name[...])) else {
                     return parameter.value.map { "\(parameter.name)=\($0)" } ?? parameter.name
                 }
                 credentials.append("query:\(parameter.name)=\(value)")
-                secrets.append(value)
-                if value.contains("%"), let decoded = value.removingPercentEncoding, decoded != value {
-                    secrets.append(decoded)
-                }
+                Self.collectSecret(value, into: &secrets)
                 return "\(parameter.name)=\(Self.redactionMarker)"
             }.joined(separator: "&")
             if !parameters.isEmpty { query = "?" + query }
         }
 
-        // Sensitive headers, in a fixed order, every value of each.
-        for name in secretRules.headers {
-            let values = request.headerFields[values: name]
-            guard !values.isEmpty else { continue }
-            credentials.append("header:\(name.canonicalName)=\(values.joined(separator: "\u{0}"))")
+        // Header fields that can carry identity, by name and by pattern, every value of each, in
+        // a fixed order so the partition does not depend on the order they were sent in.
+        var identityFields: [(name: String, values: [String])] = []
+        for field in request.headerFields where secretRules.isSecretHeader(field.name) {
+            let name = field.name.canonicalName
+            if let index = identityFields.firstIndex(where: { $0.name == name }) {
+                identityFields[index].values.append(field.value)
+            } else {
+                identityFields.append((name, [field.value]))
+            }
+        }
+        for (name, values) in identityFields.sorted(by: { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }) {
+            credentials.append("header:\(name)=\(values.joined(separator: "\u{0}"))")
             secrets.append(contentsOf: values)
             // "Bearer <token>" and "Basic <credentials>": the token alone may be echoed too.
             secrets.append(contentsOf: values.compactMap { value in
@@ -161,6 +224,19 @@ public struct CacheKey: Sendable, Hashable {
             return "\(name)=\(normalised.joined(separator: ", "))"
         }
         return digest("tollgate.cache.variant.v1\n" + parts.joined(separator: "\n"))
+    }
+
+    /// A parameter name as the secret rules compare it: percent-decoded and lowercased.
+    static func decodedName(_ name: Substring) -> String {
+        name.unicodeScalars.contains("%") ? (name.removingPercentEncoding ?? String(name)).lowercased() : name.lowercased()
+    }
+
+    /// Keeps a secret value, and its percent-decoded form, for scrubbing echoes from stored headers.
+    static func collectSecret(_ value: String, into secrets: inout [String]) {
+        secrets.append(value)
+        if value.unicodeScalars.contains("%"), let decoded = value.removingPercentEncoding, decoded != value {
+            secrets.append(decoded)
+        }
     }
 
     /// Splits on a Unicode scalar, never on a `Character`: a separator followed by a combining mark

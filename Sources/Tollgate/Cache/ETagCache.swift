@@ -46,9 +46,7 @@ public final class ETagCache: Sendable {
     ) throws(CacheError) {
         self.storage = storage
         self.configuration = try configuration.validated()
-        self.secretRules = CacheKey.SecretRules(
-            queryParameters: configuration.sensitiveQueryParameters, headers: configuration.sensitiveHeaders
-        )
+        self.secretRules = CacheKey.SecretRules(configuration)
         self.clock = clock
         self.logger = logger
     }

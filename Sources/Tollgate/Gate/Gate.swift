@@ -126,13 +126,65 @@ public final class Gate: Sendable {
         via transport: (any HTTPTransport)? = nil
     ) async throws -> GateResponse {
         do {
-            let answer = try await route(request, body: body, endpoint: endpoint, options: options,
-                                         via: transport ?? self.transport)
-            metrics.record(answer, endpoint: endpoint)
-            return answer
-        } catch let refusal as TollgateError {
-            metrics.record(refusal, endpoint: endpoint)
-            throw refusal
+            return try await sendReportingCost(request, body: body, endpoint: endpoint, options: options, via: transport)
+        } catch {
+            throw error.error
+        }
+    }
+
+    /// Takes one request through the gate, like ``send(_:body:endpoint:options:via:)``, and when it
+    /// fails says what the attempts cost before the failure.
+    /// - Parameters:
+    ///   - request: The request, with an absolute URL.
+    ///   - body: The request body, if any.
+    ///   - endpoint: The endpoint's name in the cost table, such as `videos.list`.
+    ///   - options: Per-request overrides.
+    ///   - transport: A transport for this request only.
+    /// - Returns: The answer, its source and its cost.
+    /// - Throws: ``GateFailure``: the error ``send(_:body:endpoint:options:via:)`` would throw, with
+    ///   the units charged and the attempts made before it.
+    public func sendReportingCost(
+        _ request: HTTPRequest,
+        body: Data? = nil,
+        endpoint: String,
+        options: GateRequestOptions = GateRequestOptions(),
+        via transport: (any HTTPTransport)? = nil
+    ) async throws(GateFailure) -> GateResponse {
+        let policy = options.redirects ?? configuration.redirects
+        var hop = RedirectHop(request: request, body: body, crossedOrigin: false)
+        var redirects: [URL] = []
+        var unitsCharged = 0
+        var attempts = 0
+        while true {
+            var ledger = AttemptLedger()
+            let answer: GateResponse
+            do {
+                answer = try await route(hop.request, body: hop.body, endpoint: endpoint, options: options,
+                                         via: transport ?? self.transport, ledger: &ledger)
+                metrics.record(answer, endpoint: endpoint)
+            } catch {
+                if let refusal = error as? TollgateError { metrics.record(refusal, endpoint: endpoint) }
+                throw GateFailure(error: error, unitsCharged: unitsCharged + ledger.unitsCharged,
+                                  attempts: attempts + ledger.attempts)
+            }
+            unitsCharged += answer.unitsCharged
+            attempts += answer.attempts
+            guard let next = RedirectHop.next(
+                after: answer.response, to: hop.request, body: hop.body, hopsSoFar: redirects.count,
+                alreadyCrossed: hop.crossedOrigin, policy: policy, secrets: cache.secretRules
+            ) else {
+                var delivered = answer
+                delivered.unitsCharged = unitsCharged
+                delivered.attempts = attempts
+                delivered.redirects = redirects
+                return delivered
+            }
+            if let url = next.request.url { redirects.append(url) }
+            logger.debug("following a redirect", metadata: [
+                "gate.endpoint": "\(endpoint)", "gate.status": "\(answer.status.code)",
+                "gate.cross_origin": "\(next.crossedOrigin)",
+            ])
+            hop = next
         }
     }
 
@@ -145,9 +197,10 @@ public final class Gate: Sendable {
     // MARK: Steps
 
     /// The request path, steps 1 to 6.
+    /// `ledger` is the caller's, so that what was charged is known when this throws.
     private func route(
         _ request: HTTPRequest, body: Data?, endpoint: String, options: GateRequestOptions,
-        via transport: any HTTPTransport
+        via transport: any HTTPTransport, ledger: inout AttemptLedger
     ) async throws -> GateResponse {
         var logger = self.logger
         logger[metadataKey: "gate.endpoint"] = "\(endpoint)"
@@ -169,7 +222,6 @@ public final class Gate: Sendable {
         let outgoing = lookup.requestToSend ?? request
 
         // 2–5. Circuit, throttle, quota and send, for every attempt, under the retry policy.
-        var ledger = AttemptLedger()
         let exchange: Exchange
         do {
             // The circuit is asked inside the admission transaction, not by the retry loop.
@@ -280,9 +332,11 @@ public final class Gate: Sendable {
         do {
             (response, responseBody) = try await transport.send(request, body: body)
         } catch let error as HTTPTransportError {
-            // The charge stays: the request may have reached the server, and the ledger never under-counts.
+            // The charge stays when the request may have reached the server: the ledger never
+            // under-counts. An attempt that never left the machine is refunded.
             let state = try await settle(endpoint: endpoint, outcome: error.circuitOutcome, admitted: admitted,
-                                         refund: false, quotaSpent: false, ledger: &ledger)
+                                         refund: !error.mayHaveReachedServer, refundReason: "never sent: \(error)",
+                                         quotaSpent: false, ledger: &ledger)
             return AttemptResult(result: .failure(error), outcome: error.circuitOutcome,
                                  trigger: state == .open ? nil : error.retryTrigger)
         }
@@ -292,7 +346,7 @@ public final class Gate: Sendable {
         let outcome = configuration.circuit.classifier.outcome(status: status, body: responseBody)
         let refund = status == 304 && quota.price(of: endpoint).refundsNotModified
         let state = try await settle(endpoint: endpoint, outcome: outcome, admitted: admitted, refund: refund,
-                                     quotaSpent: quotaSpent, ledger: &ledger)
+                                     refundReason: "304 Not Modified", quotaSpent: quotaSpent, ledger: &ledger)
         var result = AttemptResult.response(
             Exchange(response: response, body: responseBody, serverSaysQuotaSpent: quotaSpent),
             status: status,
@@ -308,11 +362,10 @@ public final class Gate: Sendable {
     }
 
     private func settle(
-        endpoint: String, outcome: CircuitOutcome, admitted: Admitted, refund: Bool, quotaSpent: Bool,
-        ledger: inout AttemptLedger
+        endpoint: String, outcome: CircuitOutcome, admitted: Admitted, refund: Bool, refundReason: String,
+        quotaSpent: Bool, ledger: inout AttemptLedger
     ) async throws -> CircuitState {
         let reservation = admitted.reservation
-        let refundReason = "304 Not Modified"
         let bucket = reservation?.bucket ?? quota.price(of: endpoint).bucket
         let settlement: AttemptSettlementResult
         do {

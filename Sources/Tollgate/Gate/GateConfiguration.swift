@@ -18,6 +18,8 @@ public struct GateConfiguration: Sendable {
     /// request (``LedgerFailurePolicy/failClosed``, the default) or send it uncharged with a
     /// warning (``LedgerFailurePolicy/failOpen``).
     public var ledgerFailurePolicy: LedgerFailurePolicy
+    /// Which redirects the gate follows: same-origin ones, up to 5 hops, by default.
+    public var redirects: RedirectPolicy
 
     /// Creates a configuration.
     /// - Parameters:
@@ -28,6 +30,7 @@ public struct GateConfiguration: Sendable {
     ///   - cache: The cache's limits.
     ///   - maximumThrottleWait: The longest wait for a throttle window.
     ///   - ledgerFailurePolicy: What happens when the ledger cannot be written; fail closed by default.
+    ///   - redirects: Which redirects the gate follows; same-origin ones by default.
     public init(
         quota: QuotaConfiguration = .youTubeDataAPIv3,
         throttle: ThrottleConfiguration = ThrottleConfiguration(),
@@ -35,7 +38,8 @@ public struct GateConfiguration: Sendable {
         retry: RetryPolicy = .default,
         cache: CacheConfiguration = CacheConfiguration(),
         maximumThrottleWait: Duration = .seconds(10),
-        ledgerFailurePolicy: LedgerFailurePolicy = .failClosed
+        ledgerFailurePolicy: LedgerFailurePolicy = .failClosed,
+        redirects: RedirectPolicy = .sameOrigin
     ) {
         self.quota = quota
         self.throttle = throttle
@@ -44,6 +48,7 @@ public struct GateConfiguration: Sendable {
         self.cache = cache
         self.maximumThrottleWait = maximumThrottleWait
         self.ledgerFailurePolicy = ledgerFailurePolicy
+        self.redirects = redirects
     }
 
     /// The YouTube Data API v3 after the seeds: one 10,000-unit daily bucket with Google's unit

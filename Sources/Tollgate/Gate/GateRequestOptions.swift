@@ -7,15 +7,20 @@ public struct GateRequestOptions: Sendable, Hashable {
     public var markedIdempotent: Bool
     /// Whether a stored response may be served stale when the gate refuses or the server fails.
     public var allowsStale: Bool
+    /// Which redirects to follow for this request; nil follows ``GateConfiguration/redirects``.
+    public var redirects: RedirectPolicy?
 
     /// Creates options.
     /// - Parameters:
     ///   - cost: Units to charge instead of the table's price.
     ///   - markedIdempotent: Whether repeating a non-idempotent method is safe.
     ///   - allowsStale: Whether stored responses may be served stale.
-    public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true) {
+    ///   - redirects: Which redirects to follow; the configuration's policy by default.
+    public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true,
+                redirects: RedirectPolicy? = nil) {
         self.cost = cost
         self.markedIdempotent = markedIdempotent
         self.allowsStale = allowsStale
+        self.redirects = redirects
     }
 }

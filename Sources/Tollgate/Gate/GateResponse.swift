@@ -49,6 +49,9 @@ public struct GateResponse: Sendable {
     public var attempts: Int
     /// How old the stored response is, for cache, revalidated and stale answers.
     public var age: Duration?
+    /// The URLs of the redirects the gate followed to reach this answer, in order (empty when it
+    /// followed none). The answer itself came from the last one.
+    public var redirects: [URL] = []
 
     /// The response status.
     public var status: HTTPResponse.Status { response.status }

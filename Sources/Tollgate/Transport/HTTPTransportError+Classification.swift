@@ -1,9 +1,9 @@
 extension HTTPTransportError: CircuitClassifiableError {
-    /// Timeouts and failed connections say the server is unwell; a request that could not be
-    /// built, or a body too large to accept, says nothing about it.
+    /// Timeouts and failed or refused connections say the server is unwell; a request that could
+    /// not be built, or a body too large to accept, says nothing about it.
     public var circuitOutcome: CircuitOutcome {
         switch self {
-        case .timedOut, .connectionFailed: .failure
+        case .timedOut, .connectionFailed, .connectionRefused: .failure
         case .invalidRequest, .responseTooLarge: .neutral
         }
     }
@@ -12,7 +12,7 @@ extension HTTPTransportError: CircuitClassifiableError {
     public var retryTrigger: RetryTrigger {
         switch self {
         case .timedOut: .timeout
-        case .connectionFailed: .connectionError
+        case .connectionFailed, .connectionRefused: .connectionError
         case .invalidRequest, .responseTooLarge: .other
         }
     }

@@ -5,8 +5,15 @@ import HTTPTypesFoundation
 import FoundationNetworking
 #endif
 
-/// A transport over Foundation's `URLSession` (FoundationNetworking on Linux), with its own cache
-/// turned off so that every conditional request the gate makes reaches the server as written.
+/// A transport over Foundation's `URLSession` (FoundationNetworking on Linux), with its own cache,
+/// cookie store and redirect following turned off, so that every request the gate makes reaches
+/// the server as written and every `3xx` comes back to the gate.
+///
+/// What URLSession still does on its own, and the gate cannot undo: it adds `Accept-Encoding`
+/// (gzip, deflate) when the request has none and decodes such bodies, so the body returned is the
+/// decoded one while `Content-Encoding` still names the coding; on Linux it adds
+/// `Accept-Language` too. A tool that must pass bytes through unchanged (a proxy) uses
+/// `AsyncHTTPClientTransport` from the `TollgateAsyncHTTPClient` product instead.
 public struct URLSessionTransport: HTTPTransport {
     private let session: URLSession
     private let timeout: Duration
@@ -21,13 +28,23 @@ public struct URLSessionTransport: HTTPTransport {
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         configuration.timeoutIntervalForRequest = timeout.timeInterval
-        self.session = URLSession(configuration: configuration)
+        self.session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
         self.timeout = timeout
     }
 
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        var request = request
+        // The scheme is case-insensitive (RFC 3986 §3.1); URLSession refuses `HTTP://`.
+        request.scheme = request.scheme?.lowercased()
+        guard let scheme = request.scheme, ["http", "https"].contains(scheme) else {
+            throw HTTPTransportError.invalidRequest("the scheme '\(request.scheme ?? "")' is not http or https")
+        }
         guard var urlRequest = URLRequest(httpRequest: request) else {
             throw HTTPTransportError.invalidRequest("\(request.method) \(request.path ?? "") has no absolute URL")
+        }
+        if let body, !body.isEmpty, request.method == .get || request.method == .head {
+            // FoundationNetworking drops or refuses such a body; the server would never see it.
+            throw HTTPTransportError.invalidRequest("a \(request.method) request cannot carry a body through URLSession")
         }
         urlRequest.httpBody = body
         urlRequest.timeoutInterval = timeout.timeInterval
@@ -37,13 +54,41 @@ public struct URLSessionTransport: HTTPTransport {
         do {
             (data, response) = try await session.data(for: urlRequest)
         } catch let error as URLError {
-            throw error.code == .timedOut
-                ? HTTPTransportError.timedOut
-                : HTTPTransportError.connectionFailed(error.localizedDescription)
+            throw Self.transportError(for: error)
         }
         guard let httpResponse = (response as? HTTPURLResponse)?.httpResponse else {
             throw HTTPTransportError.connectionFailed("the answer was not HTTP")
         }
         return (httpResponse, data)
+    }
+
+    /// Sorts URLSession's errors by what they say of the request: refused before it left the
+    /// machine, never connected, or lost on the way.
+    static func transportError(for error: URLError) -> HTTPTransportError {
+        switch error.code {
+        case .timedOut:
+            .timedOut
+        case .badURL, .unsupportedURL, .dataLengthExceedsMaximum, .requestBodyStreamExhausted:
+            .invalidRequest(error.localizedDescription)
+        case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet,
+             .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+            .connectionRefused(error.localizedDescription)
+        default:
+            .connectionFailed(error.localizedDescription)
+        }
+    }
+}
+
+/// Declines every redirect, so the `3xx` itself is the answer and the gate decides.
+///
+/// `@unchecked Sendable`: `NSObject` is not marked `Sendable`, but this subclass has no stored
+/// state at all, so sharing it between threads cannot race.
+private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }

@@ -10,7 +10,7 @@ struct GetCommand: AsyncParsableCommand {
         abstract: "Send one GET through the gate, like curl: body to stdout, source and quota to stderr.",
         discussion: """
             Exit status: 0 answered (any HTTP status), 3 throttled, 4 circuit open, 5 quota exceeded, \
-            6 network failure with nothing stored, 1 other errors.
+            6 network failure with nothing stored, 64 a request that cannot be sent, 1 other errors.
             """
     )
 
@@ -18,6 +18,7 @@ struct GetCommand: AsyncParsableCommand {
     static let circuitOpenExitCode: Int32 = 4
     static let quotaExceededExitCode: Int32 = 5
     static let networkExitCode: Int32 = 6
+    static let invalidRequestExitCode: Int32 = 64
 
     @Argument(help: "The URL to fetch.")
     var url: String
@@ -35,6 +36,13 @@ struct GetCommand: AsyncParsableCommand {
 
     @Flag(help: "Print the response's status and headers to stderr too.")
     var include = false
+
+    @Flag(name: [.customShort("L"), .long], help: """
+        Follow redirects to other hosts too, without the request's credentials (headers and secret parameters).         Same-host redirects are always followed; without -L a redirect elsewhere is printed as it is.
+        """)
+    var location = false
+
+    @OptionGroup var secrets: SecretOptions
 
     func validate() throws {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme),
@@ -56,35 +64,42 @@ struct GetCommand: AsyncParsableCommand {
         let endpoint = endpoint ?? EndpointNaming.youTubeDataAPIv3.endpoint(for: request)
         let gate: Gate
         do {
-            gate = try Gate(store: try SQLiteStore(path: path))
+            gate = try Gate(store: try SQLiteStore(path: path), configuration: secrets.applied(to: .youTubeDataAPIv3))
         } catch let error as StoreError {
             printError("error: \(error)")
             throw ExitCode.failure
         }
+        let options = GateRequestOptions(cost: cost, redirects: location ? .stripCredentialsAcrossOrigins : .sameOrigin)
+        let answer: GateResponse
         do {
-            let answer = try await gate.send(request, endpoint: endpoint, options: GateRequestOptions(cost: cost))
-            try await gate.flush()
-            FileHandle.standardOutput.write(answer.body)
-            if include {
-                printError("HTTP \(answer.status.code) \(answer.status.reasonPhrase)")
-                for field in answer.response.headerFields { printError("\(field.name): \(field.value)") }
-            }
-            let price = gate.quota.price(of: endpoint)
-            let left = try await gate.quota.remaining(bucket: price.bucket)
-            printError("tollgate: \(endpoint) · status \(answer.status.code) · source \(answer.source) · "
-                + "units charged \(answer.unitsCharged) · \(left) units left today in \(price.bucket)")
-        } catch let refusal as TollgateError {
+            answer = try await gate.sendReportingCost(request, endpoint: endpoint, options: options)
+        } catch {
             try? await gate.flush()
-            printError("tollgate: \(endpoint): \(refusal)")
-            switch refusal {
-            case .throttled: throw ExitCode(Self.throttledExitCode)
-            case .circuitOpen: throw ExitCode(Self.circuitOpenExitCode)
-            case .quotaExceeded: throw ExitCode(Self.quotaExceededExitCode)
-            }
-        } catch let failure as HTTPTransportError {
-            try? await gate.flush()
-            printError("tollgate: \(endpoint): \(failure)")
-            throw ExitCode(Self.networkExitCode)
+            printError("tollgate: \(endpoint): \(error.error) · units charged \(error.unitsCharged)")
+            throw ExitCode(Self.exitCode(for: error.error))
+        }
+        try await gate.flush()
+        FileHandle.standardOutput.write(answer.body)
+        if include {
+            printError("HTTP \(answer.status.code) \(answer.status.reasonPhrase)")
+            for field in answer.response.headerFields { printError("\(field.name): \(field.value)") }
+        }
+        for hop in answer.redirects { printError("tollgate: followed a redirect to \(hop.absoluteString)") }
+        let price = gate.quota.price(of: endpoint)
+        let left = try await gate.quota.remaining(bucket: price.bucket)
+        printError("tollgate: \(endpoint) · status \(answer.status.code) · source \(answer.source) · "
+            + "units charged \(answer.unitsCharged) · \(left) units left today in \(price.bucket)")
+    }
+
+    /// The exit status for a request that got no answer.
+    static func exitCode(for error: any Error) -> Int32 {
+        switch error {
+        case TollgateError.throttled: throttledExitCode
+        case TollgateError.circuitOpen: circuitOpenExitCode
+        case TollgateError.quotaExceeded: quotaExceededExitCode
+        case HTTPTransportError.invalidRequest: invalidRequestExitCode
+        case is HTTPTransportError: networkExitCode
+        default: ExitCode.failure.rawValue
         }
     }
 

@@ -26,6 +26,17 @@ struct ProxyCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
+    @OptionGroup var secrets: SecretOptions
+
+    @Option(help: ArgumentHelp(
+        "Seconds a connection may go without a complete request head (or idle between requests) before it is closed.",
+        valueName: "seconds"
+    ))
+    var idleTimeout: Int = 30
+
+    @Option(help: ArgumentHelp("The most client connections open at once; more wait until one closes.", valueName: "count"))
+    var maxConnections: Int = 256
+
     @Flag(help: "Log every request on standard error.")
     var verbose = false
 
@@ -39,6 +50,8 @@ struct ProxyCommand: AsyncParsableCommand {
               url.host != nil else {
             throw ValidationError("--upstream '\(upstream)' is not an absolute http(s) URL.")
         }
+        guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
+        guard (1...65_536).contains(maxConnections) else { throw ValidationError("--max-connections must be 1 to 65536.") }
     }
 
     func run() async throws {
@@ -47,14 +60,15 @@ struct ProxyCommand: AsyncParsableCommand {
         let path = try database.preparedPath()
         let gate: Gate
         do {
-            gate = try Gate(store: try SQLiteStore(path: path, logger: logger), logger: logger)
+            gate = try Gate(store: try SQLiteStore(path: path, logger: logger),
+                            configuration: secrets.applied(to: .youTubeDataAPIv3), logger: logger)
         } catch let error as StoreError {
             printError("error: \(error)")
             throw ExitCode.failure
         }
         let proxy = try await GateProxy.start(
             gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen),
-            stopsOnSignals: true, logger: logger
+            idleTimeout: .seconds(idleTimeout), maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
         )
         // Written straight to the file descriptor, unbuffered: a script waits for this line.
         FileHandle.standardOutput.write(Data(

@@ -102,3 +102,86 @@ struct ETagCacheSecretsTests {
         #expect(try await fixture.cache.lookup(target, endpoint: "e").cachedResponse?.body == Data("ok".utf8))
     }
 }
+
+@Suite("Cache key: every credential partitions, every secret is redacted")
+struct CredentialPartitionTests {
+    private func fileBytes(_ fixture: CacheFixture) -> Data {
+        (FileManager.default.contents(atPath: fixture.path) ?? Data())
+            + (FileManager.default.contents(atPath: fixture.path + "-wal") ?? Data())
+    }
+
+    @Test("X-Auth-Token alice then bob on one URL: bob never gets alice's answer", arguments: [
+        "X-Auth-Token", "X-Tenant-Token", "X-Customer-Key", "X-My-Auth", "X-Client-Secret", "Cookie", "X-Session-Id",
+    ])
+    func identityHeadersPartition(header: String) async throws {
+        let fixture = try CacheFixture()
+        let target = "https://api.example.com/v1/me"
+        let alice = request(target, headers: [(header, "alice-credential-0123456789")])
+        let bob = request(target, headers: [(header, "bob-credential-9876543210")])
+        try await fixture.cache.storeResponse(
+            response(200, [("ETag", "\"me\""), ("Cache-Control", "max-age=600")]),
+            body: Data("alice's account".utf8), for: alice, endpoint: "me"
+        )
+        #expect(try await fixture.cache.lookup(alice, endpoint: "me").cachedResponse?.body == Data("alice's account".utf8))
+        #expect(try await fixture.cache.lookup(bob, endpoint: "me").isMiss)
+        #expect(try await fixture.cache.lookup(request(target), endpoint: "me").isMiss)
+        #expect(!fileBytes(fixture).containsBytes(of: "alice-credential"))
+    }
+
+    @Test("a configured header name or pattern partitions too")
+    func configuredHeaderPartitions() async throws {
+        var configuration = CacheConfiguration()
+        configuration.sensitiveHeaderPatterns.append("x-customer*")
+        let fixture = try CacheFixture(configuration: configuration)
+        let target = "https://api.example.com/v1/me"
+        try await fixture.cache.storeResponse(
+            response(200, [("ETag", "\"me\"")]), body: Data("one".utf8),
+            for: request(target, headers: [("X-Customer", "c1")]), endpoint: "me"
+        )
+        #expect(try await fixture.cache.lookup(request(target, headers: [("X-Customer", "c2")]), endpoint: "me").isMiss)
+        #expect(try await fixture.cache.lookup(request(target, headers: [("X-Customer", "c1")]), endpoint: "me").isMiss == false)
+    }
+
+    @Test("client_secret, password, refresh_token, id_token, secret, code, camelCase and path parameters never reach the file")
+    func generousQueryRedaction() async throws {
+        let fixture = try CacheFixture()
+        let secrets = [
+            "client_secret": "cs-value-0123456789", "password": "pw-value-0123456789",
+            "refresh_token": "rt-value-0123456789", "id_token": "it-value-0123456789",
+            "secret": "s-value-0123456789", "code": "code-value-0123456789", "Access_Token": "at-value-0123456789",
+            "accessToken": "camel-value-0123456789", "x-amz-signature": "amz-value-0123456789",
+            "my_api_key": "mak-value-0123456789", "SESSION": "sess-value-0123456789",
+        ]
+        let query = secrets.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
+        let target = "https://api.example.com/v1/items;key=path-value-0123456789;v=2/list?pageToken=CAUQAA&\(query)"
+        try await fixture.cache.storeResponse(
+            response(200, [("ETag", "\"e\"")]), body: Data("items".utf8), for: request(target), endpoint: "items"
+        )
+        let stored = try #require(try fixture.query("SELECT url FROM cache_entries").first?[0].string)
+        #expect(stored.contains("pageToken=CAUQAA"), "a pagination cursor stays readable: \(stored)")
+        #expect(stored.contains(";key=REDACTED;v=2/list"), "\(stored)")
+        let bytes = fileBytes(fixture)
+        for value in secrets.values + ["path-value-0123456789"] {
+            #expect(!bytes.containsBytes(of: value), "\(value) reached the file")
+        }
+        // The same request finds its entry; another secret value does not.
+        #expect(try await fixture.cache.lookup(request(target), endpoint: "items").isMiss == false)
+        let other = target.replacingOccurrences(of: "pw-value-0123456789", with: "pw-other-0123456789")
+        #expect(try await fixture.cache.lookup(request(other), endpoint: "items").isMiss)
+    }
+
+    @Test("name patterns match case-insensitively, anchored, with * anywhere")
+    func patterns() {
+        #expect(SecretNamePattern("*-token").matches("X-Auth-TOKEN"))
+        #expect(!SecretNamePattern("*-token").matches("pageToken"))
+        #expect(SecretNamePattern("*auth*").matches("Authorization"))
+        #expect(SecretNamePattern("*auth*").matches("x-my-auth"))
+        #expect(SecretNamePattern("x-*-key").matches("X-Goog-Api-Key"))
+        #expect(!SecretNamePattern("x-*-key").matches("X-Key"))
+        #expect(SecretNamePattern("key").matches("KEY"))
+        #expect(!SecretNamePattern("key").matches("keys"))
+        #expect(SecretNamePattern("*").matches(""))
+        #expect(SecretNamePattern("a*b*a").matches("aba"))
+        #expect(!SecretNamePattern("a*b*a").matches("ab"))
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import HTTPTypes
+import Testing
+import Tollgate
+import TollgateTestSupport
+
+@Suite("Hostile input: an attempt that never left the machine costs nothing and is not the server's fault")
+struct NeverSentTests {
+    @Test("a GET with a body that the transport refuses: no retry, no charge, no circuit failure")
+    func refusedLocally() async throws {
+        let server = try ScriptedHTTPServer { _ in .init(body: "ok") }
+        defer { server.stop() }
+        let harness = try ScriptedGate(.urlSession)
+        let before = try await harness.gate.quota.remaining()
+
+        let failure = await #expect(throws: GateFailure.self) {
+            _ = try await harness.gate.sendReportingCost(
+                HTTPRequest(url: URL(string: "\(server.baseURL)/videos?id=1")!), body: Data("x".utf8),
+                endpoint: "videos.list"
+            )
+        }
+        guard case .invalidRequest? = failure?.error as? HTTPTransportError else {
+            Issue.record("expected invalidRequest, got \(String(describing: failure?.error))")
+            return
+        }
+        #expect(failure?.unitsCharged == 0)
+        #expect(failure?.attempts == 1, "refused locally: never retried")
+        #expect(try await harness.gate.quota.remaining() == before)
+        #expect(try await harness.gate.circuit.failureCount(for: "videos.list") == 0)
+        #expect(server.requests.isEmpty)
+    }
+
+    @Test("an unsupported scheme is the caller's error; an upper-case HTTP scheme is just http",
+          arguments: TransportKind.allCases)
+    func schemes(kind: TransportKind) async throws {
+        let server = try ScriptedHTTPServer { _ in .init(body: "ok") }
+        defer { server.stop() }
+        let harness = try ScriptedGate(kind)
+        let before = try await harness.gate.quota.remaining()
+
+        let upper = HTTPRequest(method: .get, scheme: "HTTP", authority: "127.0.0.1:\(server.port)", path: "/videos?id=1")
+        let answer = try await harness.gate.send(upper, endpoint: "videos.list")
+        #expect(answer.status.code == 200)
+        #expect(answer.unitsCharged == 1)
+
+        let ftp = HTTPRequest(method: .get, scheme: "ftp", authority: "127.0.0.1:\(server.port)", path: "/videos?id=2")
+        let failure = await #expect(throws: GateFailure.self) {
+            _ = try await harness.gate.sendReportingCost(ftp, endpoint: "videos.list")
+        }
+        #expect((failure?.error as? HTTPTransportError).map { if case .invalidRequest = $0 { true } else { false } } == true)
+        #expect(failure?.unitsCharged == 0)
+        #expect(try await harness.gate.quota.remaining() == before - 1)
+        #expect(try await harness.gate.circuit.failureCount(for: "videos.list") == 0)
+    }
+
+    @Test("a refused connection is refunded on every attempt but counts against the circuit",
+          arguments: TransportKind.allCases)
+    func connectionRefused(kind: TransportKind) async throws {
+        let server = try ScriptedHTTPServer { _ in .init(body: "ok") }
+        let port = server.port
+        server.stop()
+        let harness = try ScriptedGate(kind)
+        let before = try await harness.gate.quota.remaining()
+
+        let failure = await #expect(throws: GateFailure.self) {
+            _ = try await harness.gate.sendReportingCost(
+                HTTPRequest(url: URL(string: "http://127.0.0.1:\(port)/videos?id=1")!), endpoint: "videos.list"
+            )
+        }
+        #expect((failure?.error as? HTTPTransportError)?.mayHaveReachedServer == false, "\(String(describing: failure?.error))")
+        #expect(failure?.unitsCharged == 0)
+        #expect((failure?.attempts ?? 0) > 1, "a network failure is retried")
+        #expect(try await harness.gate.quota.remaining() == before)
+        #expect(try await harness.gate.circuit.failureCount(for: "videos.list") == failure?.attempts)
+    }
+}
