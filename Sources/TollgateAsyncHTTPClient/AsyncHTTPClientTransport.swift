@@ -5,6 +5,7 @@ import HTTPTypesFoundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 import Tollgate
 
 /// A ``Tollgate/HTTPTransport`` over AsyncHTTPClient, for servers and tools built on SwiftNIO.
@@ -52,6 +53,54 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     }
 
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+        let response = try await execute(request, body: body)
+        var buffer: ByteBuffer
+        do {
+            buffer = try await response.body.collect(upTo: maximumBodySize)
+        } catch is NIOTooManyBytesError {
+            throw HTTPTransportError.responseTooLarge(limit: maximumBodySize)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw Self.transportError(for: error)
+        }
+        return (Self.head(of: response), Data(buffer.readableBytesView))
+    }
+
+    /// Returns a body over `limit` bytes as a stream read from the network as it is consumed, so
+    /// an answer of any size passes through in constant memory; ``maximumBodySize`` does not apply
+    /// to a streamed body.
+    public func send(_ request: HTTPRequest, body: Data?, streamingPast limit: Int) async throws -> (HTTPResponse, HTTPResponseBody) {
+        let response = try await execute(request, body: body)
+        let reader = BodyReader(response.body.makeAsyncIterator())
+        var collected = Data()
+        do {
+            while let chunk = try await reader.next() {
+                collected.append(chunk)
+                if collected.count > limit {
+                    let first = ReadOnce(collected)
+                    return (Self.head(of: response), .streaming(HTTPBodyStream {
+                        if let first = first.take() { return first }
+                        do {
+                            return try await reader.next()
+                        } catch is CancellationError {
+                            throw CancellationError()
+                        } catch {
+                            throw Self.transportError(for: error)
+                        }
+                    }))
+                }
+            }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw Self.transportError(for: error)
+        }
+        return (Self.head(of: response), .complete(collected))
+    }
+
+    /// Sends the request and waits for the response head.
+    private func execute(_ request: HTTPRequest, body: Data?) async throws -> HTTPClientResponse {
         var request = request
         // The scheme is case-insensitive (RFC 3986 §3.1).
         request.scheme = request.scheme?.lowercased()
@@ -69,27 +118,24 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         if let body {
             clientRequest.body = .bytes(ByteBuffer(bytes: body))
         }
-        let response: HTTPClientResponse
-        var buffer: ByteBuffer
         do {
-            response = try await client.execute(clientRequest, timeout: .nanoseconds(Int64(timeout.timeInterval * 1e9)))
-            buffer = try await response.body.collect(upTo: maximumBodySize)
-        } catch is NIOTooManyBytesError {
-            throw HTTPTransportError.responseTooLarge(limit: maximumBodySize)
+            return try await client.execute(clientRequest, timeout: .nanoseconds(Int64(timeout.timeInterval * 1e9)))
         } catch is CancellationError {
             throw CancellationError()
         } catch {
             throw Self.transportError(for: error)
         }
+    }
+
+    private static func head(of response: HTTPClientResponse) -> HTTPResponse {
         var fields = HTTPFields()
         for header in response.headers {
             if let name = HTTPField.Name(header.name) {
                 fields.append(HTTPField(name: name, value: header.value))
             }
         }
-        let head = HTTPResponse(status: .init(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
-                                headerFields: fields)
-        return (head, Data(buffer.readableBytesView))
+        return HTTPResponse(status: .init(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
+                            headerFields: fields)
     }
 
     /// Sorts AsyncHTTPClient's and NIO's errors by what they say of the request: refused before it
@@ -120,5 +166,39 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         }
         // Reset, closed mid-answer: below HTTP, the circuit breaker's "network error".
         return .connectionFailed(String(describing: error))
+    }
+}
+
+/// The response body's iterator, advanced by whichever task reads the body next.
+///
+/// `@unchecked Sendable`: the iterator is only ever advanced through ``next()``, and a body is read
+/// by one task at a time — first the transport while it decides whether to stream, then the one
+/// consumer of the `HTTPBodyStream` it returns, each `next()` awaited before the following one —
+/// so no two accesses to `iterator` overlap.
+private final class BodyReader: @unchecked Sendable {
+    private var iterator: HTTPClientResponse.Body.AsyncIterator
+
+    init(_ iterator: HTTPClientResponse.Body.AsyncIterator) {
+        self.iterator = iterator
+    }
+
+    func next() async throws -> Data? {
+        try await iterator.next().map { Data($0.readableBytesView) }
+    }
+}
+
+/// A value handed out once, to whichever task asks first.
+private final class ReadOnce: Sendable {
+    private let value: Mutex<Data?>
+
+    init(_ value: Data) {
+        self.value = Mutex(value)
+    }
+
+    func take() -> Data? {
+        value.withLock { value in
+            defer { value = nil }
+            return value
+        }
     }
 }

@@ -97,7 +97,7 @@ public final class GateProxy: Sendable {
             responder: responder,
             server: .http1(configuration: .init(idleTimeout: .nanoseconds(Int64(idleTimeout.timeInterval * 1e9)))),
             configuration: ApplicationConfiguration(
-                address: .hostname(listen.host, port: listen.port), serverName: "Tollgate",
+                address: .hostname(listen.host, port: listen.port), serverName: nil,
                 availableConnectionsDelegate: MaximumAvailableConnections(maximumConnections, logger: logger)
             ),
             onServerRunning: { channel in

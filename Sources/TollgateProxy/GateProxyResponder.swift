@@ -38,7 +38,10 @@ struct GateProxyResponder: HTTPResponder {
         let endpoint = naming.endpoint(for: outgoing)
         let bodyData = body.readableBytes == 0 ? nil : Data(body.readableBytesView)
         do {
-            let answer = try await gate.sendReportingCost(outgoing, body: bodyData, endpoint: endpoint, via: transport)
+            let answer = try await gate.sendReportingCost(
+                outgoing, body: bodyData, endpoint: endpoint, options: GateRequestOptions(streamsLargeBodies: true),
+                via: transport
+            )
             logger.info("\(outgoing.method.rawValue) \(request.uri.path) → \(answer.status.code)", metadata: [
                 "proxy.endpoint": "\(endpoint)", "proxy.source": "\(answer.source)", "proxy.units": "\(answer.unitsCharged)",
             ])
@@ -46,10 +49,18 @@ struct GateProxyResponder: HTTPResponder {
             fields[ProxyHeaders.source] = answer.source.description
             fields[ProxyHeaders.units] = String(answer.unitsCharged)
             fields[ProxyHeaders.endpoint] = endpoint
-            return Response(
-                status: answer.response.status, headers: fields,
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
-            )
+            guard let stream = answer.bodyStream else {
+                return Response(status: answer.response.status, headers: fields,
+                                body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+            }
+            // Too large for the cache: passed on chunk by chunk, at the pace the client reads.
+            let length = answer.response.headerFields[.contentLength].flatMap(Int.init)
+            return Response(status: answer.response.status, headers: fields, body: ResponseBody(contentLength: length) { writer in
+                for try await chunk in stream {
+                    try await writer.write(ByteBuffer(bytes: chunk))
+                }
+                try await writer.finish(nil)
+            })
         } catch {
             return failure(error.error, unitsCharged: error.unitsCharged, request: request, outgoing: outgoing,
                            endpoint: endpoint)

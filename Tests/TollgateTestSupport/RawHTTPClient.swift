@@ -56,6 +56,32 @@ public enum RawHTTPClient {
         return answer
     }
 
+    /// Sends `request` and reads the answer to its end, counting the body's bytes without keeping
+    /// them (for answers too large to hold).
+    public static func countBody(port: Int, _ request: String) throws -> (status: Int, bodyBytes: Int) {
+        let descriptor = try connect(port: port)
+        defer { close(descriptor) }
+        _ = Array(request.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var head: [UInt8] = []
+        var bodyBytes = 0
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var status = 0
+        while true {
+            let count = recv(descriptor, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            if status == 0 {
+                head.append(contentsOf: buffer[..<count])
+                if let end = head.firstRange(of: Array("\r\n\r\n".utf8)) {
+                    status = parse(Array(head[..<end.upperBound]))?.status ?? -1
+                    bodyBytes = head.count - end.upperBound
+                }
+            } else {
+                bodyBytes += count
+            }
+        }
+        return (status, bodyBytes)
+    }
+
     /// Whether the server has closed `descriptor` (a read returns end of file) within `seconds`.
     public static func isClosedByServer(_ descriptor: Int32, within seconds: Int) -> Bool {
         var timeout = timeval(tv_sec: seconds, tv_usec: 0)

@@ -237,7 +237,8 @@ public final class Gate: Sendable {
                 ledger.charged(admitted.reservation?.cost ?? 0)
                 ledger.attempts = attempt
                 return try await sendAttempt(outgoing, body: body, endpoint: endpoint, admitted: admitted,
-                                             via: transport, ledger: &ledger)
+                                             streamsLargeBodies: options.streamsLargeBodies, via: transport,
+                                             ledger: &ledger)
             }
         } catch let refusal as TollgateError {
             return try await serveStale(stored, because: refusal, endpoint: endpoint, ledger: ledger, logger: logger)
@@ -263,6 +264,8 @@ public final class Gate: Sendable {
     private struct Exchange: Sendable {
         var response: HTTPResponse
         var body: Data
+        /// The body, when it was too large for the cache and the caller asked for a stream.
+        var stream: HTTPBodyStream?
         var serverSaysQuotaSpent: Bool
     }
 
@@ -323,14 +326,25 @@ public final class Gate: Sendable {
     /// Step 5 for one attempt, and its settlement in one transaction: the circuit's outcome, the
     /// 304 refund and the server's "quota spent".
     private func sendAttempt(
-        _ request: HTTPRequest, body: Data?, endpoint: String, admitted: Admitted,
+        _ request: HTTPRequest, body: Data?, endpoint: String, admitted: Admitted, streamsLargeBodies: Bool,
         via transport: any HTTPTransport, ledger: inout AttemptLedger
     ) async throws -> AttemptResult<Exchange> {
         let reservation = admitted.reservation
         let response: HTTPResponse
-        let responseBody: Data
+        var responseBody = Data()
+        var stream: HTTPBodyStream?
         do {
-            (response, responseBody) = try await transport.send(request, body: body)
+            if streamsLargeBodies {
+                let answer: HTTPResponseBody
+                (response, answer) = try await transport.send(request, body: body,
+                                                              streamingPast: configuration.cache.maxBodySize)
+                switch answer {
+                case .complete(let data): responseBody = data
+                case .streaming(let rest): stream = rest
+                }
+            } else {
+                (response, responseBody) = try await transport.send(request, body: body)
+            }
         } catch let error as HTTPTransportError {
             // The charge stays when the request may have reached the server: the ledger never
             // under-counts. An attempt that never left the machine is refunded.
@@ -348,7 +362,7 @@ public final class Gate: Sendable {
         let state = try await settle(endpoint: endpoint, outcome: outcome, admitted: admitted, refund: refund,
                                      refundReason: "304 Not Modified", quotaSpent: quotaSpent, ledger: &ledger)
         var result = AttemptResult.response(
-            Exchange(response: response, body: responseBody, serverSaysQuotaSpent: quotaSpent),
+            Exchange(response: response, body: responseBody, stream: stream, serverSaysQuotaSpent: quotaSpent),
             status: status,
             retryAfter: response.headerFields[.retryAfter].flatMap(RetryAfter.init(headerValue:)),
             outcome: outcome
@@ -420,6 +434,10 @@ public final class Gate: Sendable {
         if status == 429 || (500...599).contains(status), let stored {
             return await stale(stored, reason: .upstreamFailure, endpoint: endpoint, ledger: ledger, logger: logger)
         }
+        if exchange.stream != nil {
+            logger.debug("cache miss: not stored, the body is larger than the cache's maxBodySize")
+            return Self.networkAnswer(exchange, ledger)
+        }
         do {
             try await cache.storeResponse(exchange.response, body: exchange.body, for: request, endpoint: endpoint)
         } catch {
@@ -432,7 +450,7 @@ public final class Gate: Sendable {
     /// The server's own answer, as the caller gets it.
     private static func networkAnswer(_ exchange: Exchange, _ ledger: AttemptLedger) -> GateResponse {
         GateResponse(response: exchange.response, body: exchange.body, source: .network,
-                     unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: nil)
+                     unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: nil, bodyStream: exchange.stream)
     }
 
     // MARK: Serving stale

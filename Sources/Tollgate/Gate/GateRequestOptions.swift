@@ -9,6 +9,10 @@ public struct GateRequestOptions: Sendable, Hashable {
     public var allowsStale: Bool
     /// Which redirects to follow for this request; nil follows ``GateConfiguration/redirects``.
     public var redirects: RedirectPolicy?
+    /// Whether an answer larger than the cache's `maxBodySize` comes back as a stream
+    /// (``GateResponse/bodyStream``), never held whole, instead of in ``GateResponse/body``. It
+    /// needs a transport that streams (`AsyncHTTPClientTransport`); others return bodies whole.
+    public var streamsLargeBodies: Bool
 
     /// Creates options.
     /// - Parameters:
@@ -16,11 +20,13 @@ public struct GateRequestOptions: Sendable, Hashable {
     ///   - markedIdempotent: Whether repeating a non-idempotent method is safe.
     ///   - allowsStale: Whether stored responses may be served stale.
     ///   - redirects: Which redirects to follow; the configuration's policy by default.
+    ///   - streamsLargeBodies: Whether answers too large for the cache come back as a stream.
     public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true,
-                redirects: RedirectPolicy? = nil) {
+                redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false) {
         self.cost = cost
         self.markedIdempotent = markedIdempotent
         self.allowsStale = allowsStale
         self.redirects = redirects
+        self.streamsLargeBodies = streamsLargeBodies
     }
 }

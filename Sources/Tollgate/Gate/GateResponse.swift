@@ -49,6 +49,10 @@ public struct GateResponse: Sendable {
     public var attempts: Int
     /// How old the stored response is, for cache, revalidated and stale answers.
     public var age: Duration?
+    /// The body as it arrives, for an answer larger than the cache's `maxBodySize` when
+    /// ``GateRequestOptions/streamsLargeBodies`` is on; ``body`` is then empty. Such an answer is
+    /// never stored.
+    public var bodyStream: HTTPBodyStream?
     /// The URLs of the redirects the gate followed to reach this answer, in order (empty when it
     /// followed none). The answer itself came from the last one.
     public var redirects: [URL] = []

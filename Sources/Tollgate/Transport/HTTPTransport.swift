@@ -17,4 +17,15 @@ public protocol HTTPTransport: Sendable {
     ///   (``HTTPTransportError/invalidRequest(_:)``, ``HTTPTransportError/connectionRefused(_:)``),
     ///   so the gate refunds them.
     func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data)
+
+    /// Sends `request` and returns the body whole when it is at most `limit` bytes, else the
+    /// bytes read so far and a stream of the rest, so an answer of any size passes through without
+    /// being held. A transport that cannot stream returns every body whole (the default).
+    /// - Parameters:
+    ///   - request: The request, with an absolute URL.
+    ///   - body: The request body, if any.
+    ///   - limit: The largest body returned whole.
+    /// - Returns: The response head and its body.
+    /// - Throws: ``HTTPTransportError``, as ``send(_:body:)``.
+    func send(_ request: HTTPRequest, body: Data?, streamingPast limit: Int) async throws -> (HTTPResponse, HTTPResponseBody)
 }

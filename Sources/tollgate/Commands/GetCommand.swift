@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import HTTPTypesFoundation
 import Tollgate
+import TollgateAsyncHTTPClient
 
 struct GetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -64,12 +65,16 @@ struct GetCommand: AsyncParsableCommand {
         let endpoint = endpoint ?? EndpointNaming.youTubeDataAPIv3.endpoint(for: request)
         let gate: Gate
         do {
-            gate = try Gate(store: try SQLiteStore(path: path), configuration: secrets.applied(to: .youTubeDataAPIv3))
+            // AsyncHTTPClient, like curl, sends the request as written and returns the bytes as sent.
+            gate = try Gate(store: try SQLiteStore(path: path), transport: AsyncHTTPClientTransport(),
+                            configuration: secrets.applied(to: .youTubeDataAPIv3))
         } catch let error as StoreError {
             printError("error: \(error)")
             throw ExitCode.failure
         }
-        let options = GateRequestOptions(cost: cost, redirects: location ? .stripCredentialsAcrossOrigins : .sameOrigin)
+        let options = GateRequestOptions(
+            cost: cost, redirects: location ? .stripCredentialsAcrossOrigins : .sameOrigin, streamsLargeBodies: true
+        )
         let answer: GateResponse
         do {
             answer = try await gate.sendReportingCost(request, endpoint: endpoint, options: options)
@@ -79,7 +84,12 @@ struct GetCommand: AsyncParsableCommand {
             throw ExitCode(Self.exitCode(for: error.error))
         }
         try await gate.flush()
-        FileHandle.standardOutput.write(answer.body)
+        if let stream = answer.bodyStream {
+            // Larger than the cache keeps: written as it arrives, never held whole.
+            for try await chunk in stream { FileHandle.standardOutput.write(chunk) }
+        } else {
+            FileHandle.standardOutput.write(answer.body)
+        }
         if include {
             printError("HTTP \(answer.status.code) \(answer.status.reasonPhrase)")
             for field in answer.response.headerFields { printError("\(field.name): \(field.value)") }
