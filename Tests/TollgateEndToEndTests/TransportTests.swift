@@ -4,6 +4,7 @@ import Testing
 import Tollgate
 import TollgateAsyncHTTPClient
 import TollgateFakeAPI
+import TollgateTestSupport
 
 /// Both transports, so every end-to-end test can run with each.
 enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -89,5 +90,52 @@ struct TransportTests {
         await #expect(throws: HTTPTransportError.self) {
             _ = try await kind.make().send(.get(url), body: nil)
         }
+    }
+}
+
+@Suite("What each transport adds to a request and does to an answer")
+struct TransportFidelityTests {
+    static let gzipBody = ProxyFidelityTests.gzipBody
+
+    @Test("AsyncHTTPClient sends the fields as given and returns the bytes as sent: no Accept-Encoding, no decoding, no redirect")
+    func asyncHTTPClientIsFaithful() async throws {
+        let server = try ScriptedHTTPServer { request in
+            request.target == "/moved"
+                ? .init(status: 301, headers: [("Location", "/elsewhere")], body: "moved body")
+                : .init(headers: [("Content-Encoding", "gzip")], body: Self.gzipBody)
+        }
+        defer { server.stop() }
+        let transport = AsyncHTTPClientTransport(timeout: .seconds(10))
+        let (response, body) = try await transport.send(.get(URL(string: "\(server.baseURL)/data")!), body: nil)
+        #expect(body == Self.gzipBody, "not decoded")
+        #expect(response.headerFields[.contentEncoding] == "gzip")
+        let sent = try #require(server.requests.first)
+        #expect(sent.header("Accept-Encoding") == nil)
+        #expect(sent.header("Accept-Language") == nil)
+
+        let (moved, movedBody) = try await transport.send(.get(URL(string: "\(server.baseURL)/moved")!), body: nil)
+        #expect(moved.status.code == 301)
+        #expect(movedBody == Data("moved body".utf8))
+        #expect(server.requests.count == 2, "the redirect is not followed")
+    }
+
+    @Test("URLSession adds Accept-Encoding and Accept-Language and decodes gzip, but follows no redirect")
+    func urlSessionRewrites() async throws {
+        let server = try ScriptedHTTPServer { request in
+            request.target == "/moved"
+                ? .init(status: 301, headers: [("Location", "/elsewhere")])
+                : .init(headers: [("Content-Encoding", "gzip")], body: Self.gzipBody)
+        }
+        defer { server.stop() }
+        let transport = URLSessionTransport(timeout: .seconds(10))
+        let (_, body) = try await transport.send(.get(URL(string: "\(server.baseURL)/data")!), body: nil)
+        #expect(body != Self.gzipBody, "FoundationNetworking decodes gzip")
+        #expect(String(decoding: body, as: UTF8.self).hasPrefix("{\"items\""))
+        let sent = try #require(server.requests.first)
+        #expect(sent.header("Accept-Encoding")?.contains("gzip") == true)
+
+        let (moved, _) = try await transport.send(.get(URL(string: "\(server.baseURL)/moved")!), body: nil)
+        #expect(moved.status.code == 301)
+        #expect(server.requests.count == 2, "the redirect is not followed")
     }
 }
