@@ -59,3 +59,80 @@ struct GetHardeningTests {
         #expect(bad.status == 64)
     }
 }
+
+@Suite("tollgate get fits a shell")
+struct GetShellTests {
+    @Test("quiet by default: the body on stdout and one summary line on stderr; --verbose adds the library's logs")
+    func quietByDefault() throws {
+        let origin = try ScriptedHTTPServer { _ in .init(headers: [("ETag", "\"e\"")], body: "the body") }
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let url = "\(origin.baseURL)/v1/unknown-endpoint"
+        let quiet = try CommandRunner.tollgate("get", url, "--db", directory.path("q.sqlite"))
+        #expect(quiet.status == 0)
+        #expect(quiet.stdout == "the body")
+        let lines = quiet.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(quiet.stderr)")
+        #expect(lines.first?.hasPrefix("tollgate: GET /v1/unknown-endpoint · status 200") == true)
+
+        let verbose = try CommandRunner.tollgate("get", url, "--db", directory.path("q.sqlite"), "--verbose")
+        #expect(verbose.stderr.contains("not in the quota cost table"), "\(verbose.stderr)")
+        let viaEnvironment = try CommandRunner.tollgate("get", url, "--db", directory.path("q.sqlite"),
+                                                        environment: ["TOLLGATE_LOG_LEVEL": "warning"])
+        #expect(viaEnvironment.stderr.contains("not in the quota cost table"))
+        let badLevel = try CommandRunner.tollgate("get", url, "--log-level", "chatty")
+        #expect(badLevel.status == 64)
+    }
+
+    @Test("--fail exits 22 on a final status of 400 or more and writes no body; -o writes the body to a file; -i writes the head first")
+    func curlOptions() throws {
+        let origin = try ScriptedHTTPServer { request in
+            request.target == "/missing"
+                ? .init(status: 404, headers: [("Content-Type", "text/plain")], body: "not here")
+                : .init(headers: [("ETag", "\"e\""), ("X-Custom", "yes")], body: "the body")
+        }
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let db = directory.path("f.sqlite")
+
+        let missing = try CommandRunner.tollgate("get", "\(origin.baseURL)/missing", "--db", db)
+        #expect(missing.status == 0)
+        #expect(missing.stdout == "not here")
+        let failing = try CommandRunner.tollgate("get", "-f", "\(origin.baseURL)/missing", "--db", db)
+        #expect(failing.status == 22)
+        #expect(failing.stdout.isEmpty)
+        #expect(failing.stderr.contains("status 404"))
+
+        let file = directory.path("out.txt")
+        let saved = try CommandRunner.tollgate("get", "\(origin.baseURL)/ok", "--db", db, "-o", file)
+        #expect(saved.status == 0)
+        #expect(saved.stdout.isEmpty)
+        #expect(FileManager.default.contents(atPath: file) == Data("the body".utf8))
+
+        let included = try CommandRunner.tollgate("get", "-i", "\(origin.baseURL)/ok", "--db", db)
+        #expect(included.stdout.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(included.stdout.contains("X-Custom: yes\r\n"))
+        #expect(included.stdout.hasSuffix("\r\n\r\nthe body"))
+    }
+
+    @Test("-X and -d send another method through the gate, charged and never cached")
+    func methodAndData() throws {
+        let origin = try ScriptedHTTPServer { request in
+            .init(headers: [("ETag", "\"e\""), ("Cache-Control", "max-age=600")],
+                  body: "\(request.method) \(String(decoding: request.body, as: UTF8.self)) \(request.header("Content-Type") ?? "")")
+        }
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let db = directory.path("x.sqlite")
+        let posted = try CommandRunner.tollgate("get", "\(origin.baseURL)/v1/items", "--db", db, "-d", "a=1&b=2")
+        #expect(posted.stdout == "POST a=1&b=2 application/x-www-form-urlencoded", "\(posted.stderr)")
+        let put = try CommandRunner.tollgate("get", "-X", "PUT", "\(origin.baseURL)/v1/items", "--db", db,
+                                             "-d", "{}", "-H", "Content-Type: application/json")
+        #expect(put.stdout == "PUT {} application/json")
+        let again = try CommandRunner.tollgate("get", "-X", "PUT", "\(origin.baseURL)/v1/items", "--db", db, "-d", "{}")
+        #expect(again.stderr.contains("source network"), "a PUT is never answered from the cache")
+        #expect(origin.requests.count == 3)
+        let entries = try CommandRunner.sqlite3(db, "SELECT count(*) FROM cache_entries")
+        #expect(entries.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+    }
+}

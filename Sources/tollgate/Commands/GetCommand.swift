@@ -5,13 +5,15 @@ import HTTPTypesFoundation
 import Tollgate
 import TollgateAsyncHTTPClient
 
+/// `tollgate get`: one request through the gate, shaped like curl.
 struct GetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
-        abstract: "Send one GET through the gate, like curl: body to stdout, source and quota to stderr.",
+        abstract: "Send one request through the gate, like curl: body to stdout, one summary line to stderr.",
         discussion: """
-            Exit status: 0 answered (any HTTP status), 3 throttled, 4 circuit open, 5 quota exceeded, \
-            6 network failure with nothing stored, 64 a request that cannot be sent, 1 other errors.
+            Exit status: 0 answered (any HTTP status, unless --fail), 22 with --fail when the final status \
+            is 400 or more, 3 throttled, 4 circuit open, 5 quota exceeded, 6 network failure with nothing \
+            stored, 64 bad arguments or a request that cannot be sent, 1 other errors.
             """
     )
 
@@ -19,6 +21,7 @@ struct GetCommand: AsyncParsableCommand {
     static let circuitOpenExitCode: Int32 = 4
     static let quotaExceededExitCode: Int32 = 5
     static let networkExitCode: Int32 = 6
+    static let httpErrorExitCode: Int32 = 22
     static let invalidRequestExitCode: Int32 = 64
 
     @Argument(help: "The URL to fetch.")
@@ -26,24 +29,44 @@ struct GetCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "The endpoint's name in the cost table. Default: from the URL (YouTube v3 names, else 'GET /path').")
+    @Option(help: "The endpoint's name in the cost table. Default: from the URL (YouTube v3 names, else 'METHOD /path').")
     var endpoint: String?
 
     @Option(help: "Units to charge instead of the cost table's price.")
     var cost: Int?
 
+    @Option(name: [.customShort("X"), .customLong("request")], help: ArgumentHelp(
+        "The request method. Default: GET, or POST with --data. Only GET answers are cached.", valueName: "method"
+    ))
+    var method: String?
+
+    @Option(name: [.customShort("d"), .long], help: ArgumentHelp(
+        "The request body; @FILE reads a file, @- standard input. Sent as application/x-www-form-urlencoded unless -H sets Content-Type.",
+        valueName: "data"
+    ))
+    var data: String?
+
     @Option(name: [.customShort("H"), .long], help: ArgumentHelp("A request header, 'Name: value'. Repeatable.", valueName: "header"))
     var header: [String] = []
 
-    @Flag(help: "Print the response's status and headers to stderr too.")
+    @Flag(name: [.customShort("i"), .long], help: "Write the response's status line and headers to stdout before the body, as curl -i does.")
     var include = false
 
-    @Flag(name: [.customShort("L"), .long], help: """
-        Follow redirects to other hosts too, without the request's credentials (headers and secret parameters).         Same-host redirects are always followed; without -L a redirect elsewhere is printed as it is.
-        """)
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Write the body to this file instead of stdout.", valueName: "file"))
+    var output: String?
+
+    @Flag(name: [.customShort("f"), .long], help: "Exit 22 and write no body when the final HTTP status is 400 or more, as curl -f does.")
+    var fail = false
+
+    @Flag(name: [.customShort("L"), .long], help: ArgumentHelp(
+        "Follow redirects to other hosts too, without the request's credentials (headers and secret parameters). "
+            + "Same-host redirects are always followed; without -L a redirect elsewhere is returned as it is."
+    ))
     var location = false
 
     @OptionGroup var secrets: SecretOptions
+
+    @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme),
@@ -54,20 +77,30 @@ struct GetCommand: AsyncParsableCommand {
         for field in header where Self.parseHeader(field) == nil {
             throw ValidationError("--header '\(field)' is not 'Name: value'.")
         }
+        if let method, HTTPRequest.Method(method) == nil || method.isEmpty {
+            throw ValidationError("--request '\(method)' is not an HTTP method token.")
+        }
+        if let output, output.isEmpty { throw ValidationError("--output needs a file path.") }
     }
 
     func run() async throws {
+        let logger = logging.bootstrap()
         let path = try database.preparedPath()
         var request = HTTPRequest(url: URL(string: url)!)
         for field in header {
             if let (name, value) = Self.parseHeader(field) { request.headerFields.append(HTTPField(name: name, value: value)) }
         }
+        let body = try data.map(Self.readData)
+        request.method = method.flatMap { HTTPRequest.Method($0) } ?? (body == nil ? .get : .post)
+        if body != nil, request.headerFields[.contentType] == nil {
+            request.headerFields[.contentType] = "application/x-www-form-urlencoded"
+        }
         let endpoint = endpoint ?? EndpointNaming.youTubeDataAPIv3.endpoint(for: request)
         let gate: Gate
         do {
             // AsyncHTTPClient, like curl, sends the request as written and returns the bytes as sent.
-            gate = try Gate(store: try SQLiteStore(path: path), transport: AsyncHTTPClientTransport(),
-                            configuration: secrets.applied(to: .youTubeDataAPIv3))
+            gate = try Gate(store: try SQLiteStore(path: path, logger: logger), transport: AsyncHTTPClientTransport(),
+                            configuration: secrets.applied(to: .youTubeDataAPIv3), logger: logger)
         } catch let error as StoreError {
             printError("error: \(error)")
             throw ExitCode.failure
@@ -77,28 +110,50 @@ struct GetCommand: AsyncParsableCommand {
         )
         let answer: GateResponse
         do {
-            answer = try await gate.sendReportingCost(request, endpoint: endpoint, options: options)
+            answer = try await gate.sendReportingCost(request, body: body, endpoint: endpoint, options: options)
         } catch {
             try? await gate.flush()
             printError("tollgate: \(endpoint): \(error.error) · units charged \(error.unitsCharged)")
             throw ExitCode(Self.exitCode(for: error.error))
         }
         try await gate.flush()
-        if let stream = answer.bodyStream {
-            // Larger than the cache keeps: written as it arrives, never held whole.
-            for try await chunk in stream { FileHandle.standardOutput.write(chunk) }
-        } else {
-            FileHandle.standardOutput.write(answer.body)
-        }
-        if include {
-            printError("HTTP \(answer.status.code) \(answer.status.reasonPhrase)")
-            for field in answer.response.headerFields { printError("\(field.name): \(field.value)") }
+        let failed = fail && answer.status.code >= 400
+        if !failed {
+            try await write(answer)
         }
         for hop in answer.redirects { printError("tollgate: followed a redirect to \(hop.absoluteString)") }
         let price = gate.quota.price(of: endpoint)
         let left = try await gate.quota.remaining(bucket: price.bucket)
         printError("tollgate: \(endpoint) · status \(answer.status.code) · source \(answer.source) · "
             + "units charged \(answer.unitsCharged) · \(left) units left today in \(price.bucket)")
+        if failed { throw ExitCode(Self.httpErrorExitCode) }
+    }
+
+    /// Writes the head (with `-i`) and the body to stdout or `--output`, streaming a body too
+    /// large for the cache as it arrives.
+    private func write(_ answer: GateResponse) async throws {
+        let sink: FileHandle
+        if let output {
+            guard FileManager.default.createFile(atPath: output, contents: nil) else {
+                throw ValidationError("cannot write to '\(output)'.")
+            }
+            sink = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        } else {
+            sink = FileHandle.standardOutput
+        }
+        defer { if output != nil { try? sink.close() } }
+        if include {
+            var head = "HTTP/1.1 \(answer.status.code) \(answer.status.reasonPhrase)\r\n"
+            for field in answer.response.headerFields { head += "\(field.name): \(field.value)\r\n" }
+            head += "X-Tollgate-Source: \(answer.source)\r\nX-Tollgate-Units: \(answer.unitsCharged)\r\n\r\n"
+            FileHandle.standardOutput.write(Data(head.utf8))
+        }
+        if let stream = answer.bodyStream {
+            // Larger than the cache keeps: written as it arrives, never held whole.
+            for try await chunk in stream { sink.write(chunk) }
+        } else {
+            sink.write(answer.body)
+        }
     }
 
     /// The exit status for a request that got no answer.
@@ -111,6 +166,17 @@ struct GetCommand: AsyncParsableCommand {
         case is HTTPTransportError: networkExitCode
         default: ExitCode.failure.rawValue
         }
+    }
+
+    /// `--data`: the text itself, or a file's bytes after `@` (`@-` for standard input).
+    static func readData(_ argument: String) throws -> Data {
+        guard argument.hasPrefix("@") else { return Data(argument.utf8) }
+        let path = String(argument.dropFirst())
+        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+        guard let contents = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("--data: cannot read '\(path)'.")
+        }
+        return contents
     }
 
     static func parseHeader(_ text: String) -> (HTTPField.Name, String)? {

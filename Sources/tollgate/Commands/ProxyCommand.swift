@@ -37,8 +37,7 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The most client connections open at once; more wait until one closes.", valueName: "count"))
     var maxConnections: Int = 256
 
-    @Flag(help: "Log every request on standard error.")
-    var verbose = false
+    @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
         do {
@@ -55,8 +54,9 @@ struct ProxyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var logger = Logger(label: "tollgate.proxy")
-        logger.logLevel = verbose ? .info : .warning
+        // A server: its warnings (an upstream failing) are its operator's business, so they show;
+        // --verbose adds one line per request.
+        let logger = logging.bootstrap(label: "tollgate.proxy", quietLevel: .warning)
         let path = try database.preparedPath()
         let gate: Gate
         do {
