@@ -40,8 +40,25 @@ public struct FakeAPIBehaviour: Sendable, Hashable {
         }
     }
 
+    /// How the fake meters its quota, after Google's quota page.
+    public enum QuotaModel: Sendable, Hashable {
+        /// As of 2026-11: `search.list` and `videos.insert` each have a bucket of their own,
+        /// ``FakeAPIBehaviour/searchCallsPerDay`` and ``FakeAPIBehaviour/uploadCallsPerDay`` calls
+        /// at 1 unit each; every other method is charged against ``FakeAPIBehaviour/dailyQuota``.
+        case separateSearchAndUpload
+        /// Until 2025, and in the seeds: one pool of ``FakeAPIBehaviour/dailyQuota`` units for
+        /// every method, `search.list` 100 units, `videos.insert` 1,600.
+        case singlePool
+    }
+
+    /// How the quota is metered; Google's current model by default.
+    public var quotaModel: QuotaModel = .separateSearchAndUpload
     /// The daily quota the fake charges against, in units (YouTube's default 10,000).
     public var dailyQuota: Int = 10_000
+    /// `search.list` calls a day in the current model (100).
+    public var searchCallsPerDay: Int = 100
+    /// `videos.insert` calls a day in the current model (100).
+    public var uploadCallsPerDay: Int = 100
     /// Whether a `304 Not Modified` costs quota (YouTube's documentation says conditional requests
     /// still cost; the seed's API does not charge them). Off by default.
     public var chargesNotModified: Bool = false

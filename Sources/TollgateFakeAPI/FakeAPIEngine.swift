@@ -13,7 +13,8 @@ final class FakeAPIEngine: Sendable {
     private struct State {
         var behaviour = FakeAPIBehaviour()
         var versions: [String: Int] = [:]
-        var unitsUsed = 0
+        /// Units spent today, per bucket: `youtube`, `youtube.search`, `youtube.videos.insert`.
+        var used: [String: Int] = [:]
         var received: [FakeAPIReceivedRequest] = []
     }
 
@@ -29,10 +30,12 @@ final class FakeAPIEngine: Sendable {
     }
 
     var received: [FakeAPIReceivedRequest] { state.withLock { $0.received } }
-    var unitsUsed: Int { state.withLock { $0.unitsUsed } }
+    var unitsUsed: Int { state.withLock { $0.used["youtube", default: 0] } }
+
+    func unitsUsed(bucket: String) -> Int { state.withLock { $0.used[bucket, default: 0] } }
 
     func clearLog() { state.withLock { $0.received.removeAll() } }
-    func resetQuota() { state.withLock { $0.unitsUsed = 0 } }
+    func resetQuota() { state.withLock { $0.used.removeAll() } }
 
     /// Changes the resource at `path` and `query`, so its ETag changes.
     func modify(path: String, query: String) {
@@ -79,12 +82,17 @@ final class FakeAPIEngine: Sendable {
         let version = state.versions[key, default: 1]
         let etag = entityTag(key: key, version: version, weak: state.behaviour.weakETags)
         let notModified = isRead && matches(ifNoneMatch: headers["if-none-match"], etag: etag)
-        let fullCost = cost(method: method, path: path)
-        let cost = notModified && !state.behaviour.chargesNotModified ? 0 : fullCost
-        if cost > 0 && state.unitsUsed + cost > state.behaviour.dailyQuota {
-            return (Answer(status: 403, headers: json, body: GoogleErrorBody.quotaExceeded()), 0)
+        let price = price(method: method, path: path, model: state.behaviour.quotaModel)
+        let cost = notModified && !state.behaviour.chargesNotModified ? 0 : price.units
+        let limit = switch price.bucket {
+        case "youtube.search": state.behaviour.searchCallsPerDay
+        case "youtube.videos.insert": state.behaviour.uploadCallsPerDay
+        default: state.behaviour.dailyQuota
         }
-        state.unitsUsed += cost
+        if cost > 0 && state.used[price.bucket, default: 0] + cost > limit {
+            return (Answer(status: 403, headers: json, body: GoogleErrorBody.quotaExceeded(bucket: price.bucket)), 0)
+        }
+        state.used[price.bucket, default: 0] += cost
         let cacheControl = state.behaviour.maxAge.map { "private, max-age=\($0)" }
             ?? "private, max-age=0, must-revalidate, no-transform"
         let validators = [("ETag", etag), ("Cache-Control", cacheControl)]
@@ -105,16 +113,20 @@ final class FakeAPIEngine: Sendable {
         return path + "?" + items.sorted().joined(separator: "&")
     }
 
-    /// YouTube Data API v3 costs: search 100, captions list 50, other reads 1, video upload 1600,
-    /// other writes 50.
-    static func cost(method: String, path: String) -> Int {
+    /// YouTube Data API v3 prices: in the current model `search.list` and `videos.insert` cost 1
+    /// in buckets of their own; in the single pool search costs 100 and an upload 1,600. Captions
+    /// list 50, other reads 1, other writes 50, in the shared bucket.
+    static func price(method: String, path: String, model: FakeAPIBehaviour.QuotaModel) -> (bucket: String, units: Int) {
         let resource = path.split(separator: "/").last.map(String.init) ?? ""
-        switch (method, resource) {
-        case ("GET", "search"), ("HEAD", "search"): return 100
-        case ("GET", "captions"), ("HEAD", "captions"): return 50
-        case ("GET", _), ("HEAD", _): return 1
-        case ("POST", "videos"): return 1600
-        default: return 50
+        let isRead = method == "GET" || method == "HEAD"
+        switch (isRead, resource, model) {
+        case (true, "search", .separateSearchAndUpload): return ("youtube.search", 1)
+        case (true, "search", .singlePool): return ("youtube", 100)
+        case (true, "captions", _): return ("youtube", 50)
+        case (true, _, _): return ("youtube", 1)
+        case (false, "videos", .separateSearchAndUpload) where method == "POST": return ("youtube.videos.insert", 1)
+        case (false, "videos", .singlePool) where method == "POST": return ("youtube", 1600)
+        default: return ("youtube", 50)
         }
     }
 

@@ -110,8 +110,14 @@ public final class FakeYouTubeAPI: Sendable {
     /// Forgets the received requests.
     public func clearReceivedRequests() { engine.clearLog() }
 
-    /// Units of the fake's own daily quota spent so far.
+    /// Units of the shared `youtube` bucket spent so far.
     public var unitsUsed: Int { engine.unitsUsed }
+
+    /// Units of one of the fake's daily buckets spent so far: `youtube` (shared), `youtube.search`
+    /// or `youtube.videos.insert`.
+    /// - Parameter bucket: The bucket.
+    /// - Returns: Units spent today.
+    public func unitsUsed(bucket: String) -> Int { engine.unitsUsed(bucket: bucket) }
 
     /// Gives the fake's daily quota back, as its midnight would.
     public func resetQuota() { engine.resetQuota() }

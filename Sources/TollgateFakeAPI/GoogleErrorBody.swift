@@ -2,9 +2,16 @@ import Foundation
 
 /// Error bodies in the format Google's APIs use (`{"error": {"code", "message", "errors": [{reason}]}}`).
 enum GoogleErrorBody {
-    static func quotaExceeded() -> Data {
-        body(code: 403, reason: "quotaExceeded", domain: "youtube.quota",
-             message: "The request cannot be completed because you have exceeded your quota.")
+    /// Google's answer when a bucket is spent; the message names the method for the buckets that
+    /// meter one method.
+    static func quotaExceeded(bucket: String = "youtube") -> Data {
+        let what = switch bucket {
+        case "youtube.search": " for search.list"
+        case "youtube.videos.insert": " for videos.insert"
+        default: ""
+        }
+        return body(code: 403, reason: "quotaExceeded", domain: "youtube.quota",
+                    message: "The request cannot be completed because you have exceeded your quota\(what).")
     }
 
     static func rateLimitExceeded() -> Data {

@@ -50,8 +50,9 @@ struct QuotaCommandTests {
 
         let text = try fixture.tollgate("quota", "show")
         #expect(text.status == 0, "\(text.stderr)")
-        #expect(text.stdout.contains("youtube: 103/10,000 units used · 9,897 left · limit from configuration"))
-        #expect(text.stdout.contains("search.list  100 units  1 calls"))
+        #expect(text.stdout.contains("youtube: 3/10,000 units used · 9,997 left · limit from configuration"))
+        #expect(text.stdout.contains("youtube.search: 1/100 units used · 99 left · limit from configuration"))
+        #expect(text.stdout.contains("search.list  1 units  1 calls"))
         #expect(text.stdout.contains("videos.list  3 units  3 calls"))
 
         let json = try fixture.tollgate("quota", "show", "--json")
@@ -60,11 +61,14 @@ struct QuotaCommandTests {
         let bucket = try #require((report?["buckets"] as? [[String: Any]])?.first)
         #expect(report?["pacific_date"] as? String == PacificDay(containing: Date()).key)
         #expect(bucket["bucket"] as? String == "youtube")
-        #expect(bucket["used"] as? Int == 103)
-        #expect(bucket["remaining"] as? Int == 9_897)
+        #expect(bucket["used"] as? Int == 3)
+        #expect(bucket["remaining"] as? Int == 9_997)
         #expect(bucket["limit_source"] as? String == "configuration")
         let endpoints = (bucket["endpoints"] as? [[String: Any]])?.map { "\($0["endpoint"] ?? "")=\($0["units"] ?? "")/\($0["calls"] ?? "")" }
-        #expect(endpoints == ["search.list=100/1", "videos.list=3/3"])
+        #expect(endpoints == ["videos.list=3/3"])
+        let searches = try #require((report?["buckets"] as? [[String: Any]])?.first { $0["bucket"] as? String == "youtube.search" })
+        #expect(searches["used"] as? Int == 1)
+        #expect(searches["limit"] as? Int == 100)
 
         let yesterday = PacificDay(containing: Date()).previous.key
         let past = try fixture.tollgate("quota", "show", "--day", yesterday)

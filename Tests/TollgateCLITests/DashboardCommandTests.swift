@@ -42,12 +42,15 @@ struct DashboardCommandTests {
 
         #expect(snapshot.pacificDate == PacificDay(containing: Date()).key)
         #expect(abs(snapshot.resetsAt.timeIntervalSince(PacificDay(containing: Date()).nextReset)) < 1)
+        // Google's current model: search.list has a bucket of its own.
+        #expect(snapshot.buckets.map(\.bucket) == ["youtube", "youtube.search"])
         let bucket = try #require(snapshot.buckets.first)
-        #expect(snapshot.buckets.count == 1)
-        #expect(bucket.bucket == "youtube")
-        #expect(bucket.limit == 10_000 && bucket.used == 102 && bucket.remaining == 9_898, "\(bucket)")
+        #expect(bucket.limit == 10_000 && bucket.used == 2 && bucket.remaining == 9_998, "\(bucket)")
         #expect(bucket.exhaustedUntil == nil)
-        #expect(bucket.endpoints.map { "\($0.endpoint) \($0.units)/\($0.calls)" } == ["search.list 100/1", "videos.list 2/2"])
+        #expect(bucket.endpoints.map { "\($0.endpoint) \($0.units)/\($0.calls)" } == ["videos.list 2/2"])
+        let searches = try #require(snapshot.buckets.last)
+        #expect(searches.limit == 100 && searches.used == 1 && searches.remaining == 99, "\(searches)")
+        #expect(searches.endpoints.map { "\($0.endpoint) \($0.units)/\($0.calls)" } == ["search.list 1/1"])
         let circuit = try #require(snapshot.circuits.first)
         #expect(snapshot.circuits.count == 1)
         #expect(circuit.endpoint == "search.list")
@@ -57,7 +60,7 @@ struct DashboardCommandTests {
         #expect(snapshot.throttles.map { "\($0.endpoint) \($0.count)/\($0.limit) per \($0.windowSeconds)s, \($0.remaining) left" }
             == ["videos.list 2/30 per 60.0s, 28 left"])
         #expect(snapshot.recentLedgerEvents.map { "\($0.kind) \($0.endpoint) \($0.units)" }
-            == ["charge search.list 100", "charge videos.list 1", "charge videos.list 1", "limit * 0"])
+            == ["charge search.list 1", "limit * 0", "charge videos.list 1", "charge videos.list 1", "limit * 0"])
         #expect(snapshot.recentCircuitTransitions.map { "\($0.endpoint) \($0.from)→\($0.to)" } == ["search.list closed→open"])
 
         // The same as the library's own snapshot of the file, times aside (JSON keeps whole seconds).
@@ -80,11 +83,13 @@ struct DashboardCommandTests {
         let frame = result.stdout
         #expect(!frame.contains("\u{1B}"), "plain text when stdout is not a terminal")
         #expect(frame.contains("youtube"))
-        #expect(frame.contains("102/10,000 · 9,898 left"))
-        #expect(frame.contains("search.list 100u/1  videos.list 2u/2"))
+        #expect(frame.contains("2/10,000 · 9,998 left"))
+        #expect(frame.contains("videos.list 2u/2"))
+        #expect(frame.contains("1/100 · 99 left"))
+        #expect(frame.contains("search.list 1u/1"))
         #expect(frame.contains("search.list            OPEN      0/5 retry in"))
         #expect(frame.contains("videos.list            2/30 per 60s"))
-        #expect(frame.contains("charge    search.list +100"))
+        #expect(frame.contains("charge    search.list +1"))
         let lines = frame.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         #expect(lines.count <= 24)
         #expect(lines.allSatisfy { $0.count <= 80 }, "\(lines.filter { $0.count > 80 })")

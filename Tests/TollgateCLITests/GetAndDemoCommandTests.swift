@@ -34,14 +34,14 @@ struct GetAndDemoCommandTests {
         let path = directory.path("codes.sqlite")
         let store = try SQLiteStore(path: path)
         _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .seconds(600), policy: CircuitPolicy(), at: Date())
-        _ = try await store.markQuotaExhausted(bucket: "youtube", configuredLimit: 10_000, endpoint: nil, at: Date())
+        _ = try await store.markQuotaExhausted(bucket: "youtube.search", configuredLimit: 100, endpoint: nil, at: Date())
 
         let open = try CommandRunner.tollgate("get", api.url("videos", ["id": "v1"]).absoluteString, "--db", path)
         #expect(open.status == 4)
         #expect(open.stderr.contains("Service temporarily unavailable due to repeated failures. Please try again in"))
         let spent = try CommandRunner.tollgate("get", api.url("search", ["q": "swift"]).absoluteString, "--db", path)
         #expect(spent.status == 5)
-        #expect(spent.stderr.contains("Daily API quota exceeded: search.list costs 100 units and 0 units remain today."))
+        #expect(spent.stderr.contains("Daily API quota exceeded: search.list costs 1 unit and 0 units remain today."))
         #expect(api.receivedRequests.isEmpty)
         await api.stop()
     }

@@ -72,13 +72,34 @@ struct TransportTests {
         api.updateBehaviour { $0.outage = .init(status: 503, count: 1) }
         #expect(try await transport.send(.get(url), body: nil).0.status.code == 503)
 
-        api.updateBehaviour { $0.dailyQuota = 150 }
+        api.updateBehaviour { $0.searchCallsPerDay = 1 }
+        #expect(try await transport.send(.get(url), body: nil).0.status.code == 200)
+        let (spent, body) = try await transport.send(.get(url), body: nil)
+        #expect(spent.status.code == 403)
+        let text = String(decoding: body, as: UTF8.self)
+        #expect(text.contains("\"reason\":\"quotaExceeded\""))
+        #expect(text.contains("exceeded your quota for search.list"))
+        #expect(api.unitsUsed(bucket: "youtube.search") == 1)
+        #expect(api.unitsUsed == 0, "searches have a bucket of their own")
+        #expect(try await transport.send(.get(api.url("videos", ["id": "v1"])), body: nil).0.status.code == 200,
+                "videos.list keeps working when searches are spent")
+        #expect(api.receivedRequests.map(\.status) == [429, 429, 503, 200, 403, 200])
+        await api.stop()
+    }
+
+    @Test("the fake's single-pool model charges search.list 100 units of the one daily quota", arguments: TransportKind.allCases)
+    func singlePool(kind: TransportKind) async throws {
+        var behaviour = FakeAPIBehaviour()
+        behaviour.quotaModel = .singlePool
+        behaviour.dailyQuota = 150
+        let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
+        let transport = kind.make()
+        let url = api.url("search", ["q": "swift"])
         #expect(try await transport.send(.get(url), body: nil).0.status.code == 200)
         let (spent, body) = try await transport.send(.get(url), body: nil)
         #expect(spent.status.code == 403)
         #expect(String(decoding: body, as: UTF8.self).contains("\"reason\":\"quotaExceeded\""))
         #expect(api.unitsUsed == 100)
-        #expect(api.receivedRequests.map(\.status) == [429, 429, 503, 200, 403])
         await api.stop()
     }
 

@@ -1,15 +1,47 @@
 extension QuotaConfiguration {
-    /// The bucket of ``youTubeDataAPIv3``.
+    /// The bucket of ``youTubeDataAPIv3`` that every method but two shares: 10,000 units a day.
     public static let youTubeBucket = "youtube"
+    /// The bucket of `search.list` in ``youTubeDataAPIv3``: 100 calls a day.
+    public static let youTubeSearchBucket = "youtube.search"
+    /// The bucket of `videos.insert` in ``youTubeDataAPIv3``: 100 calls a day.
+    public static let youTubeUploadBucket = "youtube.videos.insert"
 
-    /// The YouTube Data API v3: one 10,000-unit daily bucket, reset at midnight Pacific time.
+    /// The YouTube Data API v3 as Google's quota page describes it as of 2026-11
+    /// (developers.google.com/youtube/data/determine_quota_cost): `search.list` and `videos.insert`
+    /// each have a bucket of their own, 100 calls a day at 1 unit a call (``youTubeSearchBucket``,
+    /// ``youTubeUploadBucket``); every other method shares 10,000 units a day (``youTubeBucket``).
+    /// All three reset at midnight Pacific time.
     ///
-    /// Costs from Google's quota calculator: `search.list` 100; every other `.list` method 1,
-    /// except `captions.list` 50; writes (`insert`, `update`, `delete`, `rate`, `set`, …) 50,
-    /// except `videos.insert` 1,600, `captions.insert` 400, `captions.update` 450; and
-    /// `captions.download` 200. Endpoints are named `resource.method`. A 304 is refunded for
-    /// every method. Unknown methods cost 1.
+    /// Costs in the shared bucket: every `.list` method 1, except `captions.list` 50; writes
+    /// (`insert`, `update`, `delete`, `rate`, `set`, …) 50, except `captions.insert` 400 and
+    /// `captions.update` 450; `captions.download` 200. Endpoints are named `resource.method`.
+    /// Whether Google charges a `304 Not Modified` is not documented: it is refunded here, as the
+    /// seeds ask; ``chargesNotModified`` turns that off in one line. Unknown methods cost 1 in the
+    /// shared bucket. The model before 2026 is ``youTubeDataAPIv3SinglePool``.
     public static let youTubeDataAPIv3: QuotaConfiguration = {
+        var costs = youTubeSharedCosts()
+        costs["search.list"] = EndpointCost(bucket: youTubeSearchBucket, units: 1)
+        costs["videos.insert"] = EndpointCost(bucket: youTubeUploadBucket, units: 1)
+        return QuotaConfiguration(
+            bucketLimits: [youTubeBucket: 10_000, youTubeSearchBucket: 100, youTubeUploadBucket: 100],
+            endpointCosts: costs, defaultBucket: youTubeBucket, defaultCost: 1
+        )
+    }()
+
+    /// The YouTube Data API v3 as it was metered until 2025 and as the seed documents describe it:
+    /// one 10,000-unit daily bucket for every method, `search.list` 100 units and `videos.insert`
+    /// 1,600, the other costs as in ``youTubeDataAPIv3``. For projects still on that model.
+    public static let youTubeDataAPIv3SinglePool: QuotaConfiguration = {
+        var costs = youTubeSharedCosts()
+        costs["search.list"] = EndpointCost(bucket: youTubeBucket, units: 100)
+        costs["videos.insert"] = EndpointCost(bucket: youTubeBucket, units: 1600)
+        return QuotaConfiguration(
+            bucketLimits: [youTubeBucket: 10_000], endpointCosts: costs, defaultBucket: youTubeBucket, defaultCost: 1
+        )
+    }()
+
+    /// The costs both models share, all in ``youTubeBucket``.
+    private static func youTubeSharedCosts() -> [String: EndpointCost] {
         let reads = [
             "activities.list", "channels.list", "channelSections.list", "comments.list", "commentThreads.list",
             "guideCategories.list", "i18nLanguages.list", "i18nRegions.list", "members.list",
@@ -29,16 +61,22 @@ extension QuotaConfiguration {
             "videos.update", "videos.rate", "videos.reportAbuse", "videos.delete",
             "watermarks.set", "watermarks.unset",
         ]
-        let special = [
-            "search.list": 100, "captions.list": 50, "captions.insert": 400, "captions.update": 450,
-            "captions.download": 200, "videos.insert": 1600,
-        ]
+        let special = ["captions.list": 50, "captions.insert": 400, "captions.update": 450, "captions.download": 200]
         var costs: [String: EndpointCost] = [:]
         for method in reads { costs[method] = EndpointCost(bucket: youTubeBucket, units: 1) }
         for method in writes { costs[method] = EndpointCost(bucket: youTubeBucket, units: 50) }
         for (method, units) in special { costs[method] = EndpointCost(bucket: youTubeBucket, units: units) }
-        return QuotaConfiguration(
-            bucketLimits: [youTubeBucket: 10_000], endpointCosts: costs, defaultBucket: youTubeBucket, defaultCost: 1
-        )
-    }()
+        return costs
+    }
+
+    /// Whether a `304 Not Modified` is charged, for every endpoint at once: false (the default)
+    /// refunds every 304, true charges them all. Setting it rewrites each price's
+    /// ``EndpointCost/refundsNotModified`` and ``refundsNotModifiedByDefault``.
+    public var chargesNotModified: Bool {
+        get { !refundsNotModifiedByDefault && endpointCosts.values.allSatisfy { !$0.refundsNotModified } }
+        set {
+            refundsNotModifiedByDefault = !newValue
+            for endpoint in endpointCosts.keys { endpointCosts[endpoint]?.refundsNotModified = !newValue }
+        }
+    }
 }

@@ -3,7 +3,8 @@ import Testing
 import TollgateTestSupport
 import Tollgate
 
-/// A ledger over a fresh file with its own clock and captured log.
+/// A ledger over a fresh file with its own clock and captured log. The ledger's mechanics are
+/// tested on the seed's single-pool YouTube model, where `search.list` is the expensive method.
 private struct Fixture {
     let directory: TemporaryDirectory
     let store: SQLiteStore
@@ -11,7 +12,7 @@ private struct Fixture {
     let log = LogCapture()
     let ledger: QuotaLedger
 
-    init(configuration: QuotaConfiguration = .youTubeDataAPIv3, now: Date = utc("2026-11-21T18:00:00Z")) throws {
+    init(configuration: QuotaConfiguration = .youTubeDataAPIv3SinglePool, now: Date = utc("2026-11-21T18:00:00Z")) throws {
         directory = try TemporaryDirectory()
         store = try SQLiteStore(path: directory.path("quota.sqlite"))
         clock = ManualClock(now: now)
@@ -121,7 +122,7 @@ struct QuotaLedgerTests {
 
     @Test("a 304 is refunded with a negative event, once; other answers keep the charge; an endpoint can opt out")
     func notModifiedIsRefunded() async throws {
-        var configuration = QuotaConfiguration.youTubeDataAPIv3
+        var configuration = QuotaConfiguration.youTubeDataAPIv3SinglePool
         configuration.endpointCosts["charged.list"] = .init(bucket: "youtube", units: 5, refundsNotModified: false)
         let fixture = try Fixture(configuration: configuration)
         let search = try await fixture.ledger.reserve(endpoint: "search.list")
@@ -318,7 +319,7 @@ struct QuotaLedgerTests {
     @Test("after a mixed workload the per-day totals equal the sum of the events")
     func totalsEqualEvents() async throws {
         let fixture = try Fixture(configuration: {
-            var configuration = QuotaConfiguration.youTubeDataAPIv3
+            var configuration = QuotaConfiguration.youTubeDataAPIv3SinglePool
             configuration.bucketLimits["uploads"] = 5000
             configuration.endpointCosts["videos.insert"] = .init(bucket: "uploads", units: 1600)
             return configuration
@@ -367,9 +368,9 @@ struct QuotaLedgerTests {
         ])
     }
 
-    @Test("the YouTube Data API v3 table prices methods as the issue lists them")
-    func youTubePreset() {
-        let table = QuotaConfiguration.youTubeDataAPIv3
+    @Test("the seed's single-pool YouTube table prices methods as the seed lists them")
+    func youTubeSinglePoolPreset() {
+        let table = QuotaConfiguration.youTubeDataAPIv3SinglePool
         let expected = [
             "search.list": 100, "videos.list": 1, "channels.list": 1, "playlists.list": 1, "playlistItems.list": 1,
             "commentThreads.list": 1, "comments.list": 1, "subscriptions.list": 1, "activities.list": 1,
@@ -383,6 +384,42 @@ struct QuotaLedgerTests {
         #expect(table.bucketLimits == ["youtube": 10_000])
         #expect(table.endpointCosts.filter { $0.key.hasSuffix(".list") && $0.key != "search.list" && $0.key != "captions.list" }
             .allSatisfy { $0.value.units == 1 })
+    }
+
+    @Test("Google's current YouTube model: search.list and videos.insert in buckets of 100 calls, the rest in 10,000 units")
+    func youTubeCurrentPreset() throws {
+        let table = QuotaConfiguration.youTubeDataAPIv3
+        #expect(table.bucketLimits == ["youtube": 10_000, "youtube.search": 100, "youtube.videos.insert": 100])
+        #expect(table.cost(for: "search.list") == .init(bucket: "youtube.search", units: 1))
+        #expect(table.cost(for: "videos.insert") == .init(bucket: "youtube.videos.insert", units: 1))
+        let shared = ["videos.list": 1, "captions.list": 50, "videos.update": 50, "captions.insert": 400,
+                      "captions.update": 450, "captions.download": 200]
+        for (method, units) in shared {
+            #expect(table.cost(for: method) == .init(bucket: "youtube", units: units), "\(method)")
+        }
+        #expect(!table.chargesNotModified)
+        var charging = table
+        charging.chargesNotModified = true
+        #expect(charging.chargesNotModified)
+        #expect(charging.endpointCosts.values.allSatisfy { !$0.refundsNotModified })
+        #expect(!charging.effectiveCost(for: "x.unknown").refundsNotModified)
+        try table.validate()
+    }
+
+    @Test("searches spent: search.list is refused while videos.list is charged in its own bucket")
+    func separateBuckets() async throws {
+        let fixture = try Fixture(configuration: .youTubeDataAPIv3)
+        for _ in 0..<100 { try await fixture.ledger.reserve(endpoint: "search.list") }
+        let error = await #expect(throws: TollgateError.self) {
+            try await fixture.ledger.reserve(endpoint: "search.list")
+        }
+        #expect(error == TollgateError.quotaExceeded(endpoint: "search.list", cost: 1, remaining: 0, resetsAt: utc("2026-11-22T08:00:00Z")))
+        let video = try await fixture.ledger.reserve(endpoint: "videos.list")
+        #expect(video.bucket == "youtube")
+        #expect(try await fixture.ledger.remaining(bucket: "youtube") == 9_999)
+        #expect(try await fixture.ledger.remaining(bucket: "youtube.search") == 0)
+        #expect(try await fixture.ledger.remaining(bucket: "youtube.videos.insert") == 100)
+        #expect(try await fixture.ledger.discrepancies().isEmpty)
     }
 
     @Test("an inconsistent cost table and a negative cost are refused with typed errors")
