@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import CoreMetrics
 import Logging
+import Synchronization
 
 /// The one call every request goes through: ETag cache, circuit breaker, throttle, daily quota
 /// ledger and retries, with all their state in one SQLite file shared by every process.
@@ -50,6 +51,9 @@ public final class Gate: Sendable {
     private let clock: any TollgateClock
     private let logger: Logger
     private let metrics: GateMetrics
+    /// `stale-while-revalidate` revalidations running after their stale answer was returned, by
+    /// resource, so one runs at a time per resource and ``flush()`` can wait for them.
+    let backgroundRevalidations = Mutex<[String: Task<Void, Never>]>([:])
 
     /// Creates a gate over a store.
     /// - Parameters:
@@ -127,7 +131,8 @@ public final class Gate: Sendable {
     ) async throws -> GateResponse {
         do {
             let answer = try await route(request, body: body, endpoint: endpoint, options: options,
-                                         via: transport ?? self.transport)
+                                         via: transport ?? self.transport,
+                                         revalidation: transport == nil && body == nil ? .inBackground : .inline)
             metrics.record(answer, endpoint: endpoint)
             return answer
         } catch let refusal as TollgateError {
@@ -136,18 +141,21 @@ public final class Gate: Sendable {
         }
     }
 
-    /// Writes the cache's buffered LRU touches and statistics. Call before a short-lived tool exits.
+    /// Waits for background revalidations (`stale-while-revalidate`), then writes the cache's
+    /// buffered LRU touches and statistics. Call before a short-lived tool exits.
     /// - Throws: A storage error.
     public func flush() async throws {
+        let running = backgroundRevalidations.withLock { Array($0.values) }
+        for revalidation in running { await revalidation.value }
         try await cache.flush()
     }
 
     // MARK: Steps
 
     /// The request path, steps 1 to 6.
-    private func route(
+    func route(
         _ request: HTTPRequest, body: Data?, endpoint: String, options: GateRequestOptions,
-        via transport: any HTTPTransport
+        via transport: any HTTPTransport, revalidation: Revalidation
     ) async throws -> GateResponse {
         var logger = self.logger
         logger[metadataKey: "gate.endpoint"] = "\(endpoint)"
@@ -165,7 +173,11 @@ public final class Gate: Sendable {
             return GateResponse(response: cached.response, body: cached.body, source: .cache,
                                 unitsCharged: 0, attempts: 0, age: cached.age)
         }
-        let stored = options.allowsStale ? lookup.cachedResponse : nil
+        if let early = await answerWithoutSending(request, lookup: lookup, endpoint: endpoint, options: options,
+                                                  via: transport, revalidation: revalidation) {
+            return early
+        }
+        let stored = options.allowsStale ? lookup.cachedResponse.flatMap { servableOnError($0, for: request) } : nil
         let outgoing = lookup.requestToSend ?? request
 
         // 2–5. Circuit, throttle, quota and send, for every attempt, under the retry policy.
@@ -212,6 +224,8 @@ public final class Gate: Sendable {
         var response: HTTPResponse
         var body: Data
         var serverSaysQuotaSpent: Bool
+        /// When the request left, for the response delay in a stored answer's age (RFC 9111 §4.2.3).
+        var sentAt: Date? = nil
     }
 
     /// What one admission granted.
@@ -277,6 +291,7 @@ public final class Gate: Sendable {
         let reservation = admitted.reservation
         let response: HTTPResponse
         let responseBody: Data
+        let sentAt = clock.now()
         do {
             (response, responseBody) = try await transport.send(request, body: body)
         } catch let error as HTTPTransportError {
@@ -294,7 +309,7 @@ public final class Gate: Sendable {
         let state = try await settle(endpoint: endpoint, outcome: outcome, admitted: admitted, refund: refund,
                                      quotaSpent: quotaSpent, ledger: &ledger)
         var result = AttemptResult.response(
-            Exchange(response: response, body: responseBody, serverSaysQuotaSpent: quotaSpent),
+            Exchange(response: response, body: responseBody, serverSaysQuotaSpent: quotaSpent, sentAt: sentAt),
             status: status,
             retryAfter: response.headerFields[.retryAfter].flatMap(RetryAfter.init(headerValue:)),
             outcome: outcome
@@ -357,7 +372,8 @@ public final class Gate: Sendable {
             return try await serveStale(stored, because: refusal, endpoint: endpoint, ledger: ledger, logger: logger)
         }
         if status == 304 {
-            if let revalidated = try? await cache.revalidated(exchange.response, for: request, endpoint: endpoint) {
+            if let revalidated = try? await cache.revalidated(exchange.response, for: request, endpoint: endpoint,
+                                                              requestedAt: exchange.sentAt) {
                 return GateResponse(response: revalidated.response, body: revalidated.body, source: .revalidated,
                                     unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: revalidated.age)
             }
@@ -368,7 +384,8 @@ public final class Gate: Sendable {
             return await stale(stored, reason: .upstreamFailure, endpoint: endpoint, ledger: ledger, logger: logger)
         }
         do {
-            try await cache.storeResponse(exchange.response, body: exchange.body, for: request, endpoint: endpoint)
+            try await cache.storeResponse(exchange.response, body: exchange.body, for: request, endpoint: endpoint,
+                                          requestedAt: exchange.sentAt)
         } catch {
             // A cache that cannot be written never fails the request.
             logger.warning("could not store the response in the cache", metadata: ["error": "\(error)"])
