@@ -425,6 +425,21 @@ struct RFC9111ConformanceTests {
         #expect(harness.sent == 2)
     }
 
+    @Test("§4.3.2: when the 304 to the variants' ETags matches nothing stored, the caller's request is sent again without conditions")
+    func unmatchedNotModifiedIsResent() async throws {
+        let harness = try RFCHarness { request in
+            request.header("If-None-Match") != nil
+                ? .init(304, [("ETag", "\"gone\""), ("Vary", "Accept-Language")])
+                : .init(200, [("ETag", "\"en\""), ("Vary", "Accept-Language"), ("Cache-Control", "max-age=60")], body: "hello")
+        }
+        _ = try await harness.send("/greeting", [("Accept-Language", "en")])
+        let other = try await harness.send("/greeting", [("Accept-Language", "fr")])
+        #expect(other.status.code == 200)
+        #expect(other.source == .network)
+        #expect(other.attempts == 2)
+        #expect(harness.origin.received.map { $0.header("If-None-Match") } == [nil, "\"en\"", nil])
+    }
+
     // MARK: §3.1 Headers that are not stored
 
     @Test("§3.1: hop-by-hop fields and those Connection names are neither stored nor replayed; Set-Cookie is never replayed")

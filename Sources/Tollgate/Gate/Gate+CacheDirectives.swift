@@ -10,6 +10,25 @@ extension Gate {
         case inBackground
         /// Revalidate before answering, as for any stale response.
         case inline
+        /// Send the request as the caller gave it, without looking the cache up.
+        case bypassingCache
+    }
+
+    /// The caller sent no conditional field, the cache added some, and the server's `304` matched
+    /// nothing stored (evicted meanwhile, or a variant tag that no longer fits): a `304` would mean
+    /// nothing to the caller, so the request is sent once more as the caller gave it. Both sends are
+    /// charged, as both reached the server.
+    func resendUnconditionally(
+        _ request: HTTPRequest, after notModified: GateResponse, endpoint: String, options: GateRequestOptions,
+        via transport: any HTTPTransport
+    ) async throws -> GateResponse {
+        cacheLogger.info("a 304 matched nothing stored; sending the request again without conditions",
+                         metadata: ["gate.endpoint": "\(endpoint)"])
+        var answer = try await route(request, body: nil, endpoint: endpoint, options: options, via: transport,
+                                     revalidation: .bypassingCache)
+        answer.unitsCharged += notModified.unitsCharged
+        answer.attempts += notModified.attempts
+        return answer
     }
 
     /// Answers that need no request: a `504` for `only-if-cached` when nothing stored fits (RFC 9111

@@ -163,7 +163,7 @@ public final class Gate: Sendable {
         // 1. Cache lookup. A cache that cannot be read never fails the request.
         let lookup: CacheLookup
         do {
-            lookup = try await cache.lookup(request, endpoint: endpoint)
+            lookup = revalidation == .bypassingCache ? .miss(request) : try await cache.lookup(request, endpoint: endpoint)
         } catch {
             logger.warning("cache lookup failed; sending without it", metadata: ["error": "\(error)"])
             lookup = .miss(request)
@@ -207,8 +207,14 @@ public final class Gate: Sendable {
         }
 
         // 6. Settle: store, revalidate, or serve stale.
-        return try await deliver(exchange, request: outgoing, stored: stored, endpoint: endpoint, options: options,
-                                ledger: ledger, logger: logger)
+        let answer = try await deliver(exchange, request: outgoing, stored: stored, endpoint: endpoint, options: options,
+                                       ledger: ledger, logger: logger)
+        if answer.status.code == 304, answer.source == .network, outgoing != request,
+           !request.headerFields.contains(.ifNoneMatch), !request.headerFields.contains(.ifModifiedSince) {
+            return try await resendUnconditionally(request, after: answer, endpoint: endpoint, options: options,
+                                                   via: transport)
+        }
+        return answer
     }
 
     /// What happened over one `send`'s attempts.

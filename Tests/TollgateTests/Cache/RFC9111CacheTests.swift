@@ -128,4 +128,23 @@ struct RFC9111CacheTests {
         let stats = try await fixture.cache.statistics(on: fixture.today)
         #expect(stats.map(\.counts.revalidations) == [0], "marking stale is not a revalidation")
     }
+
+    @Test("§4.1: Vary matching ignores whitespace and the order and case of Accept-Encoding and Accept-Language members")
+    func varyNormalisation() async throws {
+        let fixture = try CacheFixture()
+        try await fixture.cache.storeResponse(
+            response(200, [("ETag", "\"1\""), ("Vary", "Accept-Encoding, Accept-Language"), ("Cache-Control", "max-age=60")]),
+            body: Data("a".utf8), for: request(url, headers: [("Accept-Encoding", "gzip, br;q=0.5"), ("Accept-Language", "en")]),
+            endpoint: "e"
+        )
+        let same = request(url, headers: [("accept-encoding", "BR ; q=0.5,GZIP"), ("Accept-Language", "EN")])
+        #expect(try await fixture.cache.lookup(same, endpoint: "e").isFresh)
+        let split = request(url, headers: [("Accept-Encoding", "br;q=0.5"), ("Accept-Encoding", "gzip"), ("Accept-Language", "en")])
+        #expect(try await fixture.cache.lookup(split, endpoint: "e").isFresh, "two lines are one list")
+        let other = request(url, headers: [("Accept-Encoding", "gzip"), ("Accept-Language", "en")])
+        #expect(try await fixture.cache.lookup(other, endpoint: "e").isMiss)
+        // Other fields keep their case and order: only whitespace is normalised.
+        #expect(VaryNormalisation.normalised(["A,  B"], field: "x-custom") == "A, B")
+        #expect(VaryNormalisation.normalised(["b, a"], field: "x-custom") != VaryNormalisation.normalised(["a, b"], field: "x-custom"))
+    }
 }
