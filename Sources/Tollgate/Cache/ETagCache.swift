@@ -6,8 +6,8 @@ import Synchronization
 /// The ETag cache: stores responses in the store, answers fresh ones with no request, and turns
 /// the others into conditional requests whose `304` costs no quota.
 ///
-/// The gate calls ``lookup(_:endpoint:)`` before a request, then ``storeResponse(_:body:for:endpoint:)``
-/// with a full answer or ``revalidated(_:for:endpoint:)`` with a `304`. When it cannot send (circuit
+/// The gate calls ``lookup(_:endpoint:)`` before a request, then ``storeResponse(_:body:for:endpoint:requestedAt:)``
+/// with a full answer or ``revalidated(_:for:endpoint:requestedAt:)`` with a `304`. When it cannot send (circuit
 /// open, quota spent, throttled) it can serve ``staleResponse(for:endpoint:)`` and count it with
 /// ``recordStaleServe(_:endpoint:)``.
 ///
