@@ -98,10 +98,12 @@ enum CacheHeaders {
         return false
     }
 
+    private static let pragma = HTTPField.Name("Pragma")!
+
     /// `Pragma: no-cache` counts only when the request has no `Cache-Control` (RFC 9111 §5.4).
     static func requestPragmaNoCache(_ fields: HTTPFields) -> Bool {
         guard !fields.contains(.cacheControl) else { return false }
-        return fields[values: HTTPField.Name("Pragma")!].flatMap { $0.split(separator: ",") }
+        return fields[values: pragma].flatMap { $0.split(separator: ",") }
             .contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "no-cache" }
     }
 

@@ -26,12 +26,12 @@ extension CachedResponse {
     }
 
     /// Whether it may answer a request without the server (RFC 9111 §4.2, §5.2.1): never with
-    /// `no-cache` on either side; within the request's `max-age` and `min-fresh`; fresh, or stale
+    /// `no-cache` on either side (a `no-cache` response is stored with no freshness); within the request's `max-age` and `min-fresh`; fresh, or stale
     /// within the request's `max-stale` unless `must-revalidate` or `proxy-revalidate` forbid it.
     func satisfies(_ request: RequestDirectives, at now: Date) -> Bool {
+        // No freshness at all is how `no-cache` responses are stored: the fresh path, the hot one,
+        // need not parse the stored directives.
         guard let freshUntil, !request.noCache else { return false }
-        let response = directives
-        guard !response.noCache else { return false }
         if let maxAge = request.cacheControl.maxAge {
             guard let seconds = maxAge.value, age.timeInterval <= TimeInterval(seconds) else { return false }
         }
@@ -41,7 +41,8 @@ extension CachedResponse {
             }
         }
         if now < freshUntil { return true }
-        guard !response.mustRevalidate, !response.proxyRevalidate else { return false }
+        let response = directives
+        guard !response.noCache, !response.mustRevalidate, !response.proxyRevalidate else { return false }
         switch request.cacheControl.maxStale {
         case .any: return true
         case .seconds(let seconds): return staleness(at: now) <= TimeInterval(seconds)

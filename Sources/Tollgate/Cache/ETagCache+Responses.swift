@@ -51,7 +51,10 @@ extension ETagCache {
         let cacheControl = CacheControl(response.headerFields)
         let permitted = Self.storableByDefault.contains(status) || cacheControl.maxAge != nil
             || response.headerFields.contains(.expires) || cacheControl.isPublic || cacheControl.isPrivate
-        guard permitted, status != 206 else {
+        // §5.2.2.3: must-understand limits storing to statuses whose caching rules this cache
+        // implements, and then no-store, which such responses carry for older caches, is ignored.
+        let mustUnderstand = cacheControl.contains("must-understand")
+        guard permitted, status != 206, !mustUnderstand || Self.understoodStatuses.contains(status) else {
             logger.debug("cache miss: not stored", metadata: ["cache.url": "\(key.url)", "cache.status": "\(status)"])
             if (200..<300).contains(status) {
                 _ = try await withActivity(now: now) { activity in
@@ -65,7 +68,7 @@ extension ETagCache {
         let lastModified = CacheHeaders.lastModified(response.headerFields)
         let unstorableReason: String? = if !Self.isCacheable(request, ignoringAddedValidators: true) {
             "the request bypasses the cache"
-        } else if cacheControl.noStore {
+        } else if cacheControl.noStore && !mustUnderstand {
             "Cache-Control: no-store"
         } else if vary == .any {
             "Vary: *"
@@ -292,6 +295,11 @@ extension ETagCache {
 
     /// Methods that never change the resource (RFC 9110 §9.2.1); any other that succeeds invalidates.
     static let safeMethods: Set<HTTPRequest.Method> = [.get, .head, .options, .trace]
+
+    /// The final statuses RFC 9110 §15 defines, whose caching rules this cache follows (206 aside:
+    /// partial content is never stored).
+    static let understoodStatuses: Set<Int> = Set([200, 201, 202, 203, 204, 205] + Array(300...304) + [307, 308]
+        + Array(400...417) + [421, 422, 426] + Array(500...505))
 
     /// Statuses a private cache may store without explicit freshness (RFC 9110 §15.1), minus 206.
     static let storableByDefault: Set<Int> = CacheHeaders.heuristicallyCacheable.subtracting([206])

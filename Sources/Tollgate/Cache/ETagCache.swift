@@ -108,8 +108,9 @@ public final class ETagCache: Sendable {
 
     /// The stored response for a request regardless of its freshness, with its age: for serving
     /// stale when the circuit is open, the quota is spent or the throttle is full. Entries past
-    /// ``CacheConfiguration/maxAge`` are gone and never returned. Nothing is counted: call
-    /// ``recordStaleServe(_:endpoint:)`` when the response is served.
+    /// ``CacheConfiguration/maxAge`` are gone and never returned. Whether its directives allow
+    /// serving it stale is ``CachedResponse/mayServeStaleOnError(for:at:)``'s answer, not this
+    /// method's. Nothing is counted: call ``recordStaleServe(_:endpoint:)`` when the response is served.
     /// - Parameters:
     ///   - request: The request.
     ///   - endpoint: The endpoint name.

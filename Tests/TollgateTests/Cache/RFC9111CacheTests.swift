@@ -147,4 +147,23 @@ struct RFC9111CacheTests {
         #expect(VaryNormalisation.normalised(["A,  B"], field: "x-custom") == "A, B")
         #expect(VaryNormalisation.normalised(["b, a"], field: "x-custom") != VaryNormalisation.normalised(["a, b"], field: "x-custom"))
     }
+
+    @Test("§5.2.2.3: must-understand stores a known status despite no-store, and never an unknown one")
+    func mustUnderstand() async throws {
+        let fixture = try CacheFixture()
+        let known = try await fixture.cache.storeResponse(
+            response(200, [("Cache-Control", "max-age=60, must-understand, no-store")]), body: Data("a".utf8),
+            for: request(url), endpoint: "e"
+        )
+        #expect(known != nil)
+        #expect(try await fixture.cache.lookup(request(url), endpoint: "e").isFresh)
+        let unknown = try await fixture.cache.storeResponse(
+            response(299, [("Cache-Control", "max-age=60, must-understand")]), body: Data(),
+            for: request("https://api.example.com/unknown"), endpoint: "e"
+        )
+        #expect(unknown == nil)
+        #expect(try await fixture.cache.storeResponse(response(299, [("Cache-Control", "max-age=60")]), body: Data(),
+                                                      for: request("https://api.example.com/unknown"), endpoint: "e") != nil,
+                "without must-understand, explicit freshness is enough")
+    }
 }
