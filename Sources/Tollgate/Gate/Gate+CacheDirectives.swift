@@ -19,12 +19,12 @@ extension Gate {
     /// nothing to the caller, so the request is sent once more as the caller gave it. Both sends are
     /// charged, as both reached the server.
     func resendUnconditionally(
-        _ request: HTTPRequest, after notModified: GateResponse, endpoint: String, options: GateRequestOptions,
-        via transport: any HTTPTransport
+        _ request: HTTPRequest, body: Data?, after notModified: GateResponse, endpoint: String,
+        options: GateRequestOptions, via transport: any HTTPTransport
     ) async throws -> GateResponse {
         cacheLogger.info("a 304 matched nothing stored; sending the request again without conditions",
                          metadata: ["gate.endpoint": "\(endpoint)"])
-        var answer = try await route(request, body: nil, endpoint: endpoint, options: options, via: transport,
+        var answer = try await route(request, body: body, endpoint: endpoint, options: options, via: transport,
                                      revalidation: .bypassingCache)
         answer.unitsCharged += notModified.unitsCharged
         answer.attempts += notModified.attempts

@@ -211,8 +211,8 @@ public final class Gate: Sendable {
                                        ledger: ledger, logger: logger)
         if answer.status.code == 304, answer.source == .network, outgoing != request,
            !request.headerFields.contains(.ifNoneMatch), !request.headerFields.contains(.ifModifiedSince) {
-            return try await resendUnconditionally(request, after: answer, endpoint: endpoint, options: options,
-                                                   via: transport)
+            return try await resendUnconditionally(request, body: body, after: answer, endpoint: endpoint,
+                                                   options: options, via: transport)
         }
         return answer
     }
