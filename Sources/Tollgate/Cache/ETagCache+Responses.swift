@@ -11,8 +11,9 @@ extension ETagCache {
     ///   `no-store`, no `Vary: *`, a body within ``CacheConfiguration/maxBodySize``, and either a
     ///   status cacheable by default (200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501) or
     ///   `max-age`, `Expires`, `public` or `private`. Validators are not required: a response
-    ///   without one is served while fresh and fetched again in full when stale. A 2xx that fails
-    ///   those rules removes what was stored for the resource.
+    ///   without one is served while fresh and fetched again in full when stale. A 2xx that may
+    ///   not be stored, or a storable status with `no-store` or `Vary: *`, removes what was stored
+    ///   for the resource: it changed. Other statuses leave it.
     /// - A `200` to `HEAD` also updates the stored `GET` responses it describes (RFC 9111 §4.3.5).
     /// - A 2xx or 3xx answer to any method other than `GET`, `HEAD`, `OPTIONS` and `TRACE`
     ///   invalidates every entry stored for its URL and for the same-origin URLs in its `Location`
@@ -56,7 +57,8 @@ extension ETagCache {
         let mustUnderstand = cacheControl.contains("must-understand")
         guard permitted, status != 206, !mustUnderstand || Self.understoodStatuses.contains(status) else {
             logger.debug("cache miss: not stored", metadata: ["cache.url": "\(key.url)", "cache.status": "\(status)"])
-            if (200..<300).contains(status) {
+            // A 206 is part of the resource, not a new version of it: what is stored stays.
+            if (200..<300).contains(status), status != 206 {
                 _ = try await withActivity(now: now) { activity in
                     try await self.storage.removeCacheEntries(resourceKey: key.resourceKey, activity: activity)
                 }

@@ -166,4 +166,17 @@ struct RFC9111CacheTests {
                                                       for: request("https://api.example.com/unknown"), endpoint: "e") != nil,
                 "without must-understand, explicit freshness is enough")
     }
+
+    @Test("§3.3: a 206 to a Range request neither is stored nor removes the stored full response; a 202 removes it")
+    func partialContentKeepsTheFullResponse() async throws {
+        let fixture = try CacheFixture()
+        try await fixture.cache.storeResponse(response(200, [("ETag", "\"1\""), ("Cache-Control", "max-age=60")]),
+                                              body: Data("full".utf8), for: request(url), endpoint: "e")
+        try await fixture.cache.storeResponse(response(206, [("ETag", "\"1\""), ("Content-Range", "bytes 0-1/4")]),
+                                              body: Data("fu".utf8), for: request(url, headers: [("Range", "bytes=0-1")]),
+                                              endpoint: "e")
+        #expect(try await fixture.cache.lookup(request(url), endpoint: "e").cachedResponse?.body == Data("full".utf8))
+        try await fixture.cache.storeResponse(response(202), body: Data(), for: request(url), endpoint: "e")
+        #expect(try await fixture.cache.lookup(request(url), endpoint: "e").isMiss)
+    }
 }
