@@ -279,6 +279,8 @@ struct RFC9111ConformanceTests {
         #expect(fresh.source == .cache, "the 304's max-age=100 was merged")
         harness.advance(200)  // 100 s stale: beyond the window, revalidated before answering
         #expect(try await harness.send("/r").source == .revalidated)
+        harness.advance(110)  // 10 s stale again: a caller that refuses stale answers waits for the revalidation
+        #expect(try await harness.send("/r", options: GateRequestOptions(allowsStale: false)).source == .revalidated)
     }
 
     // MARK: §5.2.1 Request directives

@@ -42,7 +42,7 @@ extension Gate {
             return GateResponse(response: HTTPResponse(status: .gatewayTimeout), body: Data(), source: .notCached,
                                 unitsCharged: 0, attempts: 0, age: nil)
         }
-        guard revalidation == .inBackground, case .revalidate(let cached, _) = lookup,
+        guard revalidation == .inBackground, options.allowsStale, case .revalidate(let cached, _) = lookup,
               configuration.cache.servesFresh(for: endpoint), cached.isWithinStaleWhileRevalidate(at: cache.clock.now()),
               let key = try? cache.key(for: request)
         else { return nil }
