@@ -240,6 +240,20 @@ struct RFC9111ConformanceTests {
         #expect(harness.sent == 2)
     }
 
+    @Test("§4.2.4: an open circuit serves stale only where the directives allow it, else refuses")
+    func circuitOpenRespectsDirectives() async throws {
+        let harness = try RFCHarness { request in
+            .init(200, [("ETag", "\"1\""), ("Cache-Control", request.target == "/strict" ? "no-cache" : "max-age=0")])
+        }
+        _ = try await harness.send("/strict")
+        _ = try await harness.send("/lenient")
+        try await harness.gate.circuit.forceOpen(endpoint: "rfc", for: .seconds(60))
+        #expect(try await harness.send("/lenient").source == .stale(.circuitOpen))
+        let refusal = await #expect(throws: TollgateError.self) { try await harness.send("/strict") }
+        #expect(refusal == .circuitOpen(retryAfter: 60))
+        #expect(harness.sent == 2)
+    }
+
     @Test("§4.2.4: servesStaleAgainstDirectives is an explicit opt-out for APIs whose every answer says must-revalidate")
     func optOutOfDirectives() async throws {
         let harness = try RFCHarness(quotaLimit: 1, cache: { $0.servesStaleAgainstDirectives = true }) { _ in
