@@ -118,7 +118,11 @@ struct GateEndToEndTests {
 
     @Test("with the day's quota spent, a stored answer is served stale; with nothing stored, quotaExceeded")
     func quotaSpent() async throws {
-        let harness = try await GateHarness(quotaLimit: 3)
+        // YouTube's own header says must-revalidate, which forbids serving stale (RFC 9111 §4.2.4);
+        // max-age=0 without it keeps every answer revalidated and lets a stored one stand in.
+        var behaviour = FakeAPIBehaviour()
+        behaviour.maxAge = 0
+        let harness = try await GateHarness(quotaLimit: 3, behaviour: behaviour)
         let stored = try await harness.gate.send(harness.video("a"), endpoint: "videos.list")
         _ = try await harness.gate.send(harness.video("b"), endpoint: "videos.list")
         _ = try await harness.gate.send(harness.video("c"), endpoint: "videos.list")
@@ -146,6 +150,7 @@ struct GateEndToEndTests {
     func serverSaysQuotaSpent() async throws {
         var behaviour = FakeAPIBehaviour()
         behaviour.dailyQuota = 2
+        behaviour.maxAge = 0  // without YouTube's must-revalidate, which forbids serving stale
         let harness = try await GateHarness(behaviour: behaviour)
         let stored = try await harness.gate.send(harness.video("a"), endpoint: "videos.list")
         _ = try await harness.gate.send(harness.video("b"), endpoint: "videos.list")

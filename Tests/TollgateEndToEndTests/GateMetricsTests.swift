@@ -10,7 +10,11 @@ import TollgateTestSupport
 struct GateMetricsTests {
     @Test("requests by source, units charged, refusals, circuit state and hit rate, per endpoint")
     func metricsFollowTheRequests() async throws {
-        let api = try await FakeYouTubeAPI.start()
+        // YouTube's own header says must-revalidate, which forbids serving stale (RFC 9111 §4.2.4);
+        // max-age=0 without it keeps every answer revalidated and lets a stored one stand in.
+        var behaviour = FakeAPIBehaviour()
+        behaviour.maxAge = 0
+        let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
         let directory = try TemporaryDirectory()
         let metrics = TestMetrics()
         let gate = try Gate(

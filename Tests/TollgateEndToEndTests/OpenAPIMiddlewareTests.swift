@@ -51,7 +51,11 @@ private struct PlainClientTransport: ClientTransport {
 struct OpenAPIMiddlewareTests {
     @Test("a generated-style client behind GateMiddleware gets the cache, the quota ledger and the circuit")
     func generatedClientGoesThroughTheGate() async throws {
-        let api = try await FakeYouTubeAPI.start()
+        // YouTube's own header says must-revalidate, which forbids serving stale (RFC 9111 §4.2.4);
+        // max-age=0 without it keeps every answer revalidated and lets a stored one stand in.
+        var behaviour = FakeAPIBehaviour()
+        behaviour.maxAge = 0
+        let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
         let directory = try TemporaryDirectory()
         let store = try SQLiteStore(path: directory.path("openapi.sqlite"))
         let clock = SimulatedClock(base: ManualClock(now: Date(timeIntervalSince1970: 1_800_000_000)))

@@ -54,6 +54,20 @@ public struct CacheConfiguration: Sendable {
     public var activityFlushInterval: Duration = .seconds(1)
     /// The hit rate of an endpoint is logged at `info` every this many outcomes (0: never).
     public var hitRateLogInterval: Int = 100
+    /// Whether a response without `max-age` or `Expires` but with `Last-Modified` is fresh for a
+    /// share of its age at the origin (RFC 9111 §4.2.2), for statuses that are heuristically
+    /// cacheable (200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501). On by default.
+    public var usesHeuristicFreshness: Bool = true
+    /// That share of `Date − Last-Modified`: 10 % by default, as the RFC suggests.
+    public var heuristicFreshnessFraction: Double = 0.1
+    /// The longest heuristic freshness lifetime. 1 day by default.
+    public var maxHeuristicFreshness: Duration = .seconds(86_400)
+    /// Whether a stale stored response may be served on an error (open circuit, spent quota, full
+    /// throttle, failing server) even when its directives forbid it (`must-revalidate`,
+    /// `proxy-revalidate`, `no-cache`, an exceeded `stale-if-error`). Off by default, as RFC 9111
+    /// §4.2.4 requires; turning it on is a deliberate departure for APIs such as YouTube's, whose
+    /// every answer says `must-revalidate` although a stale answer beats none when the quota is spent.
+    public var servesStaleAgainstDirectives: Bool = false
 
     /// Creates a configuration with the defaults.
     public init() {}
@@ -65,12 +79,23 @@ public struct CacheConfiguration: Sendable {
         servesFreshResponsesWithoutRequest && !alwaysRevalidatedEndpoints.contains(endpoint)
     }
 
+    /// The heuristic in force: none when turned off.
+    var heuristics: HeuristicFreshness {
+        usesHeuristicFreshness
+            ? HeuristicFreshness(fraction: heuristicFreshnessFraction, maximum: maxHeuristicFreshness.timeInterval)
+            : .off
+    }
+
     func validated() throws(CacheError) -> CacheConfiguration {
         guard maxEntries >= 1 else { throw .invalidConfiguration("maxEntries must be at least 1, not \(maxEntries)") }
         guard maxAge > .zero else { throw .invalidConfiguration("maxAge must be positive") }
         guard maxBodySize >= 0 else { throw .invalidConfiguration("maxBodySize must not be negative") }
         guard maxTotalBodyBytes >= 0 else { throw .invalidConfiguration("maxTotalBodyBytes must not be negative") }
         guard activityFlushThreshold >= 1 else { throw .invalidConfiguration("activityFlushThreshold must be at least 1") }
+        guard (0...1).contains(heuristicFreshnessFraction) else {
+            throw .invalidConfiguration("heuristicFreshnessFraction must be between 0 and 1, not \(heuristicFreshnessFraction)")
+        }
+        guard maxHeuristicFreshness >= .zero else { throw .invalidConfiguration("maxHeuristicFreshness must not be negative") }
         return self
     }
 }

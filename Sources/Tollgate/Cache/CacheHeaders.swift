@@ -4,21 +4,32 @@ import HTTPTypes
 /// The header rules of the cache: what is stored, how a `304` merges, how fresh a response is.
 /// Pure functions over `HTTPFields`.
 enum CacheHeaders {
-    /// Fields that describe one connection, never a stored response (RFC 9111 §3.1).
+    /// Fields that describe one connection, never a stored response (RFC 9110 §7.6.1, RFC 9111 §3.1).
     private static let hopByHop: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade",
     ]
 
-    /// Whether a response field may be stored: not `Set-Cookie`, not a secret, not hop-by-hop.
-    static func isStorable(_ name: HTTPField.Name, sensitive: Set<HTTPField.Name>) -> Bool {
+    /// The field names a message's `Connection` lists: they describe that connection only.
+    static func connectionOptions(_ fields: HTTPFields) -> Set<String> {
+        Set(fields[values: .connection].flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty })
+    }
+
+    /// Whether a response field may be stored: not `Set-Cookie` (a credential of its own, so it is
+    /// never replayed, not even within one credential partition), not a secret, not hop-by-hop,
+    /// not named by `Connection`.
+    static func isStorable(
+        _ name: HTTPField.Name, sensitive: Set<HTTPField.Name>, connectionOptions: Set<String> = []
+    ) -> Bool {
         let canonical = name.canonicalName
         return canonical != "set-cookie" && canonical != "set-cookie2" && !sensitive.contains(name)
-            && !hopByHop.contains(canonical)
+            && !hopByHop.contains(canonical) && !connectionOptions.contains(canonical)
     }
 
     /// The fields to store from a response, with any echo of the request's secrets redacted.
     static func storable(_ fields: HTTPFields, sensitive: Set<HTTPField.Name>, secrets: [String]) -> [CacheHeaderField] {
-        fields.filter { isStorable($0.name, sensitive: sensitive) }.map { field in
+        let options = connectionOptions(fields)
+        return fields.filter { isStorable($0.name, sensitive: sensitive, connectionOptions: options) }.map { field in
             CacheHeaderField(name: field.name.rawName, value: redacting(secrets, in: field.value))
         }
     }
@@ -28,8 +39,9 @@ enum CacheHeaders {
     static func merge(
         stored: [CacheHeaderField], notModified: HTTPFields, sensitive: Set<HTTPField.Name>, secrets: [String]
     ) -> [CacheHeaderField] {
+        let options = connectionOptions(notModified)
         let updates = notModified.filter { field in
-            field.name != .contentLength && isStorable(field.name, sensitive: sensitive)
+            field.name != .contentLength && isStorable(field.name, sensitive: sensitive, connectionOptions: options)
         }
         let replaced = Set(updates.map(\.name.canonicalName))
         var merged = stored.filter { !replaced.contains($0.name.lowercased()) }
@@ -68,38 +80,31 @@ enum CacheHeaders {
         return opaque(first) == opaque(second)
     }
 
-    /// Until when a response received at `now` stays fresh (RFC 9111 §4.2), or nil when it must be
-    /// revalidated before every use: `no-cache`, no `max-age` nor `Expires`, an invalid `max-age`
-    /// or `Expires` (which means already stale), or a lifetime its age has used up.
-    static func freshUntil(_ fields: HTTPFields, now: Date) -> Date? {
-        let cacheControl = CacheControl(fields)
-        guard !cacheControl.noCache, !cacheControl.noStore else { return nil }
-        let date = fields[.date].flatMap(HTTPDate.parse)
-        let lifetime: TimeInterval
-        switch cacheControl.maxAge {
-        case .seconds(let seconds):
-            lifetime = TimeInterval(seconds)
-        case .invalid:
-            return nil
-        case nil:
-            guard let expiresText = fields[.expires] else { return nil }
-            guard let expires = HTTPDate.parse(expiresText) else { return nil }
-            lifetime = expires.timeIntervalSince(date ?? now)
-        }
-        let ageValue = fields[.age].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.map { max(0, $0) } ?? 0
-        let apparentAge = date.map { max(0, now.timeIntervalSince($0)) } ?? 0
-        let currentAge = max(TimeInterval(ageValue), apparentAge)
-        let remaining = lifetime - currentAge
-        guard remaining > 0, remaining.isFinite else { return nil }
-        return now.addingTimeInterval(min(remaining, 100 * 365 * 86_400))
+    /// Until when a response received at `now` stays fresh, or nil when it is not fresh at `now`:
+    /// ``freshness(_:status:requestTime:responseTime:heuristics:)`` seen from the moment it arrives.
+    static func freshUntil(
+        _ fields: HTTPFields, now: Date, status: Int = 200, heuristics: HeuristicFreshness = .off
+    ) -> Date? {
+        let freshness = freshness(fields, status: status, requestTime: now, responseTime: now, heuristics: heuristics)
+        guard let until = freshness.freshUntil, until > now else { return nil }
+        return until
     }
 
     /// Whether the request asks for a revalidation whatever the stored freshness says.
     static func requestRequiresValidation(_ fields: HTTPFields) -> Bool {
         let cacheControl = CacheControl(fields)
-        if cacheControl.noCache { return true }
+        if cacheControl.noCache || requestPragmaNoCache(fields) { return true }
         if case .seconds(0) = cacheControl.maxAge { return true }
         return false
+    }
+
+    private static let pragma = HTTPField.Name("Pragma")!
+
+    /// `Pragma: no-cache` counts only when the request has no `Cache-Control` (RFC 9111 §5.4).
+    static func requestPragmaNoCache(_ fields: HTTPFields) -> Bool {
+        guard !fields.contains(.cacheControl) else { return false }
+        return fields[values: pragma].flatMap { $0.split(separator: ",") }
+            .contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "no-cache" }
     }
 
     private static func redacting(_ secrets: [String], in value: String) -> String {

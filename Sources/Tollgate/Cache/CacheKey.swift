@@ -220,8 +220,7 @@ public struct CacheKey: Sendable, Hashable {
             guard let fieldName = HTTPField.Name(name) else { return "\(name)\u{1}absent" }
             let values = request.headerFields[values: fieldName]
             guard !values.isEmpty else { return "\(name)\u{1}absent" }
-            let normalised = values.map { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ") }
-            return "\(name)=\(normalised.joined(separator: ", "))"
+            return "\(name)=\(VaryNormalisation.normalised(values, field: name))"
         }
         return digest("tollgate.cache.variant.v1\n" + parts.joined(separator: "\n"))
     }

@@ -5,9 +5,10 @@ import HTTPTypes
 public struct CachedResponse: Sendable, Hashable {
     /// The stored entry's id in the store.
     public let entryID: Int64
-    /// The status of the stored response (a 2xx).
+    /// The status of the stored response: any final status a private cache may store (RFC 9111 §3).
     public let status: HTTPResponse.Status
-    /// The stored header fields, without secrets and `Set-Cookie`.
+    /// The stored header fields, without secrets, `Set-Cookie` and hop-by-hop fields, with the stored
+    /// `Date` as the server sent it and `Age` set to ``age`` (RFC 9111 §5.1).
     public let headerFields: HTTPFields
     /// The body.
     public let body: Data
@@ -19,11 +20,14 @@ public struct CachedResponse: Sendable, Hashable {
     public let storedAt: Date
     /// When the server last confirmed it: stored or revalidated by a `304`.
     public let validatedAt: Date
-    /// Until when it is fresh under its own `Cache-Control: max-age` or `Expires`; nil when it
-    /// must be revalidated before use.
+    /// When it becomes stale under its own `max-age`, `Expires` or the heuristic (RFC 9111 §4.2),
+    /// possibly before it was stored; nil when it must be revalidated before every use (`no-cache`).
     public let freshUntil: Date?
-    /// How long ago the server last confirmed it, at the time it was read.
+    /// Its current age when it was read (RFC 9111 §4.2.3): the age it had when it arrived (`Age`,
+    /// `Date` and the response delay) plus the time it has been stored since it was last validated.
     public let age: Duration
+    /// The age it had when it was stored or last revalidated.
+    public let initialAge: Duration
 
     /// The stored response as an `HTTPResponse`.
     public var response: HTTPResponse { HTTPResponse(status: status, headerFields: headerFields) }
@@ -39,11 +43,20 @@ public struct CachedResponse: Sendable, Hashable {
         let metadata = entry.metadata
         entryID = metadata.id
         status = HTTPResponse.Status(code: metadata.status)
+        let currentAgeMs = max(0, metadata.initialAgeMs) + max(0, CacheTime.milliseconds(now) - metadata.validatedAtMs)
         var fields = HTTPFields()
+        var ageWritten = false
         for field in metadata.headers {
             guard let name = HTTPField.Name(field.name) else { continue }
+            if name == .age {
+                // The stored Age was the server's; what is served is the current age, once.
+                if !ageWritten { fields.append(HTTPField(name: .age, value: "\(currentAgeMs / 1000)")) }
+                ageWritten = true
+                continue
+            }
             fields.append(HTTPField(name: name, value: field.value))
         }
+        if !ageWritten { fields.append(HTTPField(name: .age, value: "\(currentAgeMs / 1000)")) }
         headerFields = fields
         body = entry.body
         etag = metadata.etag
@@ -51,7 +64,8 @@ public struct CachedResponse: Sendable, Hashable {
         storedAt = CacheTime.date(metadata.storedAtMs)
         validatedAt = CacheTime.date(metadata.validatedAtMs)
         freshUntil = metadata.freshUntilMs.map(CacheTime.date)
-        age = .milliseconds(max(0, CacheTime.milliseconds(now) - metadata.validatedAtMs))
+        age = .milliseconds(currentAgeMs)
+        initialAge = .milliseconds(max(0, metadata.initialAgeMs))
     }
 }
 
@@ -60,10 +74,14 @@ public enum CacheLookup: Sendable, Hashable {
     /// A stored response still fresh: serve it, send nothing. Already counted as a hit.
     case fresh(CachedResponse)
     /// A stored response that must be revalidated: send `conditionalRequest` (the request with
-    /// `If-None-Match` or `If-Modified-Since`); a `304` goes to ``ETagCache/revalidated(_:for:endpoint:)``.
-    /// The stored response can be served stale if the request cannot be sent.
+    /// `If-None-Match` or `If-Modified-Since`, or the request as it is when the stored response has
+    /// no validator, so a full answer replaces it); a `304` goes to
+    /// ``ETagCache/revalidated(_:for:endpoint:requestedAt:)``. The stored response can be served stale
+    /// if the request cannot be sent, where its directives allow (see ``CachedResponse/mayServeStaleOnError(for:at:)``).
     case revalidate(CachedResponse, conditionalRequest: HTTPRequest)
-    /// Nothing usable is stored: send the request as it is.
+    /// Nothing usable is stored: send the request, as it is or, when other variants of the resource
+    /// are stored, with `If-None-Match` listing their entity tags (RFC 9111 §4.3.2) so that a `304`
+    /// can select one.
     case miss(HTTPRequest)
 
     /// The request to send, or nil for a fresh hit.

@@ -6,45 +6,63 @@ extension ETagCache {
     /// or removes what may no longer be served.
     ///
     /// - A `GET` or `HEAD` answer counts as a miss. It is stored (one write transaction, which also
-    ///   writes the buffered touches, expires old entries and evicts LRU-first to the limits) when
-    ///   it is a 2xx other than `206`, has an `ETag` or `Last-Modified`, is not `no-store`, has no
-    ///   `Vary: *` and its body fits ``CacheConfiguration/maxBodySize``. A 2xx that fails those
-    ///   rules removes what was stored for the resource.
-    /// - A 2xx or 3xx answer to `POST`, `PUT`, `PATCH` or `DELETE` invalidates every entry stored
-    ///   for the URL.
+    ///   writes the buffered touches, expires old entries and evicts LRU-first to the limits) when a
+    ///   private cache may store it (RFC 9111 §3): a final status other than `206` and `304`, no
+    ///   `no-store`, no `Vary: *`, a body within ``CacheConfiguration/maxBodySize``, and either a
+    ///   status cacheable by default (200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501) or
+    ///   `max-age`, `Expires`, `public` or `private`. Validators are not required: a response
+    ///   without one is served while fresh and fetched again in full when stale. A 2xx that may
+    ///   not be stored, or a storable status with `no-store` or `Vary: *`, removes what was stored
+    ///   for the resource: it changed. Other statuses leave it.
+    /// - A `200` to `HEAD` also updates the stored `GET` responses it describes (RFC 9111 §4.3.5).
+    /// - A 2xx or 3xx answer to any method other than `GET`, `HEAD`, `OPTIONS` and `TRACE`
+    ///   invalidates every entry stored for its URL and for the same-origin URLs in its `Location`
+    ///   and `Content-Location` (RFC 9111 §4.4).
     /// - Parameters:
     ///   - response: The response.
     ///   - body: Its body.
     ///   - request: The request that was sent.
     ///   - endpoint: The endpoint name.
+    ///   - requestedAt: When the request was sent, for the response delay in its age (RFC 9111
+    ///     §4.2.3); now when omitted.
     /// - Returns: The stored response, or nil when nothing was stored.
     /// - Throws: A storage error.
     @discardableResult
     public func storeResponse(
-        _ response: HTTPResponse, body: Data, for request: HTTPRequest, endpoint: String
+        _ response: HTTPResponse, body: Data, for request: HTTPRequest, endpoint: String, requestedAt: Date? = nil
     ) async throws -> CachedResponse? {
         let method = request.method
         let status = response.status.code
         guard let key = try? key(for: request) else { return nil }
-        if [.post, .put, .patch, .delete].contains(method) {
+        if !Self.safeMethods.contains(method) {
             guard (200..<400).contains(status) else { return nil }
-            let removed = try await withActivity(now: clock.now()) { activity in
-                try await self.storage.invalidateCacheEntries(url: key.url, activity: activity)
-            }
-            logger.debug("cache invalidated by unsafe method", metadata: [
-                "cache.method": "\(method)", "cache.url": "\(key.url)", "cache.removed": "\(removed)",
-            ])
+            try await invalidate(after: request, response: response, key: key)
             return nil
         }
-        guard method == .get || method == .head, status != 304 else { return nil }
+        guard method == .get || method == .head, status >= 200, status != 304 else { return nil }
 
         let now = clock.now()
         let miss = CacheStatisticsCounts(misses: 1)
         countOutcome(miss, endpoint: endpoint)
         buffer.withLock { $0.activity.count(miss, for: statisticsKey(endpoint, now: now)) }
 
-        guard (200..<300).contains(status), status != 206 else {
+        if method == .head, status == 200 {
+            try await updateStoredGET(from: response, for: request, endpoint: endpoint, now: now, requestedAt: requestedAt)
+        }
+        let cacheControl = CacheControl(response.headerFields)
+        let permitted = Self.storableByDefault.contains(status) || cacheControl.maxAge != nil
+            || response.headerFields.contains(.expires) || cacheControl.isPublic || cacheControl.isPrivate
+        // §5.2.2.3: must-understand limits storing to statuses whose caching rules this cache
+        // implements, and then no-store, which such responses carry for older caches, is ignored.
+        let mustUnderstand = cacheControl.contains("must-understand")
+        guard permitted, status != 206, !mustUnderstand || Self.understoodStatuses.contains(status) else {
             logger.debug("cache miss: not stored", metadata: ["cache.url": "\(key.url)", "cache.status": "\(status)"])
+            // A 206 is part of the resource, not a new version of it: what is stored stays.
+            if (200..<300).contains(status), status != 206 {
+                _ = try await withActivity(now: now) { activity in
+                    try await self.storage.removeCacheEntries(resourceKey: key.resourceKey, activity: activity)
+                }
+            }
             return nil
         }
         let vary = VaryFields(response.headerFields)
@@ -52,12 +70,10 @@ extension ETagCache {
         let lastModified = CacheHeaders.lastModified(response.headerFields)
         let unstorableReason: String? = if !Self.isCacheable(request, ignoringAddedValidators: true) {
             "the request bypasses the cache"
-        } else if CacheControl(response.headerFields).noStore {
+        } else if cacheControl.noStore && !mustUnderstand {
             "Cache-Control: no-store"
         } else if vary == .any {
             "Vary: *"
-        } else if etag == nil && lastModified == nil {
-            "no ETag or Last-Modified"
         } else if body.count > min(configuration.maxBodySize, Int(clamping: configuration.maxTotalBodyBytes)) {
             "body of \(body.count) bytes over the cap of \(configuration.maxBodySize)"
         } else {
@@ -73,6 +89,10 @@ extension ETagCache {
             return nil
         }
 
+        let freshness = CacheHeaders.freshness(
+            response.headerFields, status: status, requestTime: requestedAt ?? now, responseTime: now,
+            heuristics: configuration.heuristics
+        )
         let entry = NewCacheEntry(
             resourceKey: key.resourceKey,
             variantKey: CacheKey.variantKey(for: request, vary: vary.names),
@@ -81,8 +101,9 @@ extension ETagCache {
                 response.headerFields, sensitive: configuration.sensitiveHeaders, secrets: key.secrets
             ),
             etag: etag, lastModified: lastModified,
-            freshUntilMs: CacheHeaders.freshUntil(response.headerFields, now: now).map(CacheTime.milliseconds),
-            nowMs: CacheTime.milliseconds(now), body: body
+            freshUntilMs: freshness.freshUntil.map(CacheTime.milliseconds),
+            nowMs: CacheTime.milliseconds(now), body: body,
+            initialAgeMs: Int64((freshness.initialAge * 1000).rounded(.down))
         )
         let retention = retention(now: now)
         let result = try await withActivity(now: now) { activity in
@@ -113,20 +134,28 @@ extension ETagCache {
     ///   - notModified: The `304` response.
     ///   - request: The request that was sent (with or without the conditional fields).
     ///   - endpoint: The endpoint name.
+    ///   - requestedAt: When the request was sent, for the response delay in the age (RFC 9111
+    ///     §4.2.3); now when omitted.
     /// - Returns: The updated stored response, or nil when nothing stored matches the `304`: the
     ///   caller should then send the request again without conditions.
     /// - Throws: A storage error.
+    ///
+    /// When no stored variant matches the request's `Vary` fields but the `304`'s entity tag names
+    /// one (the lookup listed them in `If-None-Match`, RFC 9111 §4.3.2), that variant's body is
+    /// stored again as this request's variant, with the `304`'s headers merged.
     public func revalidated(
-        _ notModified: HTTPResponse, for request: HTTPRequest, endpoint: String
+        _ notModified: HTTPResponse, for request: HTTPRequest, endpoint: String, requestedAt: Date? = nil
     ) async throws -> CachedResponse? {
         guard notModified.status.code == 304 else { return nil }
         guard Self.isCacheable(request, ignoringAddedValidators: true), let key = try? key(for: request) else { return nil }
         let now = clock.now()
-        let nowMs = CacheTime.milliseconds(now)
         let sensitive = configuration.sensitiveHeaders
         let statisticsKey = statisticsKey(endpoint, now: now)
         let validatedSinceMs = retention(now: now).expiredBeforeMs
         let fields = notModified.headerFields
+        let heuristics = configuration.heuristics
+        let initialAgeMs = Int64((CacheHeaders.initialAge(fields, requestTime: requestedAt ?? now, responseTime: now) * 1000)
+            .rounded(.down))
         let revise: @Sendable ([CacheEntryMetadata]) -> CacheRevision? = { candidates in
             guard let selected = Self.selectRevalidated(among: candidates, for: request, notModified: fields) else {
                 return nil
@@ -134,13 +163,8 @@ extension ETagCache {
             let merged = CacheHeaders.merge(
                 stored: selected.headers, notModified: fields, sensitive: sensitive, secrets: key.secrets
             )
-            let mergedFields = CacheHeaders.fields(merged)
-            return CacheRevision(
-                entryID: selected.id, headers: merged,
-                etag: CacheHeaders.etag(mergedFields), lastModified: CacheHeaders.lastModified(mergedFields),
-                freshUntilMs: CacheHeaders.freshUntil(mergedFields, now: now).map(CacheTime.milliseconds),
-                nowMs: nowMs, statisticsKey: statisticsKey
-            )
+            return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now,
+                                 heuristics: heuristics, statisticsKey: statisticsKey)
         }
         let entry = try await withActivity(now: now) { activity in
             try await self.storage.reviseCacheEntry(
@@ -148,6 +172,10 @@ extension ETagCache {
             )
         }
         guard let entry else {
+            if let copied = try await adoptVariant(confirmedBy: notModified, for: request, key: key, now: now,
+                                                   initialAgeMs: initialAgeMs, endpoint: endpoint) {
+                return copied
+            }
             logger.debug("cache: 304 matched no stored response", metadata: ["cache.url": "\(key.url)"])
             return nil
         }
@@ -156,6 +184,164 @@ extension ETagCache {
             "cache.endpoint": "\(endpoint)", "cache.url": "\(key.url)", "cache.bytes": "\(entry.body.count)",
         ])
         return CachedResponse(entry: entry, now: now)
+    }
+
+    /// A stored entry after the server confirmed it with `merged` headers: new validators,
+    /// freshness and age, counted as a revalidation.
+    static func revision(
+        of selected: CacheEntryMetadata, merged: [CacheHeaderField], initialAgeMs: Int64, now: Date,
+        heuristics: HeuristicFreshness, statisticsKey: CacheStatisticsKey
+    ) -> CacheRevision {
+        let mergedFields = CacheHeaders.fields(merged)
+        let lifetime = CacheHeaders.lifetime(
+            mergedFields, cacheControl: CacheControl(mergedFields), status: selected.status, responseTime: now,
+            heuristics: heuristics
+        )
+        let nowMs = CacheTime.milliseconds(now)
+        let freshUntilMs: Int64? = CacheControl(mergedFields).noCache
+            ? nil : nowMs + Int64((min(lifetime, 100 * 365 * 86_400) * 1000).rounded(.down)) - initialAgeMs
+        return CacheRevision(
+            entryID: selected.id, headers: merged,
+            etag: CacheHeaders.etag(mergedFields), lastModified: CacheHeaders.lastModified(mergedFields),
+            freshUntilMs: freshUntilMs, nowMs: nowMs, statisticsKey: statisticsKey, initialAgeMs: initialAgeMs
+        )
+    }
+
+    /// RFC 9111 §4.3.2 and §4.3.4: a `304` whose entity tag names a stored variant that this
+    /// request's `Vary` fields did not select says that variant fits this request too: it is stored
+    /// again under this request's variant key, with the `304`'s headers merged.
+    private func adoptVariant(
+        confirmedBy notModified: HTTPResponse, for request: HTTPRequest, key: CacheKey, now: Date,
+        initialAgeMs: Int64, endpoint: String
+    ) async throws -> CachedResponse? {
+        guard let tag = CacheHeaders.etag(notModified.headerFields) else { return nil }
+        let strong = !tag.hasPrefix("W/")
+        let source = try await storage.cachedEntry(
+            resourceKey: key.resourceKey, validatedSinceMs: retention(now: now).expiredBeforeMs,
+            selectVariant: { candidates in
+                candidates.filter { candidate in
+                    guard let stored = candidate.etag, VaryFields(stored: candidate.vary) != .any else { return false }
+                    return strong ? stored == tag : CacheHeaders.weaklyMatch(stored, tag)
+                }.max { ($0.validatedAtMs, $0.id) < ($1.validatedAtMs, $1.id) }?.id
+            }
+        )
+        guard let source else { return nil }
+        let metadata = source.metadata
+        let merged = CacheHeaders.merge(stored: metadata.headers, notModified: notModified.headerFields,
+                                        sensitive: configuration.sensitiveHeaders, secrets: key.secrets)
+        let revision = Self.revision(of: metadata, merged: merged, initialAgeMs: initialAgeMs, now: now,
+                                     heuristics: configuration.heuristics, statisticsKey: statisticsKey(endpoint, now: now))
+        let vary = VaryFields(stored: metadata.vary)
+        let entry = NewCacheEntry(
+            resourceKey: key.resourceKey, variantKey: CacheKey.variantKey(for: request, vary: vary.names),
+            endpoint: endpoint, method: key.method, url: key.url, vary: vary.stored, status: metadata.status,
+            headers: merged, etag: revision.etag, lastModified: revision.lastModified,
+            freshUntilMs: revision.freshUntilMs, nowMs: revision.nowMs, body: source.body, initialAgeMs: initialAgeMs
+        )
+        let retention = retention(now: now)
+        let result = try await withActivity(now: now) { activity in
+            try await self.storage.storeCacheEntry(entry, retention: retention, activity: activity)
+        }
+        let counts = CacheStatisticsCounts(revalidations: 1, bytesSaved: Int64(source.body.count))
+        buffer.withLock { $0.activity.count(counts, for: statisticsKey(endpoint, now: now)) }
+        countOutcome(counts, endpoint: endpoint)
+        logger.debug("cache hit: 304 selected another variant", metadata: ["cache.url": "\(key.url)"])
+        return CachedResponse(entry: CacheEntry(metadata: result.entry, body: source.body), now: now)
+    }
+
+    /// RFC 9111 §4.3.5: a `200` to `HEAD` updates the stored `GET` response it describes when their
+    /// validators match (and its `Content-Length`, if any, is the stored body's), and marks it stale
+    /// otherwise.
+    func updateStoredGET(
+        from head: HTTPResponse, for request: HTTPRequest, endpoint: String, now: Date, requestedAt: Date?
+    ) async throws {
+        var asGET = request
+        asGET.method = .get
+        let getRequest = asGET
+        guard let key = try? key(for: getRequest) else { return }
+        let fields = head.headerFields
+        let sensitive = configuration.sensitiveHeaders
+        let heuristics = configuration.heuristics
+        let statisticsKey = statisticsKey(endpoint, now: now)
+        let initialAgeMs = Int64((CacheHeaders.initialAge(fields, requestTime: requestedAt ?? now, responseTime: now) * 1000)
+            .rounded(.down))
+        let nowMs = CacheTime.milliseconds(now)
+        let revise: @Sendable ([CacheEntryMetadata]) -> CacheRevision? = { candidates in
+            guard let selected = Self.selectVariant(among: candidates, for: getRequest) else { return nil }
+            let headETag = CacheHeaders.etag(fields), headLastModified = CacheHeaders.lastModified(fields)
+            let validatorsMatch = (headETag != nil || headLastModified != nil)
+                && (headETag.map { $0 == selected.etag } ?? true)
+                && (headLastModified.map { $0 == selected.lastModified } ?? true)
+            let lengthMatches = fields[.contentLength].map { Int64($0) == selected.bodySize } ?? true
+            if validatorsMatch && lengthMatches {
+                let merged = CacheHeaders.merge(stored: selected.headers, notModified: fields, sensitive: sensitive,
+                                                secrets: key.secrets)
+                return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now,
+                                     heuristics: heuristics, statisticsKey: statisticsKey)
+            }
+            return CacheRevision(
+                entryID: selected.id, headers: selected.headers, etag: selected.etag,
+                lastModified: selected.lastModified, freshUntilMs: min(selected.freshUntilMs ?? nowMs, nowMs),
+                nowMs: selected.validatedAtMs, statisticsKey: statisticsKey, initialAgeMs: selected.initialAgeMs,
+                countsAsRevalidation: false
+            )
+        }
+        let updated = try await withActivity(now: now) { activity in
+            try await self.storage.reviseCacheEntry(
+                resourceKey: key.resourceKey, validatedSinceMs: self.retention(now: now).expiredBeforeMs,
+                activity: activity, revise: revise
+            )
+        }
+        if updated != nil { logger.debug("cache: HEAD response applied to the stored GET", metadata: ["cache.url": "\(key.url)"]) }
+    }
+
+    /// Methods that never change the resource (RFC 9110 §9.2.1); any other that succeeds invalidates.
+    static let safeMethods: Set<HTTPRequest.Method> = [.get, .head, .options, .trace]
+
+    /// The final statuses RFC 9110 §15 defines, whose caching rules this cache follows (206 aside:
+    /// partial content is never stored).
+    static let understoodStatuses: Set<Int> = Set([200, 201, 202, 203, 204, 205] + Array(300...304) + [307, 308]
+        + Array(400...417) + [421, 422, 426] + Array(500...505))
+
+    /// Statuses a private cache may store without explicit freshness (RFC 9110 §15.1), minus 206.
+    static let storableByDefault: Set<Int> = CacheHeaders.heuristicallyCacheable.subtracting([206])
+
+    /// RFC 9111 §4.4: an unsafe method's success invalidates its target URI and the same-origin
+    /// URIs in `Location` and `Content-Location`, whatever their method, credential or variant.
+    private func invalidate(after request: HTTPRequest, response: HTTPResponse, key: CacheKey) async throws {
+        var urls = [key.url]
+        if let scheme = request.scheme, let authority = request.authority, let path = request.path,
+           let base = URL(string: "\(scheme)://\(authority)\(path)") {
+            for name in [HTTPField.Name.location, .contentLocation] {
+                guard let value = response.headerFields[name], let target = URL(string: value, relativeTo: base)?.absoluteURL,
+                      let targetScheme = target.scheme?.lowercased(), targetScheme == scheme.lowercased(),
+                      let targetHost = target.host?.lowercased(), let baseHost = base.host?.lowercased(),
+                      targetHost == baseHost, (target.port ?? Self.defaultPort(targetScheme)) == (base.port ?? Self.defaultPort(targetScheme))
+                else { continue }
+                var other = HTTPRequest(method: .get, scheme: nil, authority: nil, path: nil)
+                other.scheme = targetScheme
+                other.authority = target.port.map { "\(targetHost):\($0)" } ?? targetHost
+                var targetPath = target.path(percentEncoded: true)
+                if targetPath.isEmpty { targetPath = "/" }
+                if let query = target.query(percentEncoded: true) { targetPath += "?\(query)" }
+                other.path = targetPath
+                other.headerFields = request.headerFields
+                if let otherKey = try? self.key(for: other), !urls.contains(otherKey.url) { urls.append(otherKey.url) }
+            }
+        }
+        var removed = 0
+        for url in urls {
+            removed += try await withActivity(now: clock.now()) { activity in
+                try await self.storage.invalidateCacheEntries(url: url, activity: activity)
+            }
+        }
+        logger.debug("cache invalidated by unsafe method", metadata: [
+            "cache.method": "\(request.method)", "cache.url": "\(key.url)", "cache.removed": "\(removed)",
+        ])
+    }
+
+    private static func defaultPort(_ scheme: String) -> Int? {
+        ["http": 80, "https": 443][scheme]
     }
 
     static func selectRevalidated(

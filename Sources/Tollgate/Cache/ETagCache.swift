@@ -6,8 +6,8 @@ import Synchronization
 /// The ETag cache: stores responses in the store, answers fresh ones with no request, and turns
 /// the others into conditional requests whose `304` costs no quota.
 ///
-/// The gate calls ``lookup(_:endpoint:)`` before a request, then ``storeResponse(_:body:for:endpoint:)``
-/// with a full answer or ``revalidated(_:for:endpoint:)`` with a `304`. When it cannot send (circuit
+/// The gate calls ``lookup(_:endpoint:)`` before a request, then ``storeResponse(_:body:for:endpoint:requestedAt:)``
+/// with a full answer or ``revalidated(_:for:endpoint:requestedAt:)`` with a `304`. When it cannot send (circuit
 /// open, quota spent, throttled) it can serve ``staleResponse(for:endpoint:)`` and count it with
 /// ``recordStaleServe(_:endpoint:)``.
 ///
@@ -61,12 +61,15 @@ public final class ETagCache: Sendable {
 
     // MARK: Lookup
 
-    /// What to do with a request: serve a fresh stored response, revalidate a stored one, or send
-    /// the request as it is.
+    /// What to do with a request: serve a stored response, revalidate one, or send the request.
     ///
     /// Only `GET` and `HEAD` are looked up. A request that carries its own conditional or `Range`
-    /// fields, or `Cache-Control: no-store`, passes through as a miss. A fresh hit is counted here;
-    /// revalidations and misses are counted when their answer arrives.
+    /// fields, or `Cache-Control: no-store`, passes through as a miss. A stored response answers
+    /// with no request while it is fresh (RFC 9111 §4.2), or stale within the request's `max-stale`,
+    /// unless either side says `no-cache` (`Pragma: no-cache` counts when the request has no
+    /// `Cache-Control`), or the request's `max-age` or `min-fresh` rule it out (§5.2.1). Otherwise it
+    /// is revalidated with its `ETag` or `Last-Modified`, or fetched again in full when it has
+    /// neither. A fresh hit is counted here; revalidations and misses when their answer arrives.
     /// - Parameters:
     ///   - request: The request the caller wants to send.
     ///   - endpoint: The endpoint name, for statistics and per-endpoint rules.
@@ -75,12 +78,16 @@ public final class ETagCache: Sendable {
     public func lookup(_ request: HTTPRequest, endpoint: String) async throws -> CacheLookup {
         guard Self.isCacheable(request), let key = try? key(for: request) else { return .miss(request) }
         let now = clock.now()
-        guard let cached = try await stored(key: key, request: request, now: now) else {
+        let (stored, otherVariantTags) = try await storedOrVariantTags(key: key, request: request, now: now)
+        guard let cached = stored else {
             logger.debug("cache miss", metadata: ["cache.endpoint": "\(endpoint)", "cache.url": "\(key.url)"])
-            return .miss(request)
+            guard !otherVariantTags.isEmpty else { return .miss(request) }
+            // RFC 9111 §4.3.2: the server may say that one of the stored variants fits this request too.
+            var conditional = request
+            conditional.headerFields[.ifNoneMatch] = otherVariantTags.joined(separator: ", ")
+            return .miss(conditional)
         }
-        if configuration.servesFresh(for: endpoint), cached.isFresh(at: now),
-           !CacheHeaders.requestRequiresValidation(request.headerFields) {
+        if configuration.servesFresh(for: endpoint), cached.satisfies(RequestDirectives(request.headerFields), at: now) {
             logger.debug("cache hit: fresh", metadata: [
                 "cache.endpoint": "\(endpoint)", "cache.url": "\(key.url)", "cache.age_ms": "\(cached.age.milliseconds)",
             ])
@@ -99,8 +106,9 @@ public final class ETagCache: Sendable {
 
     /// The stored response for a request regardless of its freshness, with its age: for serving
     /// stale when the circuit is open, the quota is spent or the throttle is full. Entries past
-    /// ``CacheConfiguration/maxAge`` are gone and never returned. Nothing is counted: call
-    /// ``recordStaleServe(_:endpoint:)`` when the response is served.
+    /// ``CacheConfiguration/maxAge`` are gone and never returned. Whether its directives allow
+    /// serving it stale is ``CachedResponse/mayServeStaleOnError(for:at:)``'s answer, not this
+    /// method's. Nothing is counted: call ``recordStaleServe(_:endpoint:)`` when the response is served.
     /// - Parameters:
     ///   - request: The request.
     ///   - endpoint: The endpoint name.
@@ -223,6 +231,22 @@ public final class ETagCache: Sendable {
             selectVariant: { candidates in Self.selectVariant(among: candidates, for: request)?.id }
         )
         return entry.map { CachedResponse(entry: $0, now: now) }
+    }
+
+    /// The live entry that answers `request`; when none does, the entity tags of the resource's
+    /// other stored variants, for an `If-None-Match` that lets the server pick one (RFC 9111 §4.3.2).
+    func storedOrVariantTags(key: CacheKey, request: HTTPRequest, now: Date) async throws -> (CachedResponse?, [String]) {
+        let tags = Mutex<[String]>([])
+        let entry = try await storage.cachedEntry(
+            resourceKey: key.resourceKey, validatedSinceMs: retention(now: now).expiredBeforeMs,
+            selectVariant: { candidates in
+                if let selected = Self.selectVariant(among: candidates, for: request) { return selected.id }
+                let others = candidates.compactMap(\.etag)
+                tags.withLock { $0 = Array(Set(others)).sorted() }
+                return nil
+            }
+        )
+        return (entry.map { CachedResponse(entry: $0, now: now) }, entry == nil ? tags.withLock { $0 } : [])
     }
 
     /// The stored variant whose `Vary` fields the request matches; the most recently validated

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import CoreMetrics
 import Logging
+import Synchronization
 
 /// The one call every request goes through: ETag cache, circuit breaker, throttle, daily quota
 /// ledger and retries, with all their state in one SQLite file shared by every process.
@@ -50,6 +51,9 @@ public final class Gate: Sendable {
     private let clock: any TollgateClock
     private let logger: Logger
     private let metrics: GateMetrics
+    /// `stale-while-revalidate` revalidations running after their stale answer was returned, by
+    /// resource, so one runs at a time per resource and ``flush()`` can wait for them.
+    let backgroundRevalidations = Mutex<[String: Task<Void, Never>]>([:])
 
     /// Creates a gate over a store.
     /// - Parameters:
@@ -160,7 +164,9 @@ public final class Gate: Sendable {
             let answer: GateResponse
             do {
                 answer = try await route(hop.request, body: hop.body, endpoint: endpoint, options: options,
-                                         via: transport ?? self.transport, ledger: &ledger)
+                                         via: transport ?? self.transport,
+                                         revalidation: transport == nil && hop.body == nil ? .inBackground : .inline,
+                                         ledger: &ledger)
                 metrics.record(answer, endpoint: endpoint)
             } catch {
                 if let refusal = error as? TollgateError { metrics.record(refusal, endpoint: endpoint) }
@@ -188,9 +194,12 @@ public final class Gate: Sendable {
         }
     }
 
-    /// Writes the cache's buffered LRU touches and statistics. Call before a short-lived tool exits.
+    /// Waits for background revalidations (`stale-while-revalidate`), then writes the cache's
+    /// buffered LRU touches and statistics. Call before a short-lived tool exits.
     /// - Throws: A storage error.
     public func flush() async throws {
+        let running = backgroundRevalidations.withLock { Array($0.values) }
+        for revalidation in running { await revalidation.value }
         try await cache.flush()
     }
 
@@ -198,9 +207,9 @@ public final class Gate: Sendable {
 
     /// The request path, steps 1 to 6.
     /// `ledger` is the caller's, so that what was charged is known when this throws.
-    private func route(
+    func route(
         _ request: HTTPRequest, body: Data?, endpoint: String, options: GateRequestOptions,
-        via transport: any HTTPTransport, ledger: inout AttemptLedger
+        via transport: any HTTPTransport, revalidation: Revalidation, ledger: inout AttemptLedger
     ) async throws -> GateResponse {
         var logger = self.logger
         logger[metadataKey: "gate.endpoint"] = "\(endpoint)"
@@ -208,7 +217,7 @@ public final class Gate: Sendable {
         // 1. Cache lookup. A cache that cannot be read never fails the request.
         let lookup: CacheLookup
         do {
-            lookup = try await cache.lookup(request, endpoint: endpoint)
+            lookup = revalidation == .bypassingCache ? .miss(request) : try await cache.lookup(request, endpoint: endpoint)
         } catch {
             logger.warning("cache lookup failed; sending without it", metadata: ["error": "\(error)"])
             lookup = .miss(request)
@@ -218,7 +227,11 @@ public final class Gate: Sendable {
             return GateResponse(response: cached.response, body: cached.body, source: .cache,
                                 unitsCharged: 0, attempts: 0, age: cached.age)
         }
-        let stored = options.allowsStale ? lookup.cachedResponse : nil
+        if let early = await answerWithoutSending(request, lookup: lookup, endpoint: endpoint, options: options,
+                                                  via: transport, revalidation: revalidation) {
+            return early
+        }
+        let stored = options.allowsStale ? lookup.cachedResponse.flatMap { servableOnError($0, for: request) } : nil
         let outgoing = lookup.requestToSend ?? request
 
         // 2–5. Circuit, throttle, quota and send, for every attempt, under the retry policy.
@@ -248,12 +261,18 @@ public final class Gate: Sendable {
         }
 
         // 6. Settle: store, revalidate, or serve stale.
-        return try await deliver(exchange, request: outgoing, stored: stored, endpoint: endpoint, options: options,
-                                ledger: ledger, logger: logger)
+        let answer = try await deliver(exchange, request: outgoing, stored: stored, endpoint: endpoint, options: options,
+                                       ledger: ledger, logger: logger)
+        if answer.status.code == 304, answer.source == .network, outgoing != request,
+           !request.headerFields.contains(.ifNoneMatch), !request.headerFields.contains(.ifModifiedSince) {
+            return try await resendUnconditionally(request, body: body, after: answer, endpoint: endpoint,
+                                                   options: options, via: transport)
+        }
+        return answer
     }
 
     /// What happened over one `send`'s attempts.
-    private struct AttemptLedger {
+    struct AttemptLedger {
         var unitsCharged = 0
         var attempts = 0
         mutating func charged(_ units: Int) { unitsCharged += units }
@@ -267,6 +286,8 @@ public final class Gate: Sendable {
         /// The body, when it was too large for the cache and the caller asked for a stream.
         var stream: HTTPBodyStream?
         var serverSaysQuotaSpent: Bool
+        /// When the request left, for the response delay in a stored answer's age (RFC 9111 §4.2.3).
+        var sentAt: Date? = nil
     }
 
     /// What one admission granted.
@@ -333,6 +354,7 @@ public final class Gate: Sendable {
         let response: HTTPResponse
         var responseBody = Data()
         var stream: HTTPBodyStream?
+        let sentAt = clock.now()
         do {
             if streamsLargeBodies {
                 let answer: HTTPResponseBody
@@ -362,7 +384,8 @@ public final class Gate: Sendable {
         let state = try await settle(endpoint: endpoint, outcome: outcome, admitted: admitted, refund: refund,
                                      refundReason: "304 Not Modified", quotaSpent: quotaSpent, ledger: &ledger)
         var result = AttemptResult.response(
-            Exchange(response: response, body: responseBody, stream: stream, serverSaysQuotaSpent: quotaSpent),
+            Exchange(response: response, body: responseBody, stream: stream, serverSaysQuotaSpent: quotaSpent,
+                     sentAt: sentAt),
             status: status,
             retryAfter: response.headerFields[.retryAfter].flatMap(RetryAfter.init(headerValue:)),
             outcome: outcome
@@ -424,7 +447,8 @@ public final class Gate: Sendable {
             return try await serveStale(stored, because: refusal, endpoint: endpoint, ledger: ledger, logger: logger)
         }
         if status == 304 {
-            if let revalidated = try? await cache.revalidated(exchange.response, for: request, endpoint: endpoint) {
+            if let revalidated = try? await cache.revalidated(exchange.response, for: request, endpoint: endpoint,
+                                                              requestedAt: exchange.sentAt) {
                 return GateResponse(response: revalidated.response, body: revalidated.body, source: .revalidated,
                                     unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: revalidated.age)
             }
@@ -439,7 +463,8 @@ public final class Gate: Sendable {
             return Self.networkAnswer(exchange, ledger)
         }
         do {
-            try await cache.storeResponse(exchange.response, body: exchange.body, for: request, endpoint: endpoint)
+            try await cache.storeResponse(exchange.response, body: exchange.body, for: request, endpoint: endpoint,
+                                          requestedAt: exchange.sentAt)
         } catch {
             // A cache that cannot be written never fails the request.
             logger.warning("could not store the response in the cache", metadata: ["error": "\(error)"])

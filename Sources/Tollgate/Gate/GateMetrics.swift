@@ -33,7 +33,7 @@ final class GateMetrics: Sendable {
         let fromCache: Bool? = switch answer.source {
         case .cache, .revalidated: true
         case .network: false
-        case .stale: nil
+        case .stale, .notCached: nil
         }
         if let fromCache {
             let rate = cacheCounts.withLock { counts -> Double in
@@ -75,6 +75,7 @@ final class GateMetrics: Sendable {
         case .cache: "cache"
         case .revalidated: "revalidated"
         case .stale(let reason): "stale_" + snakeCase(reason.rawValue)
+        case .notCached: "not_cached"
         }
     }
 
@@ -83,7 +84,7 @@ final class GateMetrics: Sendable {
         case .circuitOpen: "circuit_open"
         case .throttled: "throttled"
         case .quotaExhausted: "quota_exceeded"
-        case .upstreamFailure: nil
+        case .upstreamFailure, .revalidating: nil
         }
     }
 

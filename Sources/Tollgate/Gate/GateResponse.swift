@@ -11,6 +11,9 @@ public enum ResponseSource: Sendable, Hashable, CustomStringConvertible {
     case revalidated
     /// A stored response served because the gate would not, or could not, reach the server.
     case stale(StaleReason)
+    /// The request said `Cache-Control: only-if-cached` and nothing stored could answer it: the
+    /// answer is a `504 Gateway Timeout` made by the gate (RFC 9111 §5.2.1.7); nothing was sent.
+    case notCached
 
     public var description: String {
         switch self {
@@ -18,6 +21,7 @@ public enum ResponseSource: Sendable, Hashable, CustomStringConvertible {
         case .cache: "cache"
         case .revalidated: "revalidated"
         case .stale(let reason): "stale (\(reason.rawValue))"
+        case .notCached: "not cached"
         }
     }
 }
@@ -32,6 +36,9 @@ public enum StaleReason: String, Sendable, Hashable {
     case quotaExhausted
     /// The server failed (5xx, 429 after retries, timeout, connection error).
     case upstreamFailure
+    /// It is within its `stale-while-revalidate` window (RFC 5861 §3): served at once while the
+    /// gate revalidates it in the background.
+    case revalidating
 }
 
 /// What ``Gate/send(_:body:endpoint:options:via:)`` returns: the answer, where it came from and

@@ -50,8 +50,13 @@ public struct CacheEntryMetadata: Sendable, Hashable {
     public var storedAtMs: Int64
     /// When the server last confirmed the response: stored, or revalidated by a `304`.
     public var validatedAtMs: Int64
-    /// Until when the response is fresh; nil when it must be revalidated before every use.
+    /// When the response becomes stale (possibly before it was stored, when it arrived already
+    /// stale); nil when it must be revalidated before every use.
     public var freshUntilMs: Int64?
+    /// How old the response already was when it was stored or last revalidated (RFC 9111 §4.2.3's
+    /// corrected initial age), in milliseconds: its current age is this plus the time since
+    /// ``validatedAtMs``.
+    public var initialAgeMs: Int64
     /// When the entry was last used: the LRU order.
     public var lastAccessMs: Int64
     /// How many times the entry answered a request (fresh hits and revalidations).
@@ -76,11 +81,12 @@ public struct CacheEntryMetadata: Sendable, Hashable {
     ///   - freshUntilMs: Until when it is fresh.
     ///   - lastAccessMs: When it was last used.
     ///   - hitCount: How often it answered a request.
+    ///   - initialAgeMs: Its age when it was stored or last revalidated.
     public init(
         id: Int64, resourceKey: String, variantKey: String, endpoint: String, method: String, url: String,
         vary: String?, status: Int, headers: [CacheHeaderField], etag: String?, lastModified: String?,
         bodySize: Int64, storedAtMs: Int64, validatedAtMs: Int64, freshUntilMs: Int64?, lastAccessMs: Int64,
-        hitCount: Int64
+        hitCount: Int64, initialAgeMs: Int64 = 0
     ) {
         self.id = id
         self.resourceKey = resourceKey
@@ -99,6 +105,7 @@ public struct CacheEntryMetadata: Sendable, Hashable {
         self.freshUntilMs = freshUntilMs
         self.lastAccessMs = lastAccessMs
         self.hitCount = hitCount
+        self.initialAgeMs = initialAgeMs
     }
 }
 

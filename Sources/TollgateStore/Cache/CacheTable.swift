@@ -9,7 +9,7 @@ import Foundation
 enum CacheTable {
     private static let metadataColumns = """
         id, resource_key, variant_key, endpoint, method, url, vary, status, headers, etag, last_modified,
-        body_size, stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms, hit_count
+        body_size, stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms, hit_count, initial_age_ms
         """
 
     /// The live variants of a resource.
@@ -88,13 +88,13 @@ enum CacheTable {
                 """
                 UPDATE cache_entries SET endpoint = ?, method = ?, url = ?, status = ?, headers = ?,
                     etag = ?, last_modified = ?, body_size = ?, stored_at_ms = ?, validated_at_ms = ?,
-                    fresh_until_ms = ?, last_access_ms = ?
+                    fresh_until_ms = ?, last_access_ms = ?, initial_age_ms = ?
                 WHERE id = ?
                 """,
                 [.text(entry.endpoint), .text(entry.method), .text(entry.url),
                  .int(entry.status), headers, .optionalText(entry.etag), .optionalText(entry.lastModified),
                  .integer(size), .integer(entry.nowMs), .integer(entry.nowMs), .optionalInt(entry.freshUntilMs),
-                 .integer(entry.nowMs), .integer(existing.id)]
+                 .integer(entry.nowMs), .integer(max(0, entry.initialAgeMs)), .integer(existing.id)]
             )
             try db.execute("UPDATE cache_bodies SET body = ? WHERE entry_id = ?", [.blob(entry.body), .integer(existing.id)])
             id = existing.id
@@ -102,13 +102,15 @@ enum CacheTable {
             try db.execute(
                 """
                 INSERT INTO cache_entries (resource_key, variant_key, endpoint, method, url, vary, status, headers,
-                    etag, last_modified, body_size, stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    etag, last_modified, body_size, stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms,
+                    initial_age_ms)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [.text(entry.resourceKey), .text(entry.variantKey), .text(entry.endpoint), .text(entry.method),
                  .text(entry.url), .optionalText(entry.vary), .int(entry.status), headers,
                  .optionalText(entry.etag), .optionalText(entry.lastModified), .integer(size), .integer(entry.nowMs),
-                 .integer(entry.nowMs), .optionalInt(entry.freshUntilMs), .integer(entry.nowMs)]
+                 .integer(entry.nowMs), .optionalInt(entry.freshUntilMs), .integer(entry.nowMs),
+                 .integer(max(0, entry.initialAgeMs))]
             )
             id = db.lastInsertedRowID
             try db.execute("INSERT INTO cache_bodies (entry_id, body) VALUES (?, ?)", [.integer(id), .blob(entry.body)])
@@ -118,7 +120,7 @@ enum CacheTable {
             method: entry.method, url: entry.url, vary: entry.vary, status: entry.status, headers: entry.headers,
             etag: entry.etag, lastModified: entry.lastModified, bodySize: size, storedAtMs: entry.nowMs,
             validatedAtMs: entry.nowMs, freshUntilMs: entry.freshUntilMs, lastAccessMs: entry.nowMs,
-            hitCount: existing?.hitCount ?? 0
+            hitCount: existing?.hitCount ?? 0, initialAgeMs: max(0, entry.initialAgeMs)
         )
         return (metadata, existing != nil)
     }
@@ -128,11 +130,13 @@ enum CacheTable {
         try db.execute(
             """
             UPDATE cache_entries SET headers = ?, etag = ?, last_modified = ?, fresh_until_ms = ?,
-                validated_at_ms = ?, last_access_ms = MAX(last_access_ms, ?), hit_count = hit_count + 1
+                validated_at_ms = ?, last_access_ms = MAX(last_access_ms, ?), hit_count = hit_count + ?,
+                initial_age_ms = ?
             WHERE id = ?
             """,
             [.text(encode(revision.headers)), .optionalText(revision.etag), .optionalText(revision.lastModified),
              .optionalInt(revision.freshUntilMs), .integer(revision.nowMs), .integer(revision.nowMs),
+             .integer(revision.countsAsRevalidation ? 1 : 0), .integer(max(0, revision.initialAgeMs)),
              .integer(revision.entryID)]
         )
     }
@@ -241,7 +245,7 @@ enum CacheTable {
             vary: row[6].string, status: row[7].int ?? 0, headers: decode(row[8].string ?? ""),
             etag: row[9].string, lastModified: row[10].string, bodySize: row[11].int64 ?? 0,
             storedAtMs: row[12].int64 ?? 0, validatedAtMs: row[13].int64 ?? 0, freshUntilMs: row[14].int64,
-            lastAccessMs: row[15].int64 ?? 0, hitCount: row[16].int64 ?? 0
+            lastAccessMs: row[15].int64 ?? 0, hitCount: row[16].int64 ?? 0, initialAgeMs: row[17].int64 ?? 0
         )
     }
 

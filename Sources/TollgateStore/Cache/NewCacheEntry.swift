@@ -23,8 +23,10 @@ public struct NewCacheEntry: Sendable, Hashable {
     public var etag: String?
     /// The `Last-Modified` value, verbatim.
     public var lastModified: String?
-    /// Until when the response is fresh; nil when it must always be revalidated.
+    /// When the response becomes stale (possibly already past); nil when it must always be revalidated.
     public var freshUntilMs: Int64?
+    /// How old the response already was when it arrived (RFC 9111 §4.2.3), in milliseconds.
+    public var initialAgeMs: Int64
     /// The time of the store: it becomes the stored, validated and last-access time.
     public var nowMs: Int64
     /// The body.
@@ -45,10 +47,11 @@ public struct NewCacheEntry: Sendable, Hashable {
     ///   - freshUntilMs: Until when it is fresh.
     ///   - nowMs: The time of the store.
     ///   - body: The body.
+    ///   - initialAgeMs: How old the response already was when it arrived.
     public init(
         resourceKey: String, variantKey: String, endpoint: String, method: String, url: String, vary: String?,
         status: Int, headers: [CacheHeaderField], etag: String?, lastModified: String?, freshUntilMs: Int64?,
-        nowMs: Int64, body: Data
+        nowMs: Int64, body: Data, initialAgeMs: Int64 = 0
     ) {
         self.resourceKey = resourceKey
         self.variantKey = variantKey
@@ -63,6 +66,7 @@ public struct NewCacheEntry: Sendable, Hashable {
         self.freshUntilMs = freshUntilMs
         self.nowMs = nowMs
         self.body = body
+        self.initialAgeMs = initialAgeMs
     }
 }
 
@@ -78,10 +82,15 @@ public struct CacheRevision: Sendable, Hashable {
     public var lastModified: String?
     /// Until when the entry is fresh after the merge.
     public var freshUntilMs: Int64?
+    /// The age the revalidating response had when it arrived (RFC 9111 §4.2.3).
+    public var initialAgeMs: Int64
     /// The time of the revalidation: the new validated and last-access time.
     public var nowMs: Int64
     /// The Pacific date and endpoint to count the revalidation under.
     public var statisticsKey: CacheStatisticsKey
+    /// Whether the server confirmed the entry (a `304`, a matching `HEAD`): counted as a
+    /// revalidation and a use. False for a change that only marks the entry stale.
+    public var countsAsRevalidation: Bool
 
     /// Creates a revision.
     /// - Parameters:
@@ -92,9 +101,11 @@ public struct CacheRevision: Sendable, Hashable {
     ///   - freshUntilMs: Until when the entry is fresh.
     ///   - nowMs: The time of the revalidation.
     ///   - statisticsKey: Where the revalidation is counted.
+    ///   - initialAgeMs: The age the revalidating response had when it arrived.
+    ///   - countsAsRevalidation: Whether the server confirmed the entry.
     public init(
         entryID: Int64, headers: [CacheHeaderField], etag: String?, lastModified: String?, freshUntilMs: Int64?,
-        nowMs: Int64, statisticsKey: CacheStatisticsKey
+        nowMs: Int64, statisticsKey: CacheStatisticsKey, initialAgeMs: Int64 = 0, countsAsRevalidation: Bool = true
     ) {
         self.entryID = entryID
         self.headers = headers
@@ -103,5 +114,7 @@ public struct CacheRevision: Sendable, Hashable {
         self.freshUntilMs = freshUntilMs
         self.nowMs = nowMs
         self.statisticsKey = statisticsKey
+        self.initialAgeMs = initialAgeMs
+        self.countsAsRevalidation = countsAsRevalidation
     }
 }

@@ -40,9 +40,11 @@ extension SQLiteStore: CacheStorage {
             guard let metadata = try CacheTable.entry(db, id: revision.entryID),
                   let body = try CacheTable.body(db, entryID: revision.entryID)
             else { return nil }
-            try CacheTable.count(
-                db, CacheStatisticsCounts(revalidations: 1, bytesSaved: metadata.bodySize), for: revision.statisticsKey
-            )
+            if revision.countsAsRevalidation {
+                try CacheTable.count(
+                    db, CacheStatisticsCounts(revalidations: 1, bytesSaved: metadata.bodySize), for: revision.statisticsKey
+                )
+            }
             return CacheEntry(metadata: metadata, body: body)
         }
     }

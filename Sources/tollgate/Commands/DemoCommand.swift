@@ -79,6 +79,9 @@ struct DemoStory {
     static func makeGate(path: String, clock: SimulatedClock, logger: Logger) throws -> Gate {
         var configuration = GateConfiguration.youTubeDataAPIv3
         configuration.maximumThrottleWait = .seconds(60)
+        // Like YouTube, the fake API says must-revalidate on every answer: without this opt-in
+        // (a departure from RFC 9111 §4.2.4) nothing stored could be served in the outage chapters.
+        configuration.cache.servesStaleAgainstDirectives = true
         return try Gate(store: try SQLiteStore(path: path, logger: logger), transport: URLSessionTransport(),
                         configuration: configuration, clock: clock, logger: logger)
     }

@@ -33,8 +33,10 @@ struct ETagCacheTests {
     func ifModifiedSinceWithOnlyLastModified() async throws {
         let fixture = try CacheFixture()
         let lastModified = "Tue, 24 Nov 2026 08:00:00 GMT"
+        // max-age=0: without it the heuristic (RFC 9111 §4.2.2) would make the response fresh for a while.
         try await fixture.cache.storeResponse(
-            response(200, [("Last-Modified", lastModified)]), body: Data("x".utf8), for: request(url), endpoint: "e"
+            response(200, [("Last-Modified", lastModified), ("Cache-Control", "max-age=0")]), body: Data("x".utf8),
+            for: request(url), endpoint: "e"
         )
         let conditional = try #require(try await fixture.cache.lookup(request(url), endpoint: "e").conditionalRequest)
         #expect(conditional.headerFields[.ifModifiedSince] == lastModified)
@@ -183,15 +185,36 @@ struct ETagCacheTests {
         #expect(try await fixture.cache.lookup(request(url), endpoint: "e").isMiss)
     }
 
-    @Test("a 2xx without ETag or Last-Modified, a 206 and an error status are not stored")
+    @Test("RFC 9111 §3: a 206, a 304, and statuses not cacheable by default without explicit freshness are not stored")
     func unstorableResponses() async throws {
         let fixture = try CacheFixture()
-        #expect(try await fixture.cache.storeResponse(response(200), body: Data("a".utf8), for: request(url), endpoint: "e") == nil)
-        #expect(try await fixture.cache.storeResponse(response(206, [("ETag", "\"p\"")]), body: Data("a".utf8),
-                                                      for: request(url), endpoint: "e") == nil)
-        #expect(try await fixture.cache.storeResponse(response(404, [("ETag", "\"n\"")]), body: Data("a".utf8),
-                                                      for: request(url), endpoint: "e") == nil)
+        #expect(try await fixture.cache.storeResponse(response(206, [("ETag", "\"p\""), ("Cache-Control", "max-age=60")]),
+                                                      body: Data("a".utf8), for: request(url), endpoint: "e") == nil)
+        for status in [201, 202, 302, 400, 403, 500, 503] {
+            #expect(try await fixture.cache.storeResponse(response(status, [("ETag", "\"n\"")]), body: Data("a".utf8),
+                                                          for: request(url), endpoint: "e") == nil, "\(status)")
+        }
         #expect(try fixture.count("cache_entries") == 0)
+    }
+
+    @Test("RFC 9111 §3: a response without validators, and a 404 or 410, are stored (the cache once required a validator)")
+    func storableWithoutValidators() async throws {
+        let fixture = try CacheFixture()
+        let plain = try await fixture.cache.storeResponse(response(200), body: Data("a".utf8), for: request(url), endpoint: "e")
+        #expect(plain?.etag == nil && plain?.lastModified == nil)
+        // Stale at once (no freshness) and no validator: fetched again in full, with no conditional field.
+        let lookup = try await fixture.cache.lookup(request(url), endpoint: "e")
+        #expect(lookup.cachedResponse?.body == Data("a".utf8))
+        #expect(lookup.requestToSend == request(url))
+        for (index, status) in [404, 410, 301].enumerated() {
+            let other = request("https://api.example.com/gone/\(index)")
+            #expect(try await fixture.cache.storeResponse(response(status), body: Data(), for: other, endpoint: "e")?.status.code
+                    == status)
+        }
+        // A status not cacheable by default is stored with explicit freshness.
+        #expect(try await fixture.cache.storeResponse(response(302, [("Cache-Control", "max-age=60")]), body: Data(),
+                                                      for: request("https://api.example.com/moved"), endpoint: "e") != nil)
+        #expect(try fixture.count("cache_entries") == 5)
     }
 
     @Test("a 304 that matches nothing stored returns nil, so the caller can ask again unconditionally")
