@@ -135,4 +135,26 @@ struct GetShellTests {
         let entries = try CommandRunner.sqlite3(db, "SELECT count(*) FROM cache_entries")
         #expect(entries.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
     }
+
+    @Test("a must-revalidate answer is not served stale when the server is down, unless --stale-despite-directives")
+    func staleDespiteDirectives() throws {
+        let origin = try ScriptedHTTPServer { _ in
+            .init(headers: [("ETag", "\"e\""), ("Cache-Control", "private, max-age=0, must-revalidate, no-transform")],
+                  body: "stored answer")
+        }
+        let directory = try TemporaryDirectory()
+        let db = directory.path("stale.sqlite")
+        let url = "\(origin.baseURL)/youtube/v3/videos?id=1"
+        let first = try CommandRunner.tollgate("get", url, "--db", db)
+        #expect(first.stdout == "stored answer")
+        origin.stop()
+
+        let strict = try CommandRunner.tollgate("get", url, "--db", db)
+        #expect(strict.status == 6, "RFC 9111 §4.2.4: \(strict.stderr)")
+        #expect(strict.stdout.isEmpty)
+        let lenient = try CommandRunner.tollgate("get", url, "--db", db, "--stale-despite-directives")
+        #expect(lenient.status == 0, "\(lenient.stderr)")
+        #expect(lenient.stdout == "stored answer")
+        #expect(lenient.stderr.contains("source stale (upstreamFailure)"))
+    }
 }

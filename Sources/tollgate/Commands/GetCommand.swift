@@ -66,6 +66,8 @@ struct GetCommand: AsyncParsableCommand {
 
     @OptionGroup var secrets: SecretOptions
 
+    @OptionGroup var stalePolicy: StalePolicyOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -100,7 +102,7 @@ struct GetCommand: AsyncParsableCommand {
         do {
             // AsyncHTTPClient, like curl, sends the request as written and returns the bytes as sent.
             gate = try Gate(store: try SQLiteStore(path: path, logger: logger), transport: AsyncHTTPClientTransport(),
-                            configuration: secrets.applied(to: .youTubeDataAPIv3), logger: logger)
+                            configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger)
         } catch let error as StoreError {
             printError("error: \(error)")
             throw ExitCode.failure

@@ -28,6 +28,8 @@ struct ProxyCommand: AsyncParsableCommand {
 
     @OptionGroup var secrets: SecretOptions
 
+    @OptionGroup var stalePolicy: StalePolicyOptions
+
     @Option(help: ArgumentHelp(
         "Seconds a connection may go without a complete request head (or idle between requests) before it is closed.",
         valueName: "seconds"
@@ -61,7 +63,7 @@ struct ProxyCommand: AsyncParsableCommand {
         let gate: Gate
         do {
             gate = try Gate(store: try SQLiteStore(path: path, logger: logger),
-                            configuration: secrets.applied(to: .youTubeDataAPIv3), logger: logger)
+                            configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger)
         } catch let error as StoreError {
             printError("error: \(error)")
             throw ExitCode.failure
