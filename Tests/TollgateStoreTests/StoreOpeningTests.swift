@@ -91,7 +91,7 @@ struct StoreOpeningTests {
             for offset in [1_000, 2_000, 90_000] as [Int64] {
                 try db.execute("INSERT INTO throttle_requests (endpoint, at_ms) VALUES ('/api/activities', ?)", [.integer(nowMs - offset)])
             }
-            try db.execute("INSERT INTO cache_stats_daily VALUES (?, 'videos.list', 6, 3, 1, 0, 1000)", [.text(today)])
+            try db.execute("INSERT INTO cache_stats_daily (pacific_date, endpoint, hits, revalidations, misses, stale, bytes_saved) VALUES (?, 'videos.list', 6, 3, 1, 0, 1000)", [.text(today)])
         }
 
         let quota = try store.read { db in

@@ -21,6 +21,8 @@ do {
         try await CircuitProbeJob.run(Array(arguments.dropFirst()))
     case "gate-send":
         try await GateSendJob.run(Array(arguments.dropFirst()))
+    case "gate-coalesce":
+        try await GateCoalesceJob.run(Array(arguments.dropFirst()))
     case "cache-store":
         try await CacheStoreJob.run(Array(arguments.dropFirst()))
     case "crash-workload":

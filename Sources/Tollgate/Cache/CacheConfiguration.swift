@@ -47,6 +47,15 @@ public struct CacheConfiguration: Sendable {
     public var sensitiveHeaderPatterns: [SecretNamePattern] = [
         "*-token", "*-key", "*auth*", "*secret*", "*session*", "*cookie*",
     ]
+    /// Whether identical cacheable GETs in flight at once (same cache key), from tasks of this
+    /// process or from other processes on the same store, reach the network once: one leads, the
+    /// others wait for its stored answer (source ``ResponseSource/coalesced``). On by default.
+    public var coalescesRequests: Bool = true
+    /// The longest a request waits for another's answer before it sends its own. 30 s by default.
+    public var coalescingWait: Duration = .seconds(30)
+    /// How long a leader's lease in the store holds other processes back if the leader dies
+    /// before it answers. 30 s by default.
+    public var coalescingLease: Duration = .seconds(30)
     /// Fresh hits and stale serves are buffered in memory (their LRU touch and their count) and
     /// written once this many have gathered, or at the next write of the cache, whichever is first.
     public var activityFlushThreshold: Int = 64

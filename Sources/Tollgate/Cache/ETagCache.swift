@@ -131,6 +131,18 @@ public final class ETagCache: Sendable {
         try await recordUse(of: cached, endpoint: endpoint, counts: CacheStatisticsCounts(stale: 1), now: clock.now())
     }
 
+    /// Counts a stored response served to a request that waited for an identical request's answer.
+    /// Buffered like a fresh hit.
+    /// - Parameters:
+    ///   - cached: The response served.
+    ///   - endpoint: The endpoint.
+    /// - Throws: A storage error.
+    public func recordCoalescedServe(_ cached: CachedResponse, endpoint: String) async throws {
+        try await recordUse(of: cached, endpoint: endpoint,
+                            counts: CacheStatisticsCounts(bytesSaved: Int64(cached.body.count), coalesced: 1),
+                            now: clock.now())
+    }
+
     // MARK: Maintenance
 
     /// Writes the buffered LRU touches and counts now.

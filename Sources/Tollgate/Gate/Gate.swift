@@ -46,11 +46,13 @@ public final class Gate: Sendable {
     public let throttle: RequestThrottler
     /// The daily quota ledger.
     public let quota: QuotaLedger
-    private let storage: any GateStorage
+    let storage: any GateStorage
     private let transport: any HTTPTransport
-    private let clock: any TollgateClock
-    private let logger: Logger
+    let clock: any TollgateClock
+    let logger: Logger
     private let metrics: GateMetrics
+    /// Identical requests in flight in this process.
+    let coalescer = RequestCoalescer()
     /// `stale-while-revalidate` revalidations running after their stale answer was returned, by
     /// resource, so one runs at a time per resource and ``flush()`` can wait for them.
     let backgroundRevalidations = Mutex<[String: Task<Void, Never>]>([:])
@@ -215,7 +217,7 @@ public final class Gate: Sendable {
         logger[metadataKey: "gate.endpoint"] = "\(endpoint)"
 
         // 1. Cache lookup. A cache that cannot be read never fails the request.
-        let lookup: CacheLookup
+        var lookup: CacheLookup
         do {
             lookup = revalidation == .bypassingCache ? .miss(request) : try await cache.lookup(request, endpoint: endpoint)
         } catch {
@@ -231,6 +233,35 @@ public final class Gate: Sendable {
                                                   via: transport, revalidation: revalidation) {
             return early
         }
+        var flight: Flight?
+        switch await coalesce(request, body: body, lookup: lookup, endpoint: endpoint, options: options,
+                              revalidation: revalidation) {
+        case .served(let answer): return answer
+        case .leading(let leading): flight = leading
+        case .alone(let refreshed): lookup = refreshed
+        }
+        guard let flight else {
+            return try await forward(request, body: body, lookup: lookup, endpoint: endpoint, options: options,
+                                     via: transport, ledger: &ledger, logger: logger)
+        }
+        // The flight ends only once the answer is stored, so that those waiting for it find it.
+        do {
+            let answer = try await forward(request, body: body, lookup: lookup, endpoint: endpoint, options: options,
+                                           via: transport, ledger: &ledger, logger: logger)
+            await endFlight(flight)
+            return answer
+        } catch {
+            await endFlight(flight)
+            throw error
+        }
+    }
+
+    /// Steps 2 to 6 for a request the cache could not answer: circuit, throttle, quota, send under
+    /// the retry policy, then store, revalidate or serve stale.
+    private func forward(
+        _ request: HTTPRequest, body: Data?, lookup: CacheLookup, endpoint: String, options: GateRequestOptions,
+        via transport: any HTTPTransport, ledger: inout AttemptLedger, logger: Logger
+    ) async throws -> GateResponse {
         let stored = options.allowsStale ? lookup.cachedResponse.flatMap { servableOnError($0, for: request) } : nil
         let outgoing = lookup.requestToSend ?? request
 

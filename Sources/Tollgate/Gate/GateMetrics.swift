@@ -31,7 +31,7 @@ final class GateMetrics: Sendable {
             refused(endpoint: endpoint, reason: refusal)
         }
         let fromCache: Bool? = switch answer.source {
-        case .cache, .revalidated: true
+        case .cache, .revalidated, .coalesced: true
         case .network: false
         case .stale, .notCached: nil
         }
@@ -76,6 +76,7 @@ final class GateMetrics: Sendable {
         case .revalidated: "revalidated"
         case .stale(let reason): "stale_" + snakeCase(reason.rawValue)
         case .notCached: "not_cached"
+        case .coalesced: "coalesced"
         }
     }
 

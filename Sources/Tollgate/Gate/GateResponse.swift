@@ -14,6 +14,9 @@ public enum ResponseSource: Sendable, Hashable, CustomStringConvertible {
     /// The request said `Cache-Control: only-if-cached` and nothing stored could answer it: the
     /// answer is a `504 Gateway Timeout` made by the gate (RFC 9111 §5.2.1.7); nothing was sent.
     case notCached
+    /// An identical request was already in flight (in this process or another on the same store):
+    /// this one waited for its answer and got it from the cache; nothing was sent for it.
+    case coalesced
 
     public var description: String {
         switch self {
@@ -22,6 +25,7 @@ public enum ResponseSource: Sendable, Hashable, CustomStringConvertible {
         case .revalidated: "revalidated"
         case .stale(let reason): "stale (\(reason.rawValue))"
         case .notCached: "not cached"
+        case .coalesced: "coalesced"
         }
     }
 }

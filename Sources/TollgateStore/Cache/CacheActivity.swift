@@ -27,6 +27,8 @@ public struct CacheStatisticsCounts: Sendable, Hashable {
     public var stale: Int64 = 0
     /// Body bytes served from the cache instead of the network.
     public var bytesSaved: Int64 = 0
+    /// Answers that waited for an identical request's answer instead of sending their own.
+    public var coalesced: Int64 = 0
 
     /// Creates counts.
     /// - Parameters:
@@ -35,12 +37,16 @@ public struct CacheStatisticsCounts: Sendable, Hashable {
     ///   - misses: Misses.
     ///   - stale: Stale serves.
     ///   - bytesSaved: Body bytes served from the cache.
-    public init(hits: Int64 = 0, revalidations: Int64 = 0, misses: Int64 = 0, stale: Int64 = 0, bytesSaved: Int64 = 0) {
+    public init(
+        hits: Int64 = 0, revalidations: Int64 = 0, misses: Int64 = 0, stale: Int64 = 0, bytesSaved: Int64 = 0,
+        coalesced: Int64 = 0
+    ) {
         self.hits = hits
         self.revalidations = revalidations
         self.misses = misses
         self.stale = stale
         self.bytesSaved = bytesSaved
+        self.coalesced = coalesced
     }
 
     /// Whether every count is zero.
@@ -54,6 +60,7 @@ public struct CacheStatisticsCounts: Sendable, Hashable {
         misses += other.misses
         stale += other.stale
         bytesSaved += other.bytesSaved
+        coalesced += other.coalesced
     }
 }
 

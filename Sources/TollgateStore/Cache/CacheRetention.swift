@@ -82,8 +82,8 @@ public struct CacheDailyStatistics: Sendable, Hashable {
     public var endpoint: String
     /// The counts.
     public var counts: CacheStatisticsCounts
-    /// (hits + revalidations) / (hits + revalidations + misses), rounded to 4 places; nil with no
-    /// requests.
+    /// (hits + revalidations + coalesced) / (hits + revalidations + coalesced + misses), rounded to
+    /// 4 places; nil with no requests.
     public var hitRate: Double?
 
     /// Creates a row.

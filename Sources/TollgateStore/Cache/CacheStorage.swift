@@ -110,4 +110,26 @@ public protocol CacheStorage: Sendable {
     /// - Returns: The rows, newest day first, then by endpoint.
     /// - Throws: A storage error.
     func cacheStatistics(pacificDate: String?) async throws -> [CacheDailyStatistics]
+
+    /// Takes the coalescing lease on a resource unless another holder's lease is still running
+    /// at `lease.startedMs`. One transaction.
+    /// - Parameters:
+    ///   - resourceKey: The resource's cache key.
+    ///   - lease: The lease to take.
+    /// - Returns: The lease in force afterwards: `lease` when it was taken, else the running one.
+    /// - Throws: A storage error.
+    func acquireCoalescingLease(resourceKey: String, lease: CoalescingLease) async throws -> CoalescingLease
+
+    /// The coalescing lease on a resource, running or lapsed, if any.
+    /// - Parameter resourceKey: The resource's cache key.
+    /// - Returns: The lease, or nil when nobody leads a fetch of it.
+    /// - Throws: A storage error.
+    func coalescingLease(resourceKey: String) async throws -> CoalescingLease?
+
+    /// Gives a coalescing lease back, if `holder` still holds it.
+    /// - Parameters:
+    ///   - resourceKey: The resource's cache key.
+    ///   - holder: The leading request's token.
+    /// - Throws: A storage error.
+    func releaseCoalescingLease(resourceKey: String, holder: String) async throws
 }

@@ -47,15 +47,15 @@ enum CacheTable {
     static func count(_ db: Database, _ counts: CacheStatisticsCounts, for key: CacheStatisticsKey) throws {
         try db.execute(
             """
-            INSERT INTO cache_stats_daily (pacific_date, endpoint, hits, revalidations, misses, stale, bytes_saved)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO cache_stats_daily (pacific_date, endpoint, hits, revalidations, misses, stale, bytes_saved, coalesced)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (pacific_date, endpoint) DO UPDATE SET
                 hits = hits + excluded.hits, revalidations = revalidations + excluded.revalidations,
                 misses = misses + excluded.misses, stale = stale + excluded.stale,
-                bytes_saved = bytes_saved + excluded.bytes_saved
+                bytes_saved = bytes_saved + excluded.bytes_saved, coalesced = coalesced + excluded.coalesced
             """,
             [.text(key.pacificDate), .text(key.endpoint), .integer(counts.hits), .integer(counts.revalidations),
-             .integer(counts.misses), .integer(counts.stale), .integer(counts.bytesSaved)]
+             .integer(counts.misses), .integer(counts.stale), .integer(counts.bytesSaved), .integer(counts.coalesced)]
         )
     }
 
@@ -215,13 +215,14 @@ enum CacheTable {
     static func statistics(_ db: Database, pacificDate: String?) throws -> [CacheDailyStatistics] {
         let rows = if let pacificDate {
             try db.fetchAll(
-                "SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate, bytes_saved "
+                "SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate, bytes_saved, coalesced "
                     + "FROM cache_stats WHERE pacific_date = ?",
                 [.text(pacificDate)]
             )
         } else {
             try db.fetchAll(
-                "SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate, bytes_saved FROM cache_stats"
+                "SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate, bytes_saved, coalesced "
+                    + "FROM cache_stats"
             )
         }
         return rows.map { row in
@@ -229,7 +230,7 @@ enum CacheTable {
                 pacificDate: row[0].string ?? "", endpoint: row[1].string ?? "",
                 counts: CacheStatisticsCounts(
                     hits: row[2].int64 ?? 0, revalidations: row[3].int64 ?? 0, misses: row[4].int64 ?? 0,
-                    stale: row[5].int64 ?? 0, bytesSaved: row[7].int64 ?? 0
+                    stale: row[5].int64 ?? 0, bytesSaved: row[7].int64 ?? 0, coalesced: row[8].int64 ?? 0
                 ),
                 hitRate: row[6].double
             )

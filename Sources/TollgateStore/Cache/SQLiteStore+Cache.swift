@@ -109,4 +109,16 @@ extension SQLiteStore: CacheStorage {
     public func cacheStatistics(pacificDate: String?) async throws -> [CacheDailyStatistics] {
         try await read { db in try CacheTable.statistics(db, pacificDate: pacificDate) }
     }
+
+    public func acquireCoalescingLease(resourceKey: String, lease: CoalescingLease) async throws -> CoalescingLease {
+        try await write { db in try CoalescingLeaseTable.acquire(db, resourceKey: resourceKey, lease: lease) }
+    }
+
+    public func coalescingLease(resourceKey: String) async throws -> CoalescingLease? {
+        try await read { db in try CoalescingLeaseTable.current(db, resourceKey: resourceKey) }
+    }
+
+    public func releaseCoalescingLease(resourceKey: String, holder: String) async throws {
+        try await write { db in try CoalescingLeaseTable.release(db, resourceKey: resourceKey, holder: holder) }
+    }
 }

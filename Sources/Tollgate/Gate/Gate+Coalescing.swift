@@ -1,0 +1,99 @@
+import Foundation
+import HTTPTypes
+import Logging
+
+extension Gate {
+    /// What coalescing decided for a request that would otherwise be sent.
+    enum Coalescing {
+        /// An identical request's answer, stored while this one waited.
+        case served(GateResponse)
+        /// This request leads: send it, then end the flight with ``Gate/endFlight(_:)``.
+        case leading(Flight)
+        /// Send it alone, with the cache looked up again if this request waited.
+        case alone(CacheLookup)
+    }
+
+    /// A flight this request leads: in this process, and in the store when the lease was taken.
+    struct Flight {
+        let key: String
+        let local: RequestCoalescer.Flight
+        let storeLeaseHolder: String?
+    }
+
+    /// Joins or starts the flight of identical requests (same cache key): the first leads, the
+    /// others wait for its stored answer — without polling within this process, by polling the
+    /// store's lease across processes — and send their own request only when none came in time.
+    func coalesce(
+        _ request: HTTPRequest, body: Data?, lookup: CacheLookup, endpoint: String, options: GateRequestOptions,
+        revalidation: Revalidation
+    ) async -> Coalescing {
+        let settings = configuration.cache
+        guard settings.coalescesRequests, revalidation != .bypassingCache, request.method == .get, body == nil,
+              let key = try? cache.key(for: request).resourceKey
+        else { return .alone(lookup) }
+        let (local, leads) = coalescer.join(key, at: clock.now())
+        guard leads else {
+            let finished = await local.wait(upTo: settings.coalescingWait)
+            if let answer = await answerStored(since: local.startedAt, for: request, endpoint: endpoint) {
+                return .served(answer)
+            }
+            logger.debug("coalescing: no answer from the leading request; sending this one",
+                         metadata: ["gate.endpoint": "\(endpoint)", "gate.leader_finished": "\(finished)"])
+            return .alone((try? await cache.lookup(request, endpoint: endpoint)) ?? lookup)
+        }
+
+        // This process leads; another process may lead already.
+        let now = clock.now()
+        let holder = UUID().uuidString
+        let wanted = CoalescingLease(
+            holder: holder, startedMs: CacheTime.milliseconds(now),
+            expiresMs: CacheTime.milliseconds(now) + CacheTime.milliseconds(settings.coalescingLease)
+        )
+        guard let running = try? await storage.acquireCoalescingLease(resourceKey: key, lease: wanted) else {
+            return .leading(Flight(key: key, local: local, storeLeaseHolder: nil))
+        }
+        if running.holder == holder {
+            return .leading(Flight(key: key, local: local, storeLeaseHolder: holder))
+        }
+        let deadline = ContinuousClock.now + settings.coalescingWait
+        while ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+            let since = Date(timeIntervalSince1970: Double(running.startedMs) / 1000)
+            if let answer = await answerStored(since: since, for: request, endpoint: endpoint) {
+                coalescer.finish(key, local)
+                return .served(answer)
+            }
+            guard let current = try? await storage.coalescingLease(resourceKey: key), current.holder == running.holder,
+                  current.expiresMs > CacheTime.milliseconds(clock.now())
+            else { break }
+        }
+        logger.debug("coalescing: the other process's request gave no answer in time; sending this one",
+                     metadata: ["gate.endpoint": "\(endpoint)"])
+        return .leading(Flight(key: key, local: local, storeLeaseHolder: nil))
+    }
+
+    /// Ends a flight this request led, once its answer is stored: gives the store's lease back
+    /// and wakes the requests waiting in this process.
+    func endFlight(_ flight: Flight) async {
+        if let holder = flight.storeLeaseHolder {
+            // A lease that cannot be given back lapses on its own.
+            try? await storage.releaseCoalescingLease(resourceKey: flight.key, holder: holder)
+        }
+        coalescer.finish(flight.key, flight.local)
+    }
+
+    /// The stored answer to `request` if it was stored or revalidated since `since`, as an answer
+    /// of its own (source ``ResponseSource/coalesced``).
+    private func answerStored(since: Date, for request: HTTPRequest, endpoint: String) async -> GateResponse? {
+        guard let cached = (try? await cache.lookup(request, endpoint: endpoint))?.cachedResponse,
+              CacheTime.milliseconds(cached.validatedAt) >= CacheTime.milliseconds(since)
+        else { return nil }
+        do {
+            try await cache.recordCoalescedServe(cached, endpoint: endpoint)
+        } catch {
+            logger.warning("could not count a coalesced answer", metadata: ["error": "\(error)"])
+        }
+        return GateResponse(response: cached.response, body: cached.body, source: .coalesced,
+                            unitsCharged: 0, attempts: 0, age: cached.age)
+    }
+}
