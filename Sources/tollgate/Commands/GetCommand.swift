@@ -42,6 +42,10 @@ struct GetCommand: AsyncParsableCommand {
             throw ValidationError("'\(url)' is not an http(s) URL.")
         }
         if let cost, cost < 0 { throw ValidationError("--cost must not be negative.") }
+        if let cost, cost > QuotaLimits.maximumUnits {
+            throw ValidationError("--cost must be at most \(DashboardRenderer.grouped(QuotaLimits.maximumUnits)) units, not \(cost).")
+        }
+        if let endpoint { try AdminArguments.endpoint(endpoint, label: "--endpoint") }
         for field in header where Self.parseHeader(field) == nil {
             throw ValidationError("--header '\(field)' is not 'Name: value'.")
         }

@@ -63,13 +63,26 @@ enum AdminArguments {
         return day
     }
 
-    /// An endpoint name: not empty, no line breaks.
+    /// The longest endpoint name accepted on the command line, in UTF-8 bytes.
+    static let maximumEndpointBytes = 200
+
+    /// An endpoint name: not empty, not `*` (the ledger's whole-bucket name), no control
+    /// characters, at most ``maximumEndpointBytes`` bytes.
     static func endpoint(_ text: String, label: String = "the endpoint") throws {
         if text.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ValidationError("\(label) must not be empty.")
         }
         if text.contains(where: \.isNewline) {
             throw ValidationError("\(label) must be one line.")
+        }
+        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw ValidationError("\(label) must not contain control characters such as tabs or NUL.")
+        }
+        if text.trimmingCharacters(in: .whitespaces) == "*" {
+            throw ValidationError("\(label) cannot be '*': the quota ledger uses it for whole-bucket events. Use --all where a command offers it.")
+        }
+        if text.utf8.count > maximumEndpointBytes {
+            throw ValidationError("\(label) must be at most \(maximumEndpointBytes) bytes, not \(text.utf8.count).")
         }
     }
 
