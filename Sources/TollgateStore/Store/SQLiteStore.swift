@@ -22,6 +22,17 @@ public final class SQLiteStore: Sendable {
         case inMemory
     }
 
+    /// Whether a store may write.
+    public enum Access: Sendable, Hashable {
+        /// Reads and writes; the file is created and migrated when needed.
+        case readWrite
+        /// Reads only: the file must exist and be up to date; it is never created, migrated or
+        /// written, so it can be inspected on a read-only file, directory or file system, and
+        /// without waiting for another process's write lock. Every write throws
+        /// ``StoreError/openedReadOnly(path:)``.
+        case readOnly
+    }
+
     /// How a store opens its connections.
     public struct Configuration: Sendable {
         /// How long a statement waits for another process's lock before failing with
@@ -34,17 +45,21 @@ public final class SQLiteStore: Sendable {
         /// A write that needs more fails with `SQLITE_FULL` (``DatabaseError/isFull``) and is
         /// rolled back, exactly as on a full disk: for capping a file's size, and for tests.
         public var maximumPageCount: Int?
+        /// Whether the store may write; ``Access/readWrite`` by default.
+        public var access: Access
 
         /// Creates a configuration.
         /// - Parameters:
         ///   - busyTimeout: How long to wait for another process's lock.
         ///   - migrations: The migrations to apply.
         ///   - maximumPageCount: The most pages the file may grow to, or nil for SQLite's limit.
+        ///   - access: Whether the store may write.
         public init(busyTimeout: Duration = .seconds(5), migrations: [Migration] = Migration.all,
-                    maximumPageCount: Int? = nil) {
+                    maximumPageCount: Int? = nil, access: Access = .readWrite) {
             self.busyTimeout = busyTimeout
             self.migrations = migrations
             self.maximumPageCount = maximumPageCount
+            self.access = access
         }
     }
 
@@ -52,6 +67,13 @@ public final class SQLiteStore: Sendable {
     public let location: Location
     /// The migrations that opening this store applied (empty when the file was up to date).
     public let migrationsAppliedAtOpen: [Migration]
+    /// Whether the store was opened with ``Access/readOnly``.
+    public let isReadOnly: Bool
+    /// Whether a read-only store reads the file as an immutable snapshot, because its directory
+    /// or file system does not let SQLite create the shared-memory (`-shm`) file: it then does not
+    /// see later writes by other processes.
+    public let readsImmutableSnapshot: Bool
+    private let busyTimeout: Duration
 
     // Internal: maintenance (VACUUM) must run on the writer outside a transaction.
     let writer: SerializedDatabase
@@ -76,47 +98,42 @@ public final class SQLiteStore: Sendable {
     ///   - location: A file, or an in-memory database.
     ///   - configuration: Connection settings.
     ///   - logger: Where the store logs; the task's current logger by default.
-    /// - Throws: ``StoreError`` when the file is refused (it is then left unchanged), or
-    ///   ``DatabaseError`` when SQLite fails.
+    /// - Throws: ``StoreError`` when the file is refused (it is then left unchanged) or cannot be
+    ///   opened, read or written (``StoreError/readOnly(path:cause:)``, ``StoreError/diskFull(path:cause:)``,
+    ///   ``StoreError/locked(path:waited:cause:)``, ``StoreError/isDirectory(path:)``, and for a read-only
+    ///   store ``StoreError/notFound(path:)`` and ``StoreError/migrationsPending(path:databaseVersion:libraryVersion:)``),
+    ///   or ``DatabaseError`` for any other failure of SQLite.
     public init(
         location: Location, configuration: Configuration = Configuration(), logger: Logger = Logger.current
     ) throws {
         self.location = location
         self.logger = logger
+        self.busyTimeout = configuration.busyTimeout
+        self.isReadOnly = configuration.access == .readOnly
         let migrator = Migrator(migrations: configuration.migrations)
         switch location {
         case .inMemory:
+            guard configuration.access == .readWrite else {
+                throw StoreError.invalidArgument("an in-memory store cannot be opened read-only: it would be empty")
+            }
             let database = try Database(path: ":memory:", busyTimeout: configuration.busyTimeout)
             try Self.configureWriter(database)
             migrationsAppliedAtOpen = try migrator.migrate(database, now: Date.init)
             writer = SerializedDatabase(database: database, label: "tollgate.store.memory")
             reader = writer
+            readsImmutableSnapshot = false
         case .file(let path):
-            try DatabaseFile.createIfMissing(path: path)
-            try DatabaseFile.requireSQLiteHeader(path: path)
-            try DatabaseFile.requireCompleteFile(path: path)
-            let database = try Self.refusingNonDatabase(path: path) {
-                let database = try Database(path: path, busyTimeout: configuration.busyTimeout)
-                // Check the history before the first write, so a refused file stays untouched.
-                _ = try migrator.status(database)
-                return database
-            }
-            try Self.configureWriter(database)
-            try Self.enableWAL(database, path: path)
-            migrationsAppliedAtOpen = try migrator.migrate(database, now: Date.init)
-            if let maximumPageCount = configuration.maximumPageCount {
-                guard maximumPageCount > 0 else {
-                    throw StoreError.invalidArgument("maximum page count must be positive, got \(maximumPageCount)")
+            let opened = try Self.translatingErrors(path: path, busyTimeout: configuration.busyTimeout) {
+                try DatabaseFile.requireNotDirectory(path: path)
+                return switch configuration.access {
+                case .readWrite: try Self.openForWriting(path: path, configuration: configuration, migrator: migrator)
+                case .readOnly: try Self.openForReading(path: path, configuration: configuration, migrator: migrator)
                 }
-                // PRAGMA arguments cannot be bound; an Int is safe to interpolate.
-                _ = try database.fetchValue("PRAGMA max_page_count = \(maximumPageCount)")
             }
-            writer = SerializedDatabase(database: database, label: "tollgate.store.writer")
-
-            let readConnection = try Database(path: path, busyTimeout: configuration.busyTimeout)
-            try readConnection.execute("PRAGMA foreign_keys = ON")
-            try readConnection.execute("PRAGMA query_only = ON")
-            reader = SerializedDatabase(database: readConnection, label: "tollgate.store.reader")
+            writer = opened.writer
+            reader = opened.reader
+            migrationsAppliedAtOpen = opened.applied
+            readsImmutableSnapshot = opened.immutable
         }
         for migration in migrationsAppliedAtOpen {
             logger.info("applied migration", metadata: [
@@ -137,14 +154,16 @@ public final class SQLiteStore: Sendable {
         path: String, migrations: [Migration] = Migration.all
     ) throws -> [MigrationStatus] {
         let migrator = Migrator(migrations: migrations)
-        guard FileManager.default.fileExists(atPath: path) else {
-            return migrator.migrations.map { MigrationStatus(migration: $0, appliedAt: nil) }
-        }
-        try DatabaseFile.requireSQLiteHeader(path: path)
-        try DatabaseFile.requireCompleteFile(path: path)
-        return try refusingNonDatabase(path: path) {
-            let database = try Database(path: path, mode: .readOnly)
-            return try migrator.status(database)
+        return try translatingErrors(path: path, busyTimeout: .seconds(5)) {
+            try DatabaseFile.requireNotDirectory(path: path)
+            guard FileManager.default.fileExists(atPath: path) else {
+                return migrator.migrations.map { MigrationStatus(migration: $0, appliedAt: nil) }
+            }
+            try DatabaseFile.requireSQLiteHeader(path: path)
+            try DatabaseFile.requireCompleteFile(path: path)
+            return try refusingNonDatabase(path: path) {
+                try openReadOnlyConnection(path: path, busyTimeout: .seconds(5), migrator: migrator).statuses
+            }
         }
     }
 
@@ -156,7 +175,10 @@ public final class SQLiteStore: Sendable {
     /// - Returns: What `updates` returns.
     /// - Throws: What `updates` throws, or ``DatabaseError``.
     public func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await writer.run { db in try db.inTransaction(.immediate) { try updates(db) } }
+        try requireWritable()
+        return try await translatingErrors {
+            try await writer.run { db in try db.inTransaction(.immediate) { try updates(db) } }
+        }
     }
 
     /// Runs `updates` in a `BEGIN IMMEDIATE` transaction, blocking the calling thread. For
@@ -165,7 +187,10 @@ public final class SQLiteStore: Sendable {
     /// - Returns: What `updates` returns.
     /// - Throws: What `updates` throws, or ``DatabaseError``.
     public func write<T>(_ updates: (Database) throws -> T) throws -> T {
-        try writer.sync { db in try db.inTransaction(.immediate) { try updates(db) } }
+        try requireWritable()
+        return try Self.translatingErrors(path: locationPath, busyTimeout: busyTimeout) {
+            try writer.sync { db in try db.inTransaction(.immediate) { try updates(db) } }
+        }
     }
 
     /// Runs `value` in a read transaction on the reader connection, beside any write.
@@ -173,7 +198,9 @@ public final class SQLiteStore: Sendable {
     /// - Returns: What `value` returns.
     /// - Throws: What `value` throws, or ``DatabaseError``.
     public func read<T: Sendable>(_ value: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await reader.run { db in try db.inTransaction(.deferred) { try value(db) } }
+        try await translatingErrors(reading: true) {
+            try await reader.run { db in try db.inTransaction(.deferred) { try value(db) } }
+        }
     }
 
     /// Runs `value` in a read transaction, blocking the calling thread.
@@ -181,10 +208,125 @@ public final class SQLiteStore: Sendable {
     /// - Returns: What `value` returns.
     /// - Throws: What `value` throws, or ``DatabaseError``.
     public func read<T>(_ value: (Database) throws -> T) throws -> T {
-        try reader.sync { db in try db.inTransaction(.deferred) { try value(db) } }
+        try Self.translatingErrors(path: locationPath, busyTimeout: busyTimeout, reading: true) {
+            try reader.sync { db in try db.inTransaction(.deferred) { try value(db) } }
+        }
+    }
+
+    // MARK: Errors a person can act on
+
+    /// The file's path, or `:memory:`.
+    var locationPath: String {
+        switch location {
+        case .file(let path): path
+        case .inMemory: ":memory:"
+        }
+    }
+
+    /// Refuses a write on a store opened read-only, before any connection is touched.
+    func requireWritable() throws {
+        if isReadOnly { throw StoreError.openedReadOnly(path: locationPath) }
+    }
+
+    /// Runs `body`, turning SQLite's failures about the file into ``StoreError``s that say what to do.
+    ///
+    /// In a read, a plain `SQLITE_READONLY` is the reader's `query_only` refusing a write that the
+    /// caller should not have made, not a file that cannot be written: it stays a ``DatabaseError``.
+    func translatingErrors<T>(reading: Bool = false, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as DatabaseError {
+            throw Self.translated(error, path: locationPath, busyTimeout: busyTimeout, reading: reading)
+        }
+    }
+
+    /// Runs `body`, turning SQLite's failures about the file into ``StoreError``s that say what to do.
+    static func translatingErrors<T>(
+        path: String, busyTimeout: Duration, reading: Bool = false, _ body: () throws -> T
+    ) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError {
+            throw translated(error, path: path, busyTimeout: busyTimeout, reading: reading)
+        }
+    }
+
+    private static func translated(_ error: DatabaseError, path: String, busyTimeout: Duration, reading: Bool) -> any Error {
+        if reading && error.extendedResultCode == SQLITE_READONLY && error.systemErrorCode == 0 { return error }
+        return StoreError.translating(error, path: path, busyTimeout: busyTimeout) ?? error
     }
 
     // MARK: Opening
+
+    private typealias Opened = (writer: SerializedDatabase, reader: SerializedDatabase, applied: [Migration], immutable: Bool)
+
+    /// Creates the file when missing, migrates it, and opens a writer and a reader.
+    private static func openForWriting(path: String, configuration: Configuration, migrator: Migrator) throws -> Opened {
+        try DatabaseFile.createIfMissing(path: path)
+        try DatabaseFile.requireSQLiteHeader(path: path)
+        try DatabaseFile.requireCompleteFile(path: path)
+        let database = try Self.refusingNonDatabase(path: path) {
+            let database = try Database(path: path, busyTimeout: configuration.busyTimeout)
+            // Check the history before the first write, so a refused file stays untouched.
+            _ = try migrator.status(database)
+            return database
+        }
+        try Self.configureWriter(database)
+        try Self.enableWAL(database, path: path)
+        let applied = try migrator.migrate(database, now: Date.init)
+        if let maximumPageCount = configuration.maximumPageCount {
+            guard maximumPageCount > 0 else {
+                throw StoreError.invalidArgument("maximum page count must be positive, got \(maximumPageCount)")
+            }
+            // PRAGMA arguments cannot be bound; an Int is safe to interpolate.
+            _ = try database.fetchValue("PRAGMA max_page_count = \(maximumPageCount)")
+        }
+        let writer = SerializedDatabase(database: database, label: "tollgate.store.writer")
+
+        let readConnection = try Database(path: path, busyTimeout: configuration.busyTimeout)
+        try readConnection.execute("PRAGMA foreign_keys = ON")
+        try readConnection.execute("PRAGMA query_only = ON")
+        let reader = SerializedDatabase(database: readConnection, label: "tollgate.store.reader")
+        return (writer, reader, applied, false)
+    }
+
+    /// Opens one read-only connection on an existing, up-to-date file; creates and writes nothing.
+    private static func openForReading(path: String, configuration: Configuration, migrator: Migrator) throws -> Opened {
+        guard FileManager.default.fileExists(atPath: path) else { throw StoreError.notFound(path: path) }
+        try DatabaseFile.requireSQLiteHeader(path: path)
+        try DatabaseFile.requireCompleteFile(path: path)
+        let (database, statuses, immutable) = try refusingNonDatabase(path: path) {
+            try openReadOnlyConnection(path: path, busyTimeout: configuration.busyTimeout, migrator: migrator)
+        }
+        if statuses.contains(where: { !$0.isApplied }) {
+            throw StoreError.migrationsPending(
+                path: path, databaseVersion: statuses.filter(\.isApplied).map(\.migration.version).max() ?? 0,
+                libraryVersion: migrator.libraryVersion
+            )
+        }
+        try database.execute("PRAGMA foreign_keys = ON")
+        try database.execute("PRAGMA query_only = ON")
+        let connection = SerializedDatabase(database: database, label: "tollgate.store.reader")
+        return (connection, connection, [], immutable)
+    }
+
+    /// A read-only connection and the file's migration status, read through it.
+    ///
+    /// Reading a WAL file needs its shared-memory file (`-shm`): SQLite creates it when missing,
+    /// and cannot in a read-only directory or file system, or on a full disk. The file is then
+    /// read as immutable, without the `-shm` — but only when its write-ahead log is empty or
+    /// absent, so no committed page is missed.
+    private static func openReadOnlyConnection(
+        path: String, busyTimeout: Duration, migrator: Migrator
+    ) throws -> (database: Database, statuses: [MigrationStatus], immutable: Bool) {
+        let database = try Database(path: path, mode: .readOnly, busyTimeout: busyTimeout)
+        do {
+            return (database, try migrator.status(database), false)
+        } catch let error as DatabaseError where error.cannotUseSharedMemory && DatabaseFile.hasEmptyLog(path: path) {
+            let snapshot = try Database(path: path, mode: .immutable, busyTimeout: busyTimeout)
+            return (snapshot, try migrator.status(snapshot), true)
+        }
+    }
 
     private static func configureWriter(_ database: Database) throws {
         try database.execute("PRAGMA foreign_keys = ON")

@@ -63,14 +63,15 @@ struct StoreFaultTests {
                     Self.cacheEntry(key: "big-\(index)", bodySize: 64 * 1024), retention: Self.retention,
                     activity: CacheActivity()
                 )
-            } catch let error as DatabaseError {
-                failure = error
+            } catch StoreError.diskFull(let failedPath, let cause) {
+                #expect(failedPath == path)
+                failure = cause
                 break
             }
         }
         let error = try #require(failure, "the capped file never filled up")
         #expect(error.isFull)
-        #expect(error.description.contains("full"))
+        #expect(StoreError.diskFull(path: path, cause: error).description.contains("is full"))
         // Small writes that fit still work, and the ledger still adds up.
         #expect(try StoreInvariants.integrity(capped) == "ok")
         #expect(try await capped.quotaLedgerDiscrepancies().isEmpty)
@@ -182,7 +183,7 @@ struct StoreFaultTests {
         defer { chmod(path, 0o600); chmod(directory.url.path, 0o755) }
 
         let (summary, description) = try await Self.openAsUnprivileged(path)
-        #expect(summary == "refused DatabaseError readOnly true full false", "\(summary) \(description)")
+        #expect(summary == "refused StoreError readOnly true full false", "\(summary) \(description)")
         #expect(description.lowercased().contains("readonly") || description.lowercased().contains("read-only")
                     || description.contains("unable to open"), "\(description)")
         #expect(fileBytes(path) == bytes)
@@ -204,7 +205,7 @@ struct StoreFaultTests {
         defer { chmod(folder, 0o755); if getuid() == 0 { chown(path, 0, 0) } }
 
         let (summary, description) = try await Self.openAsUnprivileged(path)
-        #expect(summary == "refused DatabaseError readOnly true full false", "\(summary) \(description)")
+        #expect(summary == "refused StoreError readOnly true full false", "\(summary) \(description)")
         #expect(!description.isEmpty)
         #expect(fileBytes(path) == bytes)
         chmod(folder, 0o755)
