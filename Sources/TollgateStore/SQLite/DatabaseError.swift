@@ -65,7 +65,8 @@ public struct DatabaseError: Error, Sendable, Hashable, CustomStringConvertible 
     /// messages shown to people.
     public var summary: String {
         var text = "SQLite error \(extendedResultCode): \(message)"
-        if systemErrorCode != 0, let reason = strerror(systemErrorCode).map({ String(cString: $0) }),
+        // ENOENT is mostly SQLite's last try at a -shm file that could not be created: noise here.
+        if systemErrorCode != 0, systemErrorCode != ENOENT, let reason = strerror(systemErrorCode).map({ String(cString: $0) }),
            !message.contains(reason) {
             text += "; \(reason)"
         }

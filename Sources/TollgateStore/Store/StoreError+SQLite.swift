@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -23,6 +24,18 @@ extension StoreError {
         case SQLITE_BUSY, SQLITE_LOCKED:
             return .locked(path: path, waited: busyTimeout, cause: error)
         case SQLITE_CANTOPEN, SQLITE_PERM:
+            // SQLite's errno is that of its last attempt (often opening the -shm read-only after
+            // creating it failed), so look at the file system itself first.
+            let fileManager = FileManager.default
+            let directory = (path as NSString).deletingLastPathComponent
+            let directoryPath = directory.isEmpty ? "." : directory
+            if !fileManager.fileExists(atPath: directoryPath) {
+                return .cannotOpen(path: path, reason: "its directory does not exist", cause: error)
+            }
+            if fileManager.fileExists(atPath: path),
+               !fileManager.isWritableFile(atPath: directoryPath) || !fileManager.isWritableFile(atPath: path) {
+                return .readOnly(path: path, cause: error)
+            }
             let reason = switch system {
             case ENOENT: "its directory does not exist"
             case EACCES, EPERM: "permission denied"

@@ -29,8 +29,7 @@ struct DashboardCommand: ParsableCommand {
 
     func run() throws {
         try reportingStoreErrors {
-            let path = try database.preparedPath()
-            let store = try SQLiteStore(path: path)
+            let (path, store) = try database.openForReading()
             let interactive = TerminalSession.isInteractive && !once
             var renderer = DashboardRenderer(colours: interactive, databasePath: path)
             if !interactive {

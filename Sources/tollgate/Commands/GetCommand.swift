@@ -10,7 +10,8 @@ struct GetCommand: AsyncParsableCommand {
         abstract: "Send one GET through the gate, like curl: body to stdout, source and quota to stderr.",
         discussion: """
             Exit status: 0 answered (any HTTP status), 3 throttled, 4 circuit open, 5 quota exceeded, \
-            6 network failure with nothing stored, 1 other errors.
+            6 network failure with nothing stored, 1 other errors (such as a database that cannot be \
+            written), 64 a usage error.
             """
     )
 
@@ -52,19 +53,18 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A store that cannot be opened or written (read-only, full, locked) is one clear line, exit 1.
+        try await reportingErrors { try await send() }
+    }
+
+    private func send() async throws {
         let path = try database.preparedPath()
         var request = HTTPRequest(url: URL(string: url)!)
         for field in header {
             if let (name, value) = Self.parseHeader(field) { request.headerFields.append(HTTPField(name: name, value: value)) }
         }
         let endpoint = endpoint ?? EndpointNaming.youTubeDataAPIv3.endpoint(for: request)
-        let gate: Gate
-        do {
-            gate = try Gate(store: try SQLiteStore(path: path))
-        } catch let error as StoreError {
-            printError("error: \(error)")
-            throw ExitCode.failure
-        }
+        let gate = try Gate(store: try SQLiteStore(path: path))
         do {
             let answer = try await gate.send(request, endpoint: endpoint, options: GateRequestOptions(cost: cost))
             try await gate.flush()

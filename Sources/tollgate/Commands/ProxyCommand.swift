@@ -42,16 +42,15 @@ struct ProxyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A store that cannot be opened or a port already taken is one clear line, exit 1.
+        try await reportingErrors { try await serve() }
+    }
+
+    private func serve() async throws {
         var logger = Logger(label: "tollgate.proxy")
         logger.logLevel = verbose ? .info : .warning
         let path = try database.preparedPath()
-        let gate: Gate
-        do {
-            gate = try Gate(store: try SQLiteStore(path: path, logger: logger), logger: logger)
-        } catch let error as StoreError {
-            printError("error: \(error)")
-            throw ExitCode.failure
-        }
+        let gate = try Gate(store: try SQLiteStore(path: path, logger: logger), logger: logger)
         let proxy = try await GateProxy.start(
             gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen),
             stopsOnSignals: true, logger: logger

@@ -33,7 +33,7 @@ struct QuotaCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, access: .readOnly)
                 let report = try await QuotaReport.read(services, day: try AdminArguments.day(day))
                 if json {
                     try printJSON(report)

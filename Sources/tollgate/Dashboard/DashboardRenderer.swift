@@ -8,6 +8,9 @@ struct DashboardRenderer {
     var height = 24
     var colours = true
     var databasePath: String
+    /// Whether every row is drawn (`status`), or each section is cut to fit the screen with a
+    /// line that says how many rows are not shown (`dashboard`).
+    var showsEveryRow = false
 
     func render(_ snapshot: DashboardSnapshot) -> [String] {
         var lines: [String] = []
@@ -24,7 +27,9 @@ struct DashboardRenderer {
             let state = bucket.exhaustedUntil != nil ? red(" EXHAUSTED") : ""
             let numbers = "\(Self.grouped(bucket.used))/\(Self.grouped(bucket.limit)) · \(Self.grouped(bucket.remaining)) left"
             quotaLines.append("\(pad(bucket.bucket, 12)) \(bar(fraction, width: 24)) \(numbers)\(state)")
-            let endpoints = bucket.endpoints.prefix(4).map { "\($0.endpoint) \(Self.grouped($0.units))u/\($0.calls)" }
+            let shown = showsEveryRow ? bucket.endpoints.count : 4
+            var endpoints = bucket.endpoints.prefix(shown).map { "\($0.endpoint) \(Self.grouped($0.units))u/\($0.calls)" }
+            if bucket.endpoints.count > shown { endpoints.append("and \(bucket.endpoints.count - shown) more") }
             if !endpoints.isEmpty {
                 quotaLines.append("  " + endpoints.joined(separator: "  "))
             }
@@ -69,9 +74,12 @@ struct DashboardRenderer {
         // Fixed lines: 2 header, 4 section titles, 1 cache, 1 footer. Share the rest.
         var budget = max(0, height - 8)
         func take(_ section: [String], _ maximum: Int) -> [String] {
+            if showsEveryRow { return section }
             let count = min(section.count, maximum, budget)
             budget -= count
-            return Array(section.prefix(count))
+            guard count < section.count, count > 0 else { return Array(section.prefix(count)) }
+            // Never drop rows silently: the last line shown says how many are not.
+            return Array(section.prefix(count - 1)) + [dim("  … and \(section.count - count + 1) more")]
         }
         let quota = take(quotaLines, 6)
         let circuits = take(circuitLines, 5)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Tollgate
+import TollgateProxy
 
 /// The services an admin command works through, over the file `--db` names, built from the
 /// YouTube Data API v3 preset's parts and the system clock: the same rules the gate follows.
@@ -16,11 +17,19 @@ struct AdminServices {
 
     /// Opens the file and builds the services. Their own log lines (state changes at info and
     /// notice) stay quiet: each command prints what it did itself. Warnings still reach stderr.
-    init(database: DatabaseOptions, configuration: GateConfiguration = .youTubeDataAPIv3) throws {
-        path = try database.preparedPath()
+    /// - Parameters:
+    ///   - database: The `--db` option.
+    ///   - access: `.readOnly` for a command that only shows: the file is then never created,
+    ///     migrated or written.
+    ///   - configuration: The services' rules.
+    init(database: DatabaseOptions, access: SQLiteStore.Access = .readWrite,
+         configuration: GateConfiguration = .youTubeDataAPIv3) throws {
         var logger = Logger(label: "tollgate")
         logger.logLevel = .warning
-        store = try SQLiteStore(path: path, logger: logger)
+        (path, store) = switch access {
+        case .readWrite: try database.openForWriting(logger: logger)
+        case .readOnly: try database.openForReading(logger: logger)
+        }
         self.configuration = configuration
         let clock = SystemClock()
         quota = try QuotaLedger(storage: store, configuration: configuration.quota, clock: clock, logger: logger)
@@ -47,6 +56,9 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
         printError("error: \(error)")
         throw ExitCode.failure
     } catch let error as QuotaLedgerError {
+        printError("error: \(error)")
+        throw ExitCode.failure
+    } catch let error as GateProxyError {
         printError("error: \(error)")
         throw ExitCode.failure
     }
