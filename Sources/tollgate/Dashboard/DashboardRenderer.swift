@@ -27,11 +27,12 @@ struct DashboardRenderer {
             let state = bucket.exhaustedUntil != nil ? red(" EXHAUSTED") : ""
             let numbers = "\(Self.grouped(bucket.used))/\(Self.grouped(bucket.limit)) · \(Self.grouped(bucket.remaining)) left"
             quotaLines.append("\(pad(bucket.bucket, 12)) \(bar(fraction, width: 24)) \(numbers)\(state)")
-            let shown = showsEveryRow ? bucket.endpoints.count : 4
-            var endpoints = bucket.endpoints.prefix(shown).map { "\($0.endpoint) \(Self.grouped($0.units))u/\($0.calls)" }
-            if bucket.endpoints.count > shown { endpoints.append("and \(bucket.endpoints.count - shown) more") }
-            if !endpoints.isEmpty {
-                quotaLines.append("  " + endpoints.joined(separator: "  "))
+            let endpoints = bucket.endpoints.map { "\($0.endpoint) \(Self.grouped($0.units))u/\($0.calls)" }
+            if showsEveryRow {
+                quotaLines += endpoints.map { "  " + $0 }
+            } else if !endpoints.isEmpty {
+                let shown = Array(endpoints.prefix(4)) + (endpoints.count > 4 ? ["and \(endpoints.count - 4) more"] : [])
+                quotaLines.append("  " + shown.joined(separator: "  "))
             }
         }
         if quotaLines.isEmpty { quotaLines = [dim("  no buckets yet")] }
@@ -96,7 +97,8 @@ struct DashboardRenderer {
         lines.append(bold("Recent events"))
         lines += recent
         lines.append(dim(colours ? "q or Ctrl-C quits" : ""))
-        return lines.map(clip)
+        // Status prints whole lines: a long endpoint name is never cut.
+        return showsEveryRow ? lines : lines.map(clip)
     }
 
     // MARK: Formatting
