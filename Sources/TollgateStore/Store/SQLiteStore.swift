@@ -322,7 +322,16 @@ public final class SQLiteStore: Sendable {
         let database = try Database(path: path, mode: .readOnly, busyTimeout: busyTimeout)
         do {
             return (database, try migrator.status(database), false)
-        } catch let error as DatabaseError where error.cannotUseSharedMemory && DatabaseFile.hasEmptyLog(path: path) {
+        } catch let error as DatabaseError where error.cannotUseSharedMemory {
+            guard DatabaseFile.hasEmptyLog(path: path) else {
+                // Reading the file alone would miss committed pages: say what is needed instead.
+                throw StoreError.cannotOpen(
+                    path: path,
+                    reason: "its write-ahead log (\(path)-wal) holds changes that can only be read where SQLite may "
+                        + "create the -shm file beside it, and this directory or file system does not allow that",
+                    cause: error
+                )
+            }
             let snapshot = try Database(path: path, mode: .immutable, busyTimeout: busyTimeout)
             return (snapshot, try migrator.status(snapshot), true)
         }
