@@ -184,7 +184,7 @@ struct ErrorMessageCommandTests {
     }
 
     @Test("on a read-only file system, read-only commands work and writes say what to do",
-          .enabled(if: CommandNamespace.isAvailable, "needs root and unshare(1) to mount a read-only file system; not available here"))
+          .enabled(if: MountNamespace.isAvailable, "needs root and unshare(1) to mount a read-only file system; not available here"))
     func readOnlyFileSystem() async throws {
         let fixture = try AdminFixture()
         try await fixture.ledger.reserve(endpoint: "videos.list", cost: 7)
@@ -194,7 +194,7 @@ struct ErrorMessageCommandTests {
         _ = try fixture.value("VACUUM INTO '\(path)'")
         let bytes = try #require(fileBytes(path))
         let tollgate = CommandRunner.tollgate.path
-        let result = try CommandNamespace.run("""
+        let result = try MountNamespace.run("""
             mount --bind '\(folder)' '\(folder)' && mount -o remount,bind,ro '\(folder)' || exit 90
             touch '\(folder)/probe' 2>/dev/null && exit 91
             '\(tollgate)' quota show --db '\(path)' || exit 92
@@ -209,7 +209,7 @@ struct ErrorMessageCommandTests {
     }
 
     @Test("on a full disk, read-only commands work, a write says the disk is full, and cache clear frees the file's pages once there is room for its log",
-          .enabled(if: CommandNamespace.isAvailable, "needs root and unshare(1) to mount a small tmpfs; not available here"))
+          .enabled(if: MountNamespace.isAvailable, "needs root and unshare(1) to mount a small tmpfs; not available here"))
     func fullDisk() async throws {
         let fixture = try AdminFixture()
         try await fixture.ledger.reserve(endpoint: "videos.list", cost: 7)
@@ -230,7 +230,7 @@ struct ErrorMessageCommandTests {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
         let path = folder + "/full.sqlite"
         let tollgate = CommandRunner.tollgate.path
-        let result = try CommandNamespace.run("""
+        let result = try MountNamespace.run("""
             mount -t tmpfs -o size=4m tmpfs '\(folder)' || exit 90
             cp '\(source)' '\(path)' || exit 91
             dd if=/dev/zero of='\(folder)/filler' bs=4k 2>/dev/null
@@ -251,15 +251,3 @@ struct ErrorMessageCommandTests {
     }
 }
 
-/// Runs a shell script in a mount namespace of its own (`unshare -m`): the mounts it makes vanish
-/// with it, and nothing else on the machine sees them. Needs root.
-enum CommandNamespace {
-    static let isAvailable: Bool = {
-        guard getuid() == 0, let result = try? run("mount -t tmpfs -o size=64k tmpfs /mnt") else { return false }
-        return result.status == 0
-    }()
-
-    static func run(_ script: String) throws -> CommandResult {
-        try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["unshare", "-m", "sh", "-c", script])
-    }
-}

@@ -37,6 +37,12 @@ public struct DatabaseError: Error, Sendable, Hashable, CustomStringConvertible 
         resultCode == SQLITE_READONLY || resultCode == SQLITE_CANTOPEN || resultCode == SQLITE_PERM
     }
 
+    /// Whether a read failed because SQLite could not create, open or size the file's
+    /// shared-memory index (`-shm`): a read-only directory or file system, or a full disk.
+    var cannotUseSharedMemory: Bool {
+        resultCode == SQLITE_CANTOPEN || resultCode == SQLITE_READONLY || resultCode == SQLITE_IOERR
+    }
+
     /// Creates an error from its parts.
     /// - Parameters:
     ///   - extendedResultCode: SQLite's extended result code.

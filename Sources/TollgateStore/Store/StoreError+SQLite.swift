@@ -49,11 +49,3 @@ extension StoreError {
         }
     }
 }
-
-extension DatabaseError {
-    /// Whether a read failed because SQLite could not create, open or size the file's
-    /// shared-memory index (`-shm`): a read-only directory or file system, or a full disk.
-    var cannotUseSharedMemory: Bool {
-        resultCode == SQLITE_CANTOPEN || resultCode == SQLITE_READONLY || resultCode == SQLITE_IOERR
-    }
-}

@@ -48,6 +48,11 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether another connection held the lock longer than the busy timeout.
+    public var isLocked: Bool {
+        if case .locked = self { true } else { false }
+    }
+
     public var description: String {
         switch self {
         case .notADatabase(let path):
@@ -73,8 +78,9 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "directory (SQLite creates -wal and -shm files beside it), or use a command that only reads."
         case .diskFull(let path, let cause):
             "The disk that holds \(path) is full, or the file reached its size cap (\(cause.summary)). "
-                + "The change was rolled back and nothing stored was lost. Free disk space — clearing the "
-                + "response cache (tollgate cache clear) frees the most — and try again."
+                + "The change was rolled back and nothing stored was lost. Free disk space, or make room inside "
+                + "the file by clearing the response cache (tollgate cache clear; tollgate cache vacuum then "
+                + "gives the space back to the disk), and try again."
         case .locked(let path, let waited, let cause):
             "\(path) is locked: another process held its lock for more than \(Self.seconds(waited)) (\(cause.summary)). "
                 + "Nothing was changed. Try again when that process is done; if the lock stays, look for a "
@@ -100,12 +106,5 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     private static func seconds(_ duration: Duration) -> String {
         let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
         return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : String(format: "%.1f s", Double(milliseconds) / 1000)
-    }
-}
-
-extension StoreError {
-    /// Whether another connection held the lock longer than the busy timeout.
-    public var isLocked: Bool {
-        if case .locked = self { true } else { false }
     }
 }

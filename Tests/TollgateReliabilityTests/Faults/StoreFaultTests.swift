@@ -324,28 +324,3 @@ struct StoreFaultTests {
     }
 }
 
-/// Runs a shell script in a mount namespace of its own (`unshare -m`), so the mounts it makes
-/// vanish with it and nothing else on the machine sees them. Needs root.
-enum MountNamespace {
-    static let isAvailable: Bool = {
-        guard getuid() == 0, let result = try? run("mount -t tmpfs -o size=64k tmpfs /mnt 2>/dev/null || mount -t tmpfs -o size=64k tmpfs /tmp") else {
-            return false
-        }
-        return result.status == 0
-    }()
-
-    static func run(_ script: String) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["unshare", "-m", "--propagation", "private", "sh", "-c", script]
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
-    }
-}
