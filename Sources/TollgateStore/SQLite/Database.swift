@@ -152,6 +152,10 @@ public final class Database {
     /// The rowid of the last successful INSERT.
     public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
+    /// Whether SQLite opened the main file read-only, as it silently does for a read-write open
+    /// of a file this process cannot write (permissions, a read-only file system).
+    public var isFileReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
     /// Whether a transaction is open on this connection.
     public var isInsideTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 }

@@ -271,6 +271,13 @@ public final class SQLiteStore: Sendable {
             _ = try migrator.status(database)
             return database
         }
+        // SQLite opens a file it cannot write read-only without a word, and an up-to-date file
+        // needs no write to open: refuse here, not at the first request.
+        if database.isFileReadOnly {
+            throw StoreError.readOnly(path: path, cause: DatabaseError(
+                extendedResultCode: SQLITE_READONLY, message: "the file could only be opened read-only"
+            ))
+        }
         try Self.configureWriter(database)
         try Self.enableWAL(database, path: path)
         let applied = try migrator.migrate(database, now: Date.init)
