@@ -137,11 +137,11 @@ struct ErrorMessageCommandTests {
 
     /// The command line to run `tollgate` as an unprivileged user: as root, through setpriv as
     /// nobody (chmod does not stop root); otherwise as this user.
+    /// `timeout` ends a command that wrongly keeps running (a proxy that started on a file it cannot write).
     static func unprivileged(_ arguments: [String]) throws -> CommandResult {
-        guard getuid() == 0 else { return try CommandRunner.run(CommandRunner.tollgate, arguments) }
+        let drop = getuid() == 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : []
         return try CommandRunner.run(
-            URL(fileURLWithPath: "/usr/bin/env"),
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", CommandRunner.tollgate.path] + arguments
+            URL(fileURLWithPath: "/usr/bin/env"), ["timeout", "20"] + drop + [CommandRunner.tollgate.path] + arguments
         )
     }
 
@@ -173,7 +173,8 @@ struct ErrorMessageCommandTests {
         let quota = try Self.unprivileged(["quota", "show", "--db", path])
         #expect(quota.stdout.contains("videos.list  7 units  1 calls"), "\(quota.stdout)")
 
-        for arguments in [["quota", "set-limit", "youtube", "5"], ["cache", "clear"], ["circuit", "open", "x.list", "--for", "5"]] {
+        for arguments in [["quota", "set-limit", "youtube", "5"], ["cache", "clear"], ["circuit", "open", "x.list", "--for", "5"],
+                          ["proxy", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:9"]] {
             let result = try Self.unprivileged(arguments + ["--db", path])
             #expect(result.status == 1, "\(arguments): exit \(result.status)")
             #expect(result.stderr.contains("cannot be written") && result.stderr.contains("write access"), "\(result.stderr)")
