@@ -67,8 +67,8 @@ public final class GateProxy: Sendable {
     ///     command-line tool that runs it in the foreground).
     ///   - logger: Where the proxy logs one line per request (info) and failures.
     /// - Returns: The running proxy.
-    /// - Throws: ``GateProxyError/invalidUpstream(_:)``, ``GateProxyError/couldNotStart(_:)``, or
-    ///   the server's error when the address is taken.
+    /// - Throws: ``GateProxyError/invalidUpstream(_:)``, ``GateProxyError/addressInUse(_:)`` when
+    ///   another socket holds the address, ``GateProxyError/couldNotStart(_:)``, or the server's error.
     public static func start(
         gate: Gate,
         upstream: URL,
@@ -116,7 +116,11 @@ public final class GateProxy: Sendable {
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next(), port > 0 else {
             server.cancel()
-            try await server.value
+            do {
+                try await server.value
+            } catch let error as IOError where error.errnoCode == EADDRINUSE {
+                throw GateProxyError.addressInUse(listen.description)
+            }
             throw GateProxyError.couldNotStart(listen.description)
         }
         return GateProxy(

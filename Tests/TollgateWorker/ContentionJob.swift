@@ -6,7 +6,7 @@ import Tollgate
 /// fixed time NOW_MS, through ``SQLiteStore/admit(_:)``.
 ///
 /// Prints `admitted A refused R busy B errors E`, then `ids` and the admitted reservation ids,
-/// comma-separated. `busy` counts every `DatabaseError` with `isBusy` that reached this caller
+/// comma-separated. `busy` counts every `StoreError.locked` (SQLite's busy timeout) that reached this caller
 /// (there should be none: the busy timeout waits them out); `errors` counts any other error, and
 /// each one is described on standard error.
 enum ContentionJob {
@@ -39,7 +39,7 @@ enum ContentionJob {
                             case .refusedByQuota: tally.refused += 1
                             case .refusedByCircuit, .throttled: tally.errors += 1
                             }
-                        } catch let error as DatabaseError where error.isBusy {
+                        } catch let error as StoreError where error.isLocked {
                             tally.busy += 1
                             FileHandle.standardError.write(Data("busy: \(error)\n".utf8))
                         } catch {

@@ -32,7 +32,12 @@ enum OpenStoreJob {
             print("refused DatabaseError readOnly \(error.isReadOnly) full \(error.isFull)")
             print(error.description)
         } catch let error as StoreError {
-            print("refused StoreError readOnly false full false")
+            let (readOnly, full) = switch error {
+            case .readOnly: (true, false)
+            case .diskFull: (false, true)
+            default: (false, false)
+            }
+            print("refused StoreError readOnly \(readOnly) full \(full)")
             print(error.description)
         }
     }

@@ -29,6 +29,8 @@ do {
         try await CrashWorkloadJob.run(Array(arguments.dropFirst()))
     case "contention-admit":
         try await ContentionJob.run(Array(arguments.dropFirst()))
+    case "read-store":
+        try await ReadStoreJob.run(Array(arguments.dropFirst()))
     case "open-store":
         try await OpenStoreJob.run(Array(arguments.dropFirst()))
     default:

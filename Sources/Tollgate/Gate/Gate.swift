@@ -121,7 +121,7 @@ public final class Gate: Sendable {
     /// - Returns: The answer, its source and its cost.
     /// - Throws: ``TollgateError`` when the circuit, throttle or quota refuse and nothing stored
     ///   can be served; ``HTTPTransportError`` when the network fails and nothing stored can be
-    ///   served; the store's error (such as `DatabaseError` with `isFull` or `isReadOnly`) when the
+    ///   served; the store's error (such as ``StoreError/diskFull(path:cause:)`` or ``StoreError/readOnly(path:cause:)``) when the
     ///   ledger cannot be written and ``GateConfiguration/ledgerFailurePolicy`` is
     ///   ``LedgerFailurePolicy/failClosed``.
     public func send(
@@ -550,10 +550,12 @@ public final class Gate: Sendable {
                             unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: stored.age)
     }
 
-    /// Whether an error of the admission or settlement means the ledger cannot be written, as
-    /// opposed to an invalid argument (a programming error, never sent past) or a cancellation.
+    /// Whether an error of the admission or settlement means the ledger cannot be written (a full
+    /// disk, a read-only file, a lock held too long), as opposed to an invalid argument (a
+    /// programming error, never sent past) or a cancellation.
     private func isLedgerFailure(_ error: any Error) -> Bool {
-        !(error is StoreError) && !(error is CancellationError)
+        if let error = error as? StoreError { return error.isStorageFailure }
+        return !(error is CancellationError)
     }
 
     /// Google's reasons for "the daily quota is spent": the ledger marks the bucket exhausted.

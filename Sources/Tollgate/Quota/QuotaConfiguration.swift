@@ -86,22 +86,31 @@ public struct QuotaConfiguration: Sendable, Hashable {
             ?? EndpointCost(bucket: defaultBucket, units: defaultCost, refundsNotModified: refundsNotModifiedByDefault)
     }
 
-    /// Checks that every bucket named has a limit and that no number is negative.
+    /// Checks that every bucket named has a limit and that every limit and cost is within
+    /// ``QuotaLimits/allowedUnits``.
     /// - Throws: ``QuotaLedgerError/invalidConfiguration(_:)`` naming the first problem.
     public func validate() throws(QuotaLedgerError) {
         func fail(_ reason: String) -> QuotaLedgerError { .invalidConfiguration(reason) }
-        if let (bucket, limit) = bucketLimits.sorted(by: { $0.key < $1.key }).first(where: { $0.value < 0 }) {
-            throw fail("bucket \(bucket) has a negative daily limit (\(limit))")
+        let allowed = QuotaLimits.allowedUnits
+        if let (bucket, limit) = bucketLimits.sorted(by: { $0.key < $1.key }).first(where: { !allowed.contains($0.value) }) {
+            throw fail(limit < 0 ? "bucket \(bucket) has a negative daily limit (\(limit))"
+                : "bucket \(bucket) has a daily limit above the maximum of \(QuotaLimits.maximumUnits) units (\(limit))")
         }
         guard bucketLimits[defaultBucket] != nil else {
             throw fail("the default bucket \(defaultBucket) has no daily limit")
         }
         guard defaultCost >= 0 else { throw fail("the default cost is negative (\(defaultCost))") }
+        guard defaultCost <= QuotaLimits.maximumUnits else {
+            throw fail("the default cost is above the maximum of \(QuotaLimits.maximumUnits) units (\(defaultCost))")
+        }
         for (endpoint, cost) in endpointCosts.sorted(by: { $0.key < $1.key }) {
             guard bucketLimits[cost.bucket] != nil else {
                 throw fail("\(endpoint) is charged in bucket \(cost.bucket), which has no daily limit")
             }
             guard cost.units >= 0 else { throw fail("\(endpoint) has a negative cost (\(cost.units))") }
+            guard cost.units <= QuotaLimits.maximumUnits else {
+                throw fail("\(endpoint) costs more than the maximum of \(QuotaLimits.maximumUnits) units (\(cost.units))")
+            }
         }
         if let percent = warningPercents.first(where: { !(1...100).contains($0) }) {
             throw fail("warning levels are percentages from 1 to 100, not \(percent)")

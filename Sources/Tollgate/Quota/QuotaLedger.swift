@@ -59,7 +59,8 @@ public final class QuotaLedger: Sendable {
     /// - Returns: The reservation, to settle once the answer is known.
     /// - Throws: ``TollgateError/quotaExceeded(endpoint:cost:remaining:resetsAt:)`` when the bucket
     ///   cannot pay or the server said its quota is spent (nothing is charged);
-    ///   ``QuotaLedgerError/negativeCost(endpoint:cost:)``; storage errors.
+    ///   ``QuotaLedgerError/negativeCost(endpoint:cost:)``, ``QuotaLedgerError/costTooLarge(endpoint:cost:)``;
+    ///   storage errors.
     @discardableResult
     public func reserve(endpoint: String, cost: Int? = nil) async throws -> QuotaReservation {
         let request = try reservationRequest(endpoint: endpoint, cost: cost)
@@ -72,11 +73,13 @@ public final class QuotaLedger: Sendable {
     ///   - endpoint: The endpoint.
     ///   - cost: Units to charge instead of the table's price.
     /// - Returns: The request.
-    /// - Throws: ``QuotaLedgerError/negativeCost(endpoint:cost:)``, ``QuotaLedgerError/unknownBucket(_:)``.
+    /// - Throws: ``QuotaLedgerError/negativeCost(endpoint:cost:)``,
+    ///   ``QuotaLedgerError/costTooLarge(endpoint:cost:)``, ``QuotaLedgerError/unknownBucket(_:)``.
     public func reservationRequest(endpoint: String, cost: Int? = nil) throws -> QuotaReservationRequest {
         let price = price(of: endpoint)
         let units = cost ?? price.units
         guard units >= 0 else { throw QuotaLedgerError.negativeCost(endpoint: endpoint, cost: units) }
+        guard units <= QuotaLimits.maximumUnits else { throw QuotaLedgerError.costTooLarge(endpoint: endpoint, cost: units) }
         return QuotaReservationRequest(
             bucket: price.bucket, endpoint: endpoint, cost: units, configuredLimit: try configuredLimit(of: price.bucket),
             warningPercents: configuration.warningPercents, at: clock.now()
@@ -260,11 +263,12 @@ public final class QuotaLedger: Sendable {
     ///   - bucket: The bucket.
     ///   - limit: The new limit; nil to follow the configuration again.
     /// - Returns: The bucket's status afterwards.
-    /// - Throws: ``QuotaLedgerError/negativeLimit(bucket:limit:)``,
+    /// - Throws: ``QuotaLedgerError/negativeLimit(bucket:limit:)``, ``QuotaLedgerError/limitTooLarge(bucket:limit:)``,
     ///   ``QuotaLedgerError/unknownBucket(_:)``; storage errors.
     @discardableResult
     public func setLimit(bucket: String, limit: Int?) async throws -> QuotaBucketStatus {
         if let limit, limit < 0 { throw QuotaLedgerError.negativeLimit(bucket: bucket, limit: limit) }
+        if let limit, limit > QuotaLimits.maximumUnits { throw QuotaLedgerError.limitTooLarge(bucket: bucket, limit: limit) }
         let status = try await storage.setQuotaLimit(
             bucket: bucket, limit: limit, configuredLimit: try configuredLimit(of: bucket), at: clock.now()
         )

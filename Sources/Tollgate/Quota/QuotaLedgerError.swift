@@ -9,6 +9,10 @@ public enum QuotaLedgerError: Error, Sendable, Hashable, CustomStringConvertible
     case negativeCost(endpoint: String, cost: Int)
     /// A daily limit below zero.
     case negativeLimit(bucket: String, limit: Int)
+    /// A cost above ``QuotaLimits/maximumUnits``.
+    case costTooLarge(endpoint: String, cost: Int)
+    /// A daily limit above ``QuotaLimits/maximumUnits``.
+    case limitTooLarge(bucket: String, limit: Int)
 
     public var description: String {
         switch self {
@@ -20,6 +24,10 @@ public enum QuotaLedgerError: Error, Sendable, Hashable, CustomStringConvertible
             "A quota cost cannot be negative: \(endpoint) was given \(cost)."
         case .negativeLimit(let bucket, let limit):
             "A daily limit cannot be negative: \(bucket) was given \(limit)."
+        case .costTooLarge(let endpoint, let cost):
+            "A quota cost can be at most \(QuotaLimits.maximumUnits) units: \(endpoint) was given \(cost). Nothing was charged."
+        case .limitTooLarge(let bucket, let limit):
+            "A daily limit can be at most \(QuotaLimits.maximumUnits) units: \(bucket) was given \(limit). The limit was not changed."
         }
     }
 }

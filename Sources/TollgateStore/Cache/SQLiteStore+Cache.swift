@@ -70,16 +70,18 @@ extension SQLiteStore: CacheStorage {
 
     public func pruneCache(retention: CacheRetention, activity: CacheActivity) async throws -> CachePruneResult {
         try await write { db in
+            // Evict first, so a full file has room for the statistics.
+            let result = try CacheTable.enforce(db, retention)
             try CacheTable.record(db, activity: activity)
-            return try CacheTable.enforce(db, retention)
+            return result
         }
     }
 
     public func pruneCache(retention: CacheRetention, activity: CacheActivity, recordedAt at: Date) async throws
         -> CachePruneResult {
         try await write { db in
-            try CacheTable.record(db, activity: activity)
             let result = try CacheTable.enforce(db, retention)
+            try CacheTable.record(db, activity: activity)
             try AdminEventTable.record(
                 db, at: at, subject: "cache", target: nil, action: "prune",
                 detail: "removed \(result.expired) expired and evicted \(result.evicted) "
@@ -91,8 +93,10 @@ extension SQLiteStore: CacheStorage {
 
     public func clearCache(endpoint: String?, activity: CacheActivity, at: Date) async throws -> CacheClearResult {
         try await write { db in
-            try CacheTable.record(db, activity: activity)
+            // Delete first: on a full disk (or a file at its page cap) the pages it frees are what
+            // the statistics and the admin event below are written into.
             let result = try CacheTable.clear(db, endpoint: endpoint)
+            try CacheTable.record(db, activity: activity)
             try AdminEventTable.record(
                 db, at: at, subject: "cache", target: endpoint, action: "clear",
                 detail: "removed \(result.entries) \(result.entries == 1 ? "entry" : "entries") "

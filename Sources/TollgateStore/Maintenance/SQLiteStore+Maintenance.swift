@@ -2,7 +2,8 @@ import Foundation
 
 extension SQLiteStore: MaintenanceStorage {
     public func vacuum(at: Date) async throws -> VacuumResult {
-        let sizes = try await writer.run { db -> (before: Int64, after: Int64, free: Int, checkpoint: Row?) in
+        try requireWritable()
+        let sizes = try await translatingErrors { try await writer.run { db -> (before: Int64, after: Int64, free: Int, checkpoint: Row?) in
             // Outside any transaction, on the writer connection: SQLite refuses VACUUM in a transaction.
             guard !db.isInsideTransaction else {
                 throw StoreError.invalidArgument("VACUUM cannot run inside a transaction")
@@ -13,7 +14,7 @@ extension SQLiteStore: MaintenanceStorage {
             let after = try MaintenanceQueries.fileBytes(db)
             let checkpoint = try db.fetchOne("PRAGMA wal_checkpoint(TRUNCATE)")
             return (before, after, free, checkpoint)
-        }
+        } }
         let result = VacuumResult(
             bytesBefore: sizes.before, bytesAfter: sizes.after, freePagesBefore: sizes.free,
             checkpointBusy: (sizes.checkpoint?[0].int ?? 0) != 0,

@@ -26,6 +26,12 @@ struct Migrator: Sendable {
 
     /// Applies every pending migration and returns those this call applied.
     func migrate(_ db: Database, now: () -> Date) throws -> [Migration] {
+        // An up-to-date file (the usual case) is checked with reads alone, so opening it does not
+        // wait for another process's write lock. Migrations are never removed, so "nothing
+        // pending" cannot change under us; anything pending is re-checked below under the lock.
+        let alreadyApplied = try appliedMigrations(db)
+        try validate(alreadyApplied)
+        if migrations.allSatisfy({ alreadyApplied[$0.version] != nil }) { return [] }
         var appliedNow: [Migration] = []
         for migration in migrations {
             let didApply = try db.inTransaction(.immediate) {

@@ -25,7 +25,7 @@ public struct QuotaBucketStatus: Sendable, Hashable {
     public var isExhausted: Bool
 
     /// The units the bucket can still pay that day: zero while exhausted.
-    public var remaining: Int { isExhausted ? 0 : max(limit - unitsUsed, 0) }
+    public var remaining: Int { isExhausted ? 0 : QuotaLimits.remaining(limit: limit, used: unitsUsed) }
 
     /// When the day ends: the next midnight, Pacific time.
     public var resetsAt: Date { day.nextReset }

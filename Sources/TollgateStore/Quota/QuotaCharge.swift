@@ -21,7 +21,7 @@ public struct QuotaCharge: Sendable, Hashable {
     public var warningsCrossed: [Int]
 
     /// The units left in the bucket that day.
-    public var remaining: Int { max(limit - bucketUnitsUsed, 0) }
+    public var remaining: Int { QuotaLimits.remaining(limit: limit, used: bucketUnitsUsed) }
 
     /// When the bucket's day ends: the next midnight, Pacific time.
     public var resetsAt: Date { day.nextReset }

@@ -10,7 +10,7 @@ public struct QuotaDayReset: Sendable, Hashable {
     public var clearedExhaustedMark: Bool
 
     /// The units cleared, all endpoints together.
-    public var totalUnitsCleared: Int { unitsCleared.values.reduce(0, +) }
+    public var totalUnitsCleared: Int { unitsCleared.values.reduce(0, QuotaLimits.saturatingSum) }
 
     /// Creates a reset summary.
     /// - Parameters:

@@ -27,7 +27,7 @@ public struct QuotaRefusal: Sendable, Hashable {
 
     /// The units the bucket can still pay today: zero once the server said it is spent.
     public var remaining: Int {
-        reason == .exhaustedByServer ? 0 : max(limit - bucketUnitsUsed, 0)
+        reason == .exhaustedByServer ? 0 : QuotaLimits.remaining(limit: limit, used: bucketUnitsUsed)
     }
 
     /// When the bucket's day ends: the next midnight, Pacific time.

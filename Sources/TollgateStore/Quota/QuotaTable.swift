@@ -33,6 +33,12 @@ enum QuotaTable {
         guard request.cost >= 0 else {
             throw StoreError.invalidArgument("a quota cost cannot be negative (\(request.endpoint) costs \(request.cost))")
         }
+        guard request.cost <= QuotaLimits.maximumUnits else {
+            throw StoreError.invalidArgument(
+                "a quota cost must be \(QuotaLimits.rangeDescription) units (\(request.endpoint) costs \(request.cost))"
+            )
+        }
+        try EndpointName.validate(request.endpoint)
         let day = PacificDay(containing: request.at)
         let nowMs = request.at.quotaMilliseconds
         let bucket = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit, nowMs: nowMs)
@@ -44,18 +50,30 @@ enum QuotaTable {
             ))
         }
         if bucket.isExhausted(on: day) { return refusal(.exhaustedByServer) }
-        guard used + request.cost <= bucket.limit else { return refusal(.overBudget) }
+        // `used` is a sum read from the file: checked arithmetic, so no value in it can trap.
+        let (usedAfter, overflow) = used.addingReportingOverflow(request.cost)
+        guard !overflow, usedAfter <= bucket.limit else { return refusal(.overBudget) }
 
         let reservationID = try appendEvent(
             db, atMs: nowMs, day: day, bucket: request.bucket, endpoint: request.endpoint, kind: "charge",
             units: request.cost
         )
+        // The guard keeps the endpoint's total within range even when the file holds a total that
+        // no charge could have made (edited by hand): then nothing is written and the whole
+        // reservation, event included, rolls back with a typed error.
         try db.execute("""
             INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, ?, ?, 1)
             ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1
-            """, [.text(day.key), .text(request.bucket), .text(request.endpoint), .int(request.cost)])
+            WHERE quota_usage.units BETWEEN 0 AND ? - excluded.units
+            """, [.text(day.key), .text(request.bucket), .text(request.endpoint), .int(request.cost),
+                  .int(QuotaLimits.maximumUnits)])
+        guard db.changesCount == 1 else {
+            throw StoreError.invalidArgument(
+                "the stored usage of \(request.endpoint) on \(day.key) is outside \(QuotaLimits.rangeDescription) units; "
+                    + "the file was changed by hand. Reset the day (tollgate quota reset) to repair it"
+            )
+        }
 
-        let usedAfter = used + request.cost
         let crossed = try recordWarnings(
             db, bucket: request.bucket, row: bucket, day: day, usedAfter: usedAfter, percents: request.warningPercents
         )
@@ -151,6 +169,9 @@ enum QuotaTable {
     ) throws -> QuotaBucketStatus {
         let newLimit = limit ?? configuredLimit
         guard newLimit >= 0 else { throw StoreError.invalidArgument("a daily limit cannot be negative (\(newLimit))") }
+        guard newLimit <= QuotaLimits.maximumUnits else {
+            throw StoreError.invalidArgument("a daily limit must be \(QuotaLimits.rangeDescription) units, not \(newLimit)")
+        }
         let source: QuotaBucketStatus.LimitSource = limit == nil ? .configuration : .admin
         let nowMs = at.quotaMilliseconds
         let previous = try bucketRow(db, bucket, configuredLimit: configuredLimit)
@@ -177,6 +198,10 @@ enum QuotaTable {
         var cleared: [String: Int] = [:]
         for row in rows {
             guard let endpoint = row[0].string, let units = row[1].int else { continue }
+            // A total edited by hand to Int.min has no negation: refuse rather than trap.
+            guard units != Int.min else {
+                throw StoreError.invalidArgument("the stored usage of \(endpoint) on \(day.key) is out of range")
+            }
             cleared[endpoint] = units
             try appendEvent(
                 db, atMs: nowMs, day: day, bucket: bucket, endpoint: endpoint, kind: "reset", units: -units,
@@ -248,7 +273,8 @@ enum QuotaTable {
             FROM quota_buckets WHERE bucket = ?
             """, [.text(bucket)]) else { return nil }
         let source = QuotaBucketStatus.LimitSource(rawValue: row[1].string ?? "") ?? .configuration
-        let stored = row[0].int ?? 0
+        // A limit stored before limits were checked (or by hand) is read as the nearest allowed one.
+        let stored = QuotaLimits.clamped(row[0].int ?? 0)
         return BucketRow(
             limit: source == .admin ? stored : configuredLimit,
             storedLimit: stored,
@@ -264,6 +290,11 @@ enum QuotaTable {
     static func synchronizeBucket(_ db: Database, _ bucket: String, configuredLimit: Int, nowMs: Int64) throws -> BucketRow {
         guard configuredLimit >= 0 else {
             throw StoreError.invalidArgument("a daily limit cannot be negative (\(bucket): \(configuredLimit))")
+        }
+        guard configuredLimit <= QuotaLimits.maximumUnits else {
+            throw StoreError.invalidArgument(
+                "a daily limit must be \(QuotaLimits.rangeDescription) units (\(bucket): \(configuredLimit))"
+            )
         }
         let day = PacificDay(containing: Date(timeIntervalSince1970: TimeInterval(nowMs) / 1000))
         guard let row = try bucketRow(db, bucket, configuredLimit: configuredLimit) else {
@@ -293,8 +324,11 @@ enum QuotaTable {
     /// Units the bucket used on the day, all endpoints together: a primary-key range of `quota_usage`.
     static func bucketUnits(_ db: Database, bucket: String, day: PacificDay) throws -> Int {
         try db.fetchValue(
-            "SELECT COALESCE(SUM(units), 0) FROM quota_usage WHERE pacific_date = ? AND bucket = ?",
-            [.text(day.key), .text(bucket)]
+            // Each total is clamped to the allowed range before summing, so SUM cannot overflow
+            // (SQLite raises "integer overflow") however the file was edited: totals that charges
+            // wrote are always in range and unchanged by it.
+            "SELECT COALESCE(SUM(MIN(MAX(units, -?), ?)), 0) FROM quota_usage WHERE pacific_date = ? AND bucket = ?",
+            [.int(QuotaLimits.maximumUnits), .int(QuotaLimits.maximumUnits), .text(day.key), .text(bucket)]
         ).int ?? 0
     }
 
@@ -319,7 +353,9 @@ enum QuotaTable {
     ) throws -> [Int] {
         guard row.limit > 0, !percents.isEmpty else { return [] }
         let alreadyWarned = row.warnedDate == day.key ? row.warnedPercent : 0
-        let reached = percents.filter { usedAfter * 100 >= $0 * row.limit }
+        // In range: 0 ≤ usedAfter ≤ limit ≤ QuotaLimits.maximumUnits and percents are 1...100
+        // (checked by the caller's configuration), so both products stay below 10¹⁵.
+        let reached = percents.filter { (1...100).contains($0) && usedAfter * 100 >= $0 * row.limit }
         let crossed = reached.filter { $0 > alreadyWarned }.sorted()
         guard let highest = crossed.last else { return [] }
         try db.execute(

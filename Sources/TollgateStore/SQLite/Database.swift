@@ -14,6 +14,10 @@ public final class Database {
         case readWrite
         /// Reads only: SQLite refuses every write.
         case readOnly
+        /// Reads only, as a file that nothing changes while it is open (SQLite's `immutable=1`):
+        /// no locks and no `-shm` file, so it works in a read-only directory or file system. Only
+        /// for a file whose write-ahead log is empty, since that log is not read.
+        case immutable
     }
 
     /// The path of the file, or `":memory:"`.
@@ -38,8 +42,10 @@ public final class Database {
         let flags = switch mode {
         case .readWrite: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         case .readOnly: SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
+        case .immutable: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX
         }
-        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        let name = mode == .immutable ? Self.immutableURI(path) : path
+        let code = sqlite3_open_v2(name, &handle, flags, nil)
         guard code == SQLITE_OK, let handle else {
             let error = DatabaseError(connection: handle, resultCode: code)
             sqlite3_close_v2(handle)
@@ -50,6 +56,14 @@ public final class Database {
         self.busyTimeout = busyTimeout
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, Self.milliseconds(busyTimeout))
+    }
+
+    /// `file:/absolute/path?immutable=1`, with the characters a URI gives meaning to escaped.
+    private static func immutableURI(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        let escaped = absolute.replacingOccurrences(of: "%", with: "%25")
+            .replacingOccurrences(of: "?", with: "%3F").replacingOccurrences(of: "#", with: "%23")
+        return "file:\(escaped)?immutable=1"
     }
 
     private static func milliseconds(_ duration: Duration) -> Int32 {
@@ -72,7 +86,8 @@ public final class Database {
         guard code == SQLITE_OK else {
             let message = errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(code))
             sqlite3_free(errorMessage)
-            throw DatabaseError(extendedResultCode: sqlite3_extended_errcode(handle), message: message, sql: sql)
+            throw DatabaseError(extendedResultCode: sqlite3_extended_errcode(handle), message: message, sql: sql,
+                                systemErrorCode: sqlite3_system_errno(handle))
         }
     }
 
@@ -136,6 +151,10 @@ public final class Database {
 
     /// The rowid of the last successful INSERT.
     public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Whether SQLite opened the main file read-only, as it silently does for a read-write open
+    /// of a file this process cannot write (permissions, a read-only file system).
+    public var isFileReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
 
     /// Whether a transaction is open on this connection.
     public var isInsideTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }

@@ -1,4 +1,9 @@
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// An error that SQLite returned.
 ///
@@ -11,6 +16,9 @@ public struct DatabaseError: Error, Sendable, Hashable, CustomStringConvertible 
     public let message: String
     /// The SQL statement that failed, if the failure belongs to one.
     public let sql: String?
+    /// The operating system's error number behind an I/O or open failure (`errno`, such as
+    /// `ENOSPC` or `EROFS`), or 0 when there is none.
+    public let systemErrorCode: Int32
 
     /// The primary result code, such as `SQLITE_BUSY` (5), the low byte of ``extendedResultCode``.
     public var resultCode: Int32 { extendedResultCode & 0xFF }
@@ -29,15 +37,23 @@ public struct DatabaseError: Error, Sendable, Hashable, CustomStringConvertible 
         resultCode == SQLITE_READONLY || resultCode == SQLITE_CANTOPEN || resultCode == SQLITE_PERM
     }
 
+    /// Whether a read failed because SQLite could not create, open or size the file's
+    /// shared-memory index (`-shm`): a read-only directory or file system, or a full disk.
+    var cannotUseSharedMemory: Bool {
+        resultCode == SQLITE_CANTOPEN || resultCode == SQLITE_READONLY || resultCode == SQLITE_IOERR
+    }
+
     /// Creates an error from its parts.
     /// - Parameters:
     ///   - extendedResultCode: SQLite's extended result code.
     ///   - message: SQLite's message, or a description of the failure.
     ///   - sql: The statement that failed, without its bound values.
-    public init(extendedResultCode: Int32, message: String, sql: String? = nil) {
+    ///   - systemErrorCode: The `errno` behind the failure, or 0.
+    public init(extendedResultCode: Int32, message: String, sql: String? = nil, systemErrorCode: Int32 = 0) {
         self.extendedResultCode = extendedResultCode
         self.message = message
         self.sql = sql
+        self.systemErrorCode = systemErrorCode
     }
 
     /// Reads the last error of a connection.
@@ -47,7 +63,20 @@ public struct DatabaseError: Error, Sendable, Hashable, CustomStringConvertible 
         let code = (extended & 0xFF) == (resultCode & 0xFF) ? extended : resultCode
         let message = connection.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) }
             ?? String(cString: sqlite3_errstr(resultCode))
-        self.init(extendedResultCode: code, message: message, sql: sql)
+        let systemErrorCode = connection.map { sqlite3_system_errno($0) } ?? 0
+        self.init(extendedResultCode: code, message: message, sql: sql, systemErrorCode: systemErrorCode)
+    }
+
+    /// SQLite's code and message, and the system's reason when there is one, without the SQL: for
+    /// messages shown to people.
+    public var summary: String {
+        var text = "SQLite error \(extendedResultCode): \(message)"
+        // ENOENT is mostly SQLite's last try at a -shm file that could not be created: noise here.
+        if systemErrorCode != 0, systemErrorCode != ENOENT, let reason = strerror(systemErrorCode).map({ String(cString: $0) }),
+           !message.contains(reason) {
+            text += "; \(reason)"
+        }
+        return text
     }
 
     public var description: String {

@@ -38,11 +38,11 @@ enum SnapshotQueries {
                     DashboardSnapshot.EndpointUsage(endpoint: $0[1].string ?? "", units: $0[2].int ?? 0, calls: $0[3].int ?? 0)
                 }
                 let limit = row[1].int ?? 0
-                let used = endpoints.reduce(0) { $0 + $1.units }
+                let used = endpoints.reduce(0) { QuotaLimits.saturatingSum($0, $1.units) }
                 let exhaustedUntil = row[2].int64.flatMap { $0 > nowMs ? date(ms: $0) : nil }
                 return DashboardSnapshot.Bucket(
                     bucket: name, limit: limit, used: used,
-                    remaining: exhaustedUntil == nil ? max(0, limit - used) : 0,
+                    remaining: exhaustedUntil == nil ? QuotaLimits.remaining(limit: limit, used: used) : 0,
                     exhaustedUntil: exhaustedUntil, endpoints: endpoints
                 )
             }

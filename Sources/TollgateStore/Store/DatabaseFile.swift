@@ -18,11 +18,27 @@ enum DatabaseFile {
         if descriptor >= 0 {
             close(descriptor)
         } else if errno != EEXIST {
-            let reason = String(cString: strerror(errno))
+            let code = errno
             throw DatabaseError(
                 extendedResultCode: 14, // SQLITE_CANTOPEN
-                message: "cannot create \(path): \(reason)"
+                message: "cannot create \(path): \(String(cString: strerror(code)))",
+                systemErrorCode: code
             )
+        }
+    }
+
+    /// Whether the file's write-ahead log is absent or holds nothing: every committed page is then
+    /// in the main file, and reading it alone (immutable) misses nothing.
+    static func hasEmptyLog(path: String) -> Bool {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "-wal")
+        return ((attributes?[.size] as? NSNumber)?.intValue ?? 0) == 0
+    }
+
+    /// Refuses a path that names a directory: SQLite would only say "unable to open database file".
+    static func requireNotDirectory(path: String) throws {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw StoreError.isDirectory(path: path)
         }
     }
 

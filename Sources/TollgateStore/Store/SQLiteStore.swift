@@ -22,6 +22,17 @@ public final class SQLiteStore: Sendable {
         case inMemory
     }
 
+    /// Whether a store may write.
+    public enum Access: Sendable, Hashable {
+        /// Reads and writes; the file is created and migrated when needed.
+        case readWrite
+        /// Reads only: the file must exist and be up to date; it is never created, migrated or
+        /// written, so it can be inspected on a read-only file, directory or file system, and
+        /// without waiting for another process's write lock. Every write throws
+        /// ``StoreError/openedReadOnly(path:)``.
+        case readOnly
+    }
+
     /// How a store opens its connections.
     public struct Configuration: Sendable {
         /// How long a statement waits for another process's lock before failing with
@@ -34,17 +45,21 @@ public final class SQLiteStore: Sendable {
         /// A write that needs more fails with `SQLITE_FULL` (``DatabaseError/isFull``) and is
         /// rolled back, exactly as on a full disk: for capping a file's size, and for tests.
         public var maximumPageCount: Int?
+        /// Whether the store may write; ``Access/readWrite`` by default.
+        public var access: Access
 
         /// Creates a configuration.
         /// - Parameters:
         ///   - busyTimeout: How long to wait for another process's lock.
         ///   - migrations: The migrations to apply.
         ///   - maximumPageCount: The most pages the file may grow to, or nil for SQLite's limit.
+        ///   - access: Whether the store may write.
         public init(busyTimeout: Duration = .seconds(5), migrations: [Migration] = Migration.all,
-                    maximumPageCount: Int? = nil) {
+                    maximumPageCount: Int? = nil, access: Access = .readWrite) {
             self.busyTimeout = busyTimeout
             self.migrations = migrations
             self.maximumPageCount = maximumPageCount
+            self.access = access
         }
     }
 
@@ -52,6 +67,14 @@ public final class SQLiteStore: Sendable {
     public let location: Location
     /// The migrations that opening this store applied (empty when the file was up to date).
     public let migrationsAppliedAtOpen: [Migration]
+    /// Whether the store was opened with ``Access/readOnly``.
+    public let isReadOnly: Bool
+    /// Whether a read-only store reads the file as an immutable snapshot, because its directory
+    /// or file system does not let SQLite create the shared-memory (`-shm`) file: it then does not
+    /// see later writes by other processes.
+    public let readsImmutableSnapshot: Bool
+    /// How long a statement waits for another process's lock: what ``StoreError/locked(path:waited:cause:)`` reports.
+    let busyTimeout: Duration
 
     // Internal: maintenance (VACUUM) must run on the writer outside a transaction.
     let writer: SerializedDatabase
@@ -76,47 +99,42 @@ public final class SQLiteStore: Sendable {
     ///   - location: A file, or an in-memory database.
     ///   - configuration: Connection settings.
     ///   - logger: Where the store logs; the task's current logger by default.
-    /// - Throws: ``StoreError`` when the file is refused (it is then left unchanged), or
-    ///   ``DatabaseError`` when SQLite fails.
+    /// - Throws: ``StoreError`` when the file is refused (it is then left unchanged) or cannot be
+    ///   opened, read or written (``StoreError/readOnly(path:cause:)``, ``StoreError/diskFull(path:cause:)``,
+    ///   ``StoreError/locked(path:waited:cause:)``, ``StoreError/isDirectory(path:)``, and for a read-only
+    ///   store ``StoreError/notFound(path:)`` and ``StoreError/migrationsPending(path:databaseVersion:libraryVersion:)``),
+    ///   or ``DatabaseError`` for any other failure of SQLite.
     public init(
         location: Location, configuration: Configuration = Configuration(), logger: Logger = Logger.current
     ) throws {
         self.location = location
         self.logger = logger
+        self.busyTimeout = configuration.busyTimeout
+        self.isReadOnly = configuration.access == .readOnly
         let migrator = Migrator(migrations: configuration.migrations)
         switch location {
         case .inMemory:
+            guard configuration.access == .readWrite else {
+                throw StoreError.invalidArgument("an in-memory store cannot be opened read-only: it would be empty")
+            }
             let database = try Database(path: ":memory:", busyTimeout: configuration.busyTimeout)
             try Self.configureWriter(database)
             migrationsAppliedAtOpen = try migrator.migrate(database, now: Date.init)
             writer = SerializedDatabase(database: database, label: "tollgate.store.memory")
             reader = writer
+            readsImmutableSnapshot = false
         case .file(let path):
-            try DatabaseFile.createIfMissing(path: path)
-            try DatabaseFile.requireSQLiteHeader(path: path)
-            try DatabaseFile.requireCompleteFile(path: path)
-            let database = try Self.refusingNonDatabase(path: path) {
-                let database = try Database(path: path, busyTimeout: configuration.busyTimeout)
-                // Check the history before the first write, so a refused file stays untouched.
-                _ = try migrator.status(database)
-                return database
-            }
-            try Self.configureWriter(database)
-            try Self.enableWAL(database, path: path)
-            migrationsAppliedAtOpen = try migrator.migrate(database, now: Date.init)
-            if let maximumPageCount = configuration.maximumPageCount {
-                guard maximumPageCount > 0 else {
-                    throw StoreError.invalidArgument("maximum page count must be positive, got \(maximumPageCount)")
+            let opened = try Self.translatingErrors(path: path, busyTimeout: configuration.busyTimeout) {
+                try DatabaseFile.requireNotDirectory(path: path)
+                return switch configuration.access {
+                case .readWrite: try Self.openForWriting(path: path, configuration: configuration, migrator: migrator)
+                case .readOnly: try Self.openForReading(path: path, configuration: configuration, migrator: migrator)
                 }
-                // PRAGMA arguments cannot be bound; an Int is safe to interpolate.
-                _ = try database.fetchValue("PRAGMA max_page_count = \(maximumPageCount)")
             }
-            writer = SerializedDatabase(database: database, label: "tollgate.store.writer")
-
-            let readConnection = try Database(path: path, busyTimeout: configuration.busyTimeout)
-            try readConnection.execute("PRAGMA foreign_keys = ON")
-            try readConnection.execute("PRAGMA query_only = ON")
-            reader = SerializedDatabase(database: readConnection, label: "tollgate.store.reader")
+            writer = opened.writer
+            reader = opened.reader
+            migrationsAppliedAtOpen = opened.applied
+            readsImmutableSnapshot = opened.immutable
         }
         for migration in migrationsAppliedAtOpen {
             logger.info("applied migration", metadata: [
@@ -137,14 +155,16 @@ public final class SQLiteStore: Sendable {
         path: String, migrations: [Migration] = Migration.all
     ) throws -> [MigrationStatus] {
         let migrator = Migrator(migrations: migrations)
-        guard FileManager.default.fileExists(atPath: path) else {
-            return migrator.migrations.map { MigrationStatus(migration: $0, appliedAt: nil) }
-        }
-        try DatabaseFile.requireSQLiteHeader(path: path)
-        try DatabaseFile.requireCompleteFile(path: path)
-        return try refusingNonDatabase(path: path) {
-            let database = try Database(path: path, mode: .readOnly)
-            return try migrator.status(database)
+        return try translatingErrors(path: path, busyTimeout: .seconds(5)) {
+            try DatabaseFile.requireNotDirectory(path: path)
+            guard FileManager.default.fileExists(atPath: path) else {
+                return migrator.migrations.map { MigrationStatus(migration: $0, appliedAt: nil) }
+            }
+            try DatabaseFile.requireSQLiteHeader(path: path)
+            try DatabaseFile.requireCompleteFile(path: path)
+            return try refusingNonDatabase(path: path) {
+                try openReadOnlyConnection(path: path, busyTimeout: .seconds(5), migrator: migrator).statuses
+            }
         }
     }
 
@@ -156,7 +176,10 @@ public final class SQLiteStore: Sendable {
     /// - Returns: What `updates` returns.
     /// - Throws: What `updates` throws, or ``DatabaseError``.
     public func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await writer.run { db in try db.inTransaction(.immediate) { try updates(db) } }
+        try requireWritable()
+        return try await translatingErrors {
+            try await writer.run { db in try db.inTransaction(.immediate) { try updates(db) } }
+        }
     }
 
     /// Runs `updates` in a `BEGIN IMMEDIATE` transaction, blocking the calling thread. For
@@ -165,7 +188,10 @@ public final class SQLiteStore: Sendable {
     /// - Returns: What `updates` returns.
     /// - Throws: What `updates` throws, or ``DatabaseError``.
     public func write<T>(_ updates: (Database) throws -> T) throws -> T {
-        try writer.sync { db in try db.inTransaction(.immediate) { try updates(db) } }
+        try requireWritable()
+        return try Self.translatingErrors(path: locationPath, busyTimeout: busyTimeout) {
+            try writer.sync { db in try db.inTransaction(.immediate) { try updates(db) } }
+        }
     }
 
     /// Runs `value` in a read transaction on the reader connection, beside any write.
@@ -173,7 +199,9 @@ public final class SQLiteStore: Sendable {
     /// - Returns: What `value` returns.
     /// - Throws: What `value` throws, or ``DatabaseError``.
     public func read<T: Sendable>(_ value: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await reader.run { db in try db.inTransaction(.deferred) { try value(db) } }
+        try await translatingErrors(reading: true) {
+            try await reader.run { db in try db.inTransaction(.deferred) { try value(db) } }
+        }
     }
 
     /// Runs `value` in a read transaction, blocking the calling thread.
@@ -181,47 +209,8 @@ public final class SQLiteStore: Sendable {
     /// - Returns: What `value` returns.
     /// - Throws: What `value` throws, or ``DatabaseError``.
     public func read<T>(_ value: (Database) throws -> T) throws -> T {
-        try reader.sync { db in try db.inTransaction(.deferred) { try value(db) } }
-    }
-
-    // MARK: Opening
-
-    private static func configureWriter(_ database: Database) throws {
-        try database.execute("PRAGMA foreign_keys = ON")
-        try database.execute("PRAGMA synchronous = NORMAL")
-        // Debian's SQLite is built with SECURE_DELETE on, which overwrites every freed page: a cache
-        // eviction or a replaced body then writes its old overflow pages once more, for nothing.
-        // FAST still clears deleted content on the pages a change writes anyway. Nothing secret is
-        // in freed pages to begin with: the cache stores URLs and headers with their secrets
-        // redacted and never a credential, and the file is readable by its owner only (0600).
-        try database.execute("PRAGMA secure_delete = FAST")
-    }
-
-    /// Switches the file to WAL and checks that SQLite really did.
-    private static func enableWAL(_ database: Database, path: String) throws {
-        // Changing the journal mode needs an exclusive lock that the busy handler does not always
-        // wait for, so a process racing another one to create the file retries here.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while true {
-            do {
-                let mode = try database.fetchValue("PRAGMA journal_mode = WAL").string ?? ""
-                guard mode.lowercased() == "wal" else {
-                    throw StoreError.walUnavailable(path: path, journalMode: mode)
-                }
-                try database.execute("PRAGMA synchronous = NORMAL")
-                return
-            } catch let error as DatabaseError where error.isBusy && ContinuousClock.now < deadline {
-                Thread.sleep(forTimeInterval: 0.005)
-            }
-        }
-    }
-
-    /// Maps SQLite's "not a database" to ``StoreError/notADatabase(path:)``.
-    private static func refusingNonDatabase<T>(path: String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as DatabaseError where error.isNotADatabase {
-            throw StoreError.notADatabase(path: path)
+        try Self.translatingErrors(path: locationPath, busyTimeout: busyTimeout, reading: true) {
+            try reader.sync { db in try db.inTransaction(.deferred) { try value(db) } }
         }
     }
 }

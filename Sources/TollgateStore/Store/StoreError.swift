@@ -1,6 +1,9 @@
+import Foundation
+
 /// Why a store refused to open a file or to carry out an operation.
 ///
-/// Every refusal at open happens before anything is written: the file is left as it was.
+/// Every refusal at open happens before anything is written: the file is left as it was. Each
+/// description says what happened and what to do about it.
 public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file exists but is not an SQLite database.
     case notADatabase(path: String)
@@ -15,6 +18,40 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file is shorter than its own header says: it was cut short (a failed copy, a full disk
     /// during a backup), and pages of it are missing.
     case truncated(path: String, expectedBytes: Int64, actualBytes: Int64)
+    /// The file, its directory or its file system cannot be written (`SQLITE_READONLY`, `EROFS`,
+    /// `EACCES`): the change was not made.
+    case readOnly(path: String, cause: DatabaseError)
+    /// The disk that holds the file is full, or the file reached its page cap (`SQLITE_FULL`,
+    /// `ENOSPC`): the change was rolled back.
+    case diskFull(path: String, cause: DatabaseError)
+    /// Another connection held the lock longer than the busy timeout (`SQLITE_BUSY`).
+    case locked(path: String, waited: Duration, cause: DatabaseError)
+    /// SQLite could not open the file, for the reason given (a missing directory, no permission).
+    case cannotOpen(path: String, reason: String, cause: DatabaseError?)
+    /// The path names a directory, not a database file.
+    case isDirectory(path: String)
+    /// A store opened read-only found no file at the path; nothing was created.
+    case notFound(path: String)
+    /// A store opened read-only found a database whose schema is older than the library's, and
+    /// may not migrate it.
+    case migrationsPending(path: String, databaseVersion: Int, libraryVersion: Int)
+    /// A write was asked of a store opened read-only.
+    case openedReadOnly(path: String)
+
+    /// Whether the store could not do its work on the file (full, read-only, locked, unopenable)
+    /// although the request itself was valid: what a gate's ledger-failure policy applies to.
+    public var isStorageFailure: Bool {
+        switch self {
+        case .readOnly, .diskFull, .locked, .cannotOpen, .openedReadOnly: true
+        case .notADatabase, .migrationChecksumMismatch, .databaseIsNewer, .walUnavailable, .invalidArgument,
+             .truncated, .isDirectory, .notFound, .migrationsPending: false
+        }
+    }
+
+    /// Whether another connection held the lock longer than the busy timeout.
+    public var isLocked: Bool {
+        if case .locked = self { true } else { false }
+    }
 
     public var description: String {
         switch self {
@@ -35,6 +72,39 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case .truncated(let path, let expectedBytes, let actualBytes):
             "\(path) is truncated: its header describes \(expectedBytes) bytes but the file holds \(actualBytes). "
                 + "Restore it from a backup; it was left untouched."
+        case .readOnly(let path, let cause):
+            "\(path) cannot be written: the file, its directory or its file system is read-only for this user "
+                + "(\(cause.summary)). Nothing was changed. Give this user write access to the file and to its "
+                + "directory (SQLite creates -wal and -shm files beside it), or use a command that only reads."
+        case .diskFull(let path, let cause):
+            "The disk that holds \(path) is full, or the file reached its size cap (\(cause.summary)). "
+                + "The change was rolled back and nothing stored was lost. Free disk space, or make room inside "
+                + "the file by clearing the response cache (tollgate cache clear; tollgate cache vacuum then "
+                + "gives the space back to the disk), and try again."
+        case .locked(let path, let waited, let cause):
+            "\(path) is locked: another process held its lock for more than \(Self.seconds(waited)) (\(cause.summary)). "
+                + "Nothing was changed. Try again when that process is done; if the lock stays, look for a "
+                + "process or an sqlite3 shell with an open transaction on the file."
+        case .cannotOpen(let path, let reason, _):
+            "\(path) cannot be opened: \(reason). Check that its directory exists and that this user may "
+                + "read and write there, or give another path."
+        case .isDirectory(let path):
+            "\(path) is a directory, not a database file. Give the path of a file, such as "
+                + "\(path.hasSuffix("/") ? path : path + "/")tollgate.sqlite."
+        case .notFound(let path):
+            "There is no database at \(path); nothing was created, because it was opened read-only. "
+                + "Check the path, or create the database by opening it for writing (tollgate migrate)."
+        case .migrationsPending(let path, let databaseVersion, let libraryVersion):
+            "\(path) is at schema version \(databaseVersion) and this library needs version \(libraryVersion); "
+                + "opened read-only, it was not migrated. Open it for writing once (tollgate migrate) to migrate it."
+        case .openedReadOnly(let path):
+            "\(path) was opened read-only, and this operation writes. Nothing was changed; open the store for "
+                + "writing to do it."
         }
+    }
+
+    private static func seconds(_ duration: Duration) -> String {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : String(format: "%.1f s", Double(milliseconds) / 1000)
     }
 }

@@ -30,7 +30,7 @@ struct CacheCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, access: .readOnly)
                 let day = try AdminArguments.day(day) ?? PacificDay(containing: Date())
                 let rows = try await services.cache.statistics(on: day)
                 let totals = try await services.cache.totals()

@@ -34,7 +34,7 @@ struct CircuitCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, access: .readOnly)
                 guard let endpoint else {
                     let circuits = try await services.snapshot().circuits
                     if circuits.isEmpty { print("No circuits yet: no endpoint has failed.") }

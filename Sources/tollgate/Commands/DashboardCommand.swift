@@ -29,10 +29,11 @@ struct DashboardCommand: ParsableCommand {
 
     func run() throws {
         try reportingStoreErrors {
-            let path = try database.preparedPath()
-            let store = try SQLiteStore(path: path)
+            let (path, store) = try database.openForReading()
             let interactive = TerminalSession.isInteractive && !once
-            var renderer = DashboardRenderer(colours: interactive, databasePath: path)
+            // A snapshot read without the -shm file does not follow other processes' writes: say so.
+            let title = store.readsImmutableSnapshot ? "\(path) (snapshot)" : path
+            var renderer = DashboardRenderer(colours: interactive, databasePath: title)
             if !interactive {
                 print(renderer.render(try store.dashboardSnapshot(at: Date())).joined(separator: "\n"))
                 return

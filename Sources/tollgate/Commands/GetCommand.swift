@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HTTPTypes
 import HTTPTypesFoundation
+import Logging
 import Tollgate
 import TollgateAsyncHTTPClient
 
@@ -13,7 +14,8 @@ struct GetCommand: AsyncParsableCommand {
         discussion: """
             Exit status: 0 answered (any HTTP status, unless --fail), 22 with --fail when the final status \
             is 400 or more, 3 throttled, 4 circuit open, 5 quota exceeded, 6 network failure with nothing \
-            stored, 64 bad arguments or a request that cannot be sent, 1 other errors.
+            stored, 64 bad arguments or a request that cannot be sent, 1 other errors (such as a database that
+            cannot be written).
             """
     )
 
@@ -76,6 +78,10 @@ struct GetCommand: AsyncParsableCommand {
             throw ValidationError("'\(url)' is not an http(s) URL.")
         }
         if let cost, cost < 0 { throw ValidationError("--cost must not be negative.") }
+        if let cost, cost > QuotaLimits.maximumUnits {
+            throw ValidationError("--cost must be at most \(DashboardRenderer.grouped(QuotaLimits.maximumUnits)) units, not \(cost).")
+        }
+        if let endpoint { try AdminArguments.endpoint(endpoint, label: "--endpoint") }
         for field in header where Self.parseHeader(field) == nil {
             throw ValidationError("--header '\(field)' is not 'Name: value'.")
         }
@@ -87,6 +93,11 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = logging.bootstrap()
+        // A store that cannot be opened or written (read-only, full, locked) is one clear line, exit 1.
+        try await reportingErrors { try await send(logger: logger) }
+    }
+
+    private func send(logger: Logger) async throws {
         let path = try database.preparedPath()
         var request = HTTPRequest(url: URL(string: url)!)
         for field in header {
@@ -98,15 +109,9 @@ struct GetCommand: AsyncParsableCommand {
             request.headerFields[.contentType] = "application/x-www-form-urlencoded"
         }
         let endpoint = endpoint ?? EndpointNaming.youTubeDataAPIv3.endpoint(for: request)
-        let gate: Gate
-        do {
-            // AsyncHTTPClient, like curl, sends the request as written and returns the bytes as sent.
-            gate = try Gate(store: try SQLiteStore(path: path, logger: logger), transport: AsyncHTTPClientTransport(),
+        // AsyncHTTPClient, like curl, sends the request as written and returns the bytes as sent.
+        let gate = try Gate(store: try SQLiteStore(path: path, logger: logger), transport: AsyncHTTPClientTransport(),
                             configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger)
-        } catch let error as StoreError {
-            printError("error: \(error)")
-            throw ExitCode.failure
-        }
         let options = GateRequestOptions(
             cost: cost, redirects: location ? .stripCredentialsAcrossOrigins : .sameOrigin, streamsLargeBodies: true
         )

@@ -59,15 +59,14 @@ struct ProxyCommand: AsyncParsableCommand {
         // A server: its warnings (an upstream failing) are its operator's business, so they show;
         // --verbose adds one line per request.
         let logger = logging.bootstrap(label: "tollgate.proxy", quietLevel: .warning)
+        // A store that cannot be opened or a port already taken is one clear line, exit 1.
+        try await reportingErrors { try await serve(logger: logger) }
+    }
+
+    private func serve(logger: Logger) async throws {
         let path = try database.preparedPath()
-        let gate: Gate
-        do {
-            gate = try Gate(store: try SQLiteStore(path: path, logger: logger),
+        let gate = try Gate(store: try SQLiteStore(path: path, logger: logger),
                             configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger)
-        } catch let error as StoreError {
-            printError("error: \(error)")
-            throw ExitCode.failure
-        }
         let proxy = try await GateProxy.start(
             gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen),
             idleTimeout: .seconds(idleTimeout), maximumConnections: maxConnections, stopsOnSignals: true, logger: logger

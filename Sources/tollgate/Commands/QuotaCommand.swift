@@ -33,7 +33,7 @@ struct QuotaCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, access: .readOnly)
                 let report = try await QuotaReport.read(services, day: try AdminArguments.day(day))
                 if json {
                     try printJSON(report)
@@ -69,6 +69,8 @@ struct QuotaCommand: AsyncParsableCommand {
             case (nil, false): throw ValidationError("Give the daily limit in units, or --clear to follow the configuration.")
             case (.some, true): throw ValidationError("Give a limit or --clear, not both.")
             case (let limit?, false) where limit < 0: throw ValidationError("The daily limit must be zero or more, not \(limit).")
+            case (let limit?, false) where limit > QuotaLimits.maximumUnits:
+                throw ValidationError("The daily limit must be at most \(DashboardRenderer.grouped(QuotaLimits.maximumUnits)) units, not \(limit).")
             default: break
             }
         }

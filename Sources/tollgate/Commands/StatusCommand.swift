@@ -23,8 +23,8 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         try reportingStoreErrors {
-            let path = try database.preparedPath()
-            let snapshot = try SQLiteStore(path: path).dashboardSnapshot(at: Date(), recentEvents: events)
+            let (path, store) = try database.openForReading()
+            let snapshot = try store.dashboardSnapshot(at: Date(), recentEvents: events)
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -32,7 +32,8 @@ struct StatusCommand: ParsableCommand {
                 encoder.dateEncodingStrategy = .iso8601
                 print(String(decoding: try encoder.encode(snapshot), as: UTF8.self))
             } else {
-                let renderer = DashboardRenderer(width: 100, height: 1000, colours: false, databasePath: path)
+                // Every row: status is for reading in full (the dashboard is the view that fits a screen).
+                let renderer = DashboardRenderer(width: 100, height: .max, colours: false, databasePath: path, showsEveryRow: true)
                 print(renderer.render(snapshot).joined(separator: "\n"))
             }
         }

@@ -23,7 +23,7 @@ struct ThrottleCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, access: .readOnly)
                 let throttles = try await services.snapshot().throttles
                 if throttles.isEmpty { print("No throttle windows yet: no request has been admitted.") }
                 for throttle in throttles {

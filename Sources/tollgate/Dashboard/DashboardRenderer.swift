@@ -8,6 +8,9 @@ struct DashboardRenderer {
     var height = 24
     var colours = true
     var databasePath: String
+    /// Whether every row is drawn (`status`), or each section is cut to fit the screen with a
+    /// line that says how many rows are not shown (`dashboard`).
+    var showsEveryRow = false
 
     func render(_ snapshot: DashboardSnapshot) -> [String] {
         var lines: [String] = []
@@ -24,9 +27,12 @@ struct DashboardRenderer {
             let state = bucket.exhaustedUntil != nil ? red(" EXHAUSTED") : ""
             let numbers = "\(Self.grouped(bucket.used))/\(Self.grouped(bucket.limit)) · \(Self.grouped(bucket.remaining)) left"
             quotaLines.append("\(pad(bucket.bucket, 12)) \(bar(fraction, width: 24)) \(numbers)\(state)")
-            let endpoints = bucket.endpoints.prefix(4).map { "\($0.endpoint) \(Self.grouped($0.units))u/\($0.calls)" }
-            if !endpoints.isEmpty {
-                quotaLines.append("  " + endpoints.joined(separator: "  "))
+            let endpoints = bucket.endpoints.map { "\($0.endpoint) \(Self.grouped($0.units))u/\($0.calls)" }
+            if showsEveryRow {
+                quotaLines += endpoints.map { "  " + $0 }
+            } else if !endpoints.isEmpty {
+                let shown = Array(endpoints.prefix(4)) + (endpoints.count > 4 ? ["and \(endpoints.count - 4) more"] : [])
+                quotaLines.append("  " + shown.joined(separator: "  "))
             }
         }
         if quotaLines.isEmpty { quotaLines = [dim("  no buckets yet")] }
@@ -69,9 +75,12 @@ struct DashboardRenderer {
         // Fixed lines: 2 header, 4 section titles, 1 cache, 1 footer. Share the rest.
         var budget = max(0, height - 8)
         func take(_ section: [String], _ maximum: Int) -> [String] {
+            if showsEveryRow { return section }
             let count = min(section.count, maximum, budget)
             budget -= count
-            return Array(section.prefix(count))
+            guard count < section.count, count > 0 else { return Array(section.prefix(count)) }
+            // Never drop rows silently: the last line shown says how many are not.
+            return Array(section.prefix(count - 1)) + [dim("  … and \(section.count - count + 1) more")]
         }
         let quota = take(quotaLines, 6)
         let circuits = take(circuitLines, 5)
@@ -88,7 +97,8 @@ struct DashboardRenderer {
         lines.append(bold("Recent events"))
         lines += recent
         lines.append(dim(colours ? "q or Ctrl-C quits" : ""))
-        return lines.map(clip)
+        // Status prints whole lines: a long endpoint name is never cut.
+        return showsEveryRow ? lines : lines.map(clip)
     }
 
     // MARK: Formatting

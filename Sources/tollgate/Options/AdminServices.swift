@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Tollgate
+import TollgateProxy
 
 /// The services an admin command works through, over the file `--db` names, built from the
 /// YouTube Data API v3 preset's parts and the system clock: the same rules the gate follows.
@@ -16,11 +17,19 @@ struct AdminServices {
 
     /// Opens the file and builds the services. Their own log lines (state changes at info and
     /// notice) stay quiet: each command prints what it did itself. Warnings still reach stderr.
-    init(database: DatabaseOptions, configuration: GateConfiguration = .youTubeDataAPIv3) throws {
-        path = try database.preparedPath()
+    /// - Parameters:
+    ///   - database: The `--db` option.
+    ///   - access: `.readOnly` for a command that only shows: the file is then never created,
+    ///     migrated or written.
+    ///   - configuration: The services' rules.
+    init(database: DatabaseOptions, access: SQLiteStore.Access = .readWrite,
+         configuration: GateConfiguration = .youTubeDataAPIv3) throws {
         var logger = Logger(label: "tollgate")
         logger.logLevel = .warning
-        store = try SQLiteStore(path: path, logger: logger)
+        (path, store) = switch access {
+        case .readWrite: try database.openForWriting(logger: logger)
+        case .readOnly: try database.openForReading(logger: logger)
+        }
         self.configuration = configuration
         let clock = SystemClock()
         quota = try QuotaLedger(storage: store, configuration: configuration.quota, clock: clock, logger: logger)
@@ -49,6 +58,9 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as QuotaLedgerError {
         printError("error: \(error)")
         throw ExitCode.failure
+    } catch let error as GateProxyError {
+        printError("error: \(error)")
+        throw ExitCode.failure
     }
 }
 
@@ -63,13 +75,26 @@ enum AdminArguments {
         return day
     }
 
-    /// An endpoint name: not empty, no line breaks.
+    /// The longest endpoint name accepted on the command line, in UTF-8 bytes.
+    static let maximumEndpointBytes = 200
+
+    /// An endpoint name: not empty, not `*` (the ledger's whole-bucket name), no control
+    /// characters, at most ``maximumEndpointBytes`` bytes.
     static func endpoint(_ text: String, label: String = "the endpoint") throws {
         if text.trimmingCharacters(in: .whitespaces).isEmpty {
             throw ValidationError("\(label) must not be empty.")
         }
         if text.contains(where: \.isNewline) {
             throw ValidationError("\(label) must be one line.")
+        }
+        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw ValidationError("\(label) must not contain control characters such as tabs or NUL.")
+        }
+        if text.trimmingCharacters(in: .whitespaces) == "*" {
+            throw ValidationError("\(label) cannot be '*': the quota ledger uses it for whole-bucket events. Use --all where a command offers it.")
+        }
+        if text.utf8.count > maximumEndpointBytes {
+            throw ValidationError("\(label) must be at most \(maximumEndpointBytes) bytes, not \(text.utf8.count).")
         }
     }
 

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import Logging
+import TollgateStore
 
 /// The `--db` option every command shares.
 struct DatabaseOptions: ParsableArguments {
@@ -23,6 +25,21 @@ struct DatabaseOptions: ParsableArguments {
             ?? FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
             ?? FileManager.default.homeDirectoryForCurrentUser.appending(path: ".local/share")
         return dataDirectory.appending(path: "tollgate/tollgate.sqlite").path
+    }
+
+    /// Opens the store for a command that writes: the file (and its default directory) is created
+    /// and migrated when needed.
+    func openForWriting(logger: Logger = Logger(label: "tollgate")) throws -> (path: String, store: SQLiteStore) {
+        let path = try preparedPath()
+        return (path, try SQLiteStore(path: path, logger: logger))
+    }
+
+    /// Opens the store for a command that only reads: nothing is created, migrated or written,
+    /// so it works on a read-only file or file system and does not wait for another process's
+    /// write lock. A missing file is ``StoreError/notFound(path:)``.
+    func openForReading(logger: Logger = Logger(label: "tollgate")) throws -> (path: String, store: SQLiteStore) {
+        let path = resolvedPath()
+        return (path, try SQLiteStore(path: path, configuration: .init(access: .readOnly), logger: logger))
     }
 
     /// The path in force, with its directory created when it is the default location.

@@ -57,10 +57,15 @@ struct GateDegradationTests {
         })
         #expect(fixture.gate.configuration.ledgerFailurePolicy == .failClosed)
         let (heard, error) = try #require(try await Self.fillUntilAdmissionFails(fixture), "the file never filled up")
-        let databaseError = try #require(error as? DatabaseError, "unexpected error \(error)")
-        #expect(databaseError.isFull)
+        let storeError = try #require(error as? StoreError, "unexpected error \(error)")
+        guard case .diskFull(_, let cause) = storeError else {
+            Issue.record("unexpected error \(storeError)")
+            return
+        }
+        #expect(cause.isFull)
+        #expect(storeError.description.contains("is full"))
         // Refused again, and the server still hears nothing.
-        await #expect(throws: DatabaseError.self) {
+        await #expect(throws: StoreError.self) {
             try await fixture.gate.send(fixture.video("refused"), endpoint: "videos.list")
         }
         #expect(fixture.api.receivedRequests.count == heard)
@@ -86,7 +91,7 @@ struct GateDegradationTests {
             let heard = fixture.api.receivedRequests.count
             do {
                 _ = try await closed.send(fixture.video("fill-\(index)"), endpoint: "videos.list")
-            } catch let error as DatabaseError where error.isFull && fixture.api.receivedRequests.count == heard {
+            } catch StoreError.diskFull where fixture.api.receivedRequests.count == heard {
                 full = true
             } catch {}
         }

@@ -63,14 +63,15 @@ struct StoreFaultTests {
                     Self.cacheEntry(key: "big-\(index)", bodySize: 64 * 1024), retention: Self.retention,
                     activity: CacheActivity()
                 )
-            } catch let error as DatabaseError {
-                failure = error
+            } catch StoreError.diskFull(let failedPath, let cause) {
+                #expect(failedPath == path)
+                failure = cause
                 break
             }
         }
         let error = try #require(failure, "the capped file never filled up")
         #expect(error.isFull)
-        #expect(error.description.contains("full"))
+        #expect(StoreError.diskFull(path: path, cause: error).description.contains("is full"))
         // Small writes that fit still work, and the ledger still adds up.
         #expect(try StoreInvariants.integrity(capped) == "ok")
         #expect(try await capped.quotaLedgerDiscrepancies().isEmpty)
@@ -182,7 +183,7 @@ struct StoreFaultTests {
         defer { chmod(path, 0o600); chmod(directory.url.path, 0o755) }
 
         let (summary, description) = try await Self.openAsUnprivileged(path)
-        #expect(summary == "refused DatabaseError readOnly true full false", "\(summary) \(description)")
+        #expect(summary == "refused StoreError readOnly true full false", "\(summary) \(description)")
         #expect(description.lowercased().contains("readonly") || description.lowercased().contains("read-only")
                     || description.contains("unable to open"), "\(description)")
         #expect(fileBytes(path) == bytes)
@@ -204,11 +205,122 @@ struct StoreFaultTests {
         defer { chmod(folder, 0o755); if getuid() == 0 { chown(path, 0, 0) } }
 
         let (summary, description) = try await Self.openAsUnprivileged(path)
-        #expect(summary == "refused DatabaseError readOnly true full false", "\(summary) \(description)")
+        #expect(summary == "refused StoreError readOnly true full false", "\(summary) \(description)")
         #expect(!description.isEmpty)
         #expect(fileBytes(path) == bytes)
         chmod(folder, 0o755)
         if getuid() == 0 { chown(path, 0, 0) }
         #expect(try await Self.contents(path) == before)
     }
+
+    // MARK: Reading a file that cannot be written
+
+    /// Runs the `read-store` worker, which drops root privileges and opens `path` read-only.
+    static func readAsUnprivileged(_ path: String) async throws -> (summary: String, description: String) {
+        let result = try await WorkerProcess.runConcurrently("read-store", count: 1) { _ in [path] }[0]
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        return (lines.first ?? "", lines.dropFirst().first ?? "")
+    }
+
+    @Test("a read-only store reads a file its user cannot write (0400), writes nothing and needs no write lock")
+    func readOnlyStoreOnReadOnlyFile() async throws {
+        let directory = try TemporaryDirectory()
+        let path = try await Self.populatedFile(in: directory)
+        let bytes = try #require(fileBytes(path))
+        chmod(directory.url.path, 0o777)
+        if getuid() == 0 { chown(path, 65534, 65534) }
+        chmod(path, 0o400)
+        defer { chmod(path, 0o600); chmod(directory.url.path, 0o755); if getuid() == 0 { chown(path, 0, 0) } }
+
+        let (summary, description) = try await Self.readAsUnprivileged(path)
+        #expect(summary == "read usage 6 immutable false", "\(summary) \(description)")
+        #expect(fileBytes(path) == bytes)
+    }
+
+    @Test("a read-only store reads a file in a read-only directory (no -shm can be made) as an immutable snapshot")
+    func readOnlyStoreInReadOnlyDirectory() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.url.appending(path: "locked").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        let path = try await Self.populatedFile(in: directory, name: "locked/faults.sqlite")
+        let bytes = try #require(fileBytes(path))
+        chmod(directory.url.path, 0o755)
+        if getuid() == 0 { chown(path, 65534, 65534); chown(folder, 65534, 65534) }
+        chmod(path, 0o400)
+        chmod(folder, 0o500)
+        defer {
+            chmod(folder, 0o755); chmod(path, 0o600)
+            if getuid() == 0 { chown(path, 0, 0); chown(folder, 0, 0) }
+        }
+
+        let (summary, description) = try await Self.readAsUnprivileged(path)
+        #expect(summary == "read usage 6 immutable true", "\(summary) \(description)")
+        #expect(fileBytes(path) == bytes)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
+
+        // Opened for writing, the same file is refused with an error that says what to do.
+        let (refusal, text) = try await Self.openAsUnprivileged(path)
+        #expect(refusal == "refused StoreError readOnly true full false", "\(refusal) \(text)")
+        #expect(text.contains("cannot be written") && text.contains("write access"), "\(text)")
+    }
+
+    @Test("a read-only file system (a read-only bind mount, in a mount namespace of its own) is read, and writes are refused with a typed error",
+          .enabled(if: MountNamespace.isAvailable, "needs root and unshare(1) to make a read-only mount; not available here"))
+    func readOnlyFileSystem() async throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.url.appending(path: "mounted").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        let path = try await Self.populatedFile(in: directory, name: "mounted/faults.sqlite")
+        let bytes = try #require(fileBytes(path))
+        // The worker runs as nobody: only the mount may stop it from writing.
+        chown(path, 65534, 65534)
+        chown(folder, 65534, 65534)
+        defer { chown(path, 0, 0); chown(folder, 0, 0) }
+        let worker = WorkerProcess.executable.path
+        let result = try MountNamespace.run("""
+            mount --bind '\(folder)' '\(folder)' && mount -o remount,bind,ro '\(folder)' \
+            && ! touch '\(folder)/probe' 2>/dev/null \
+            && '\(worker)' read-store '\(path)' && '\(worker)' open-store '\(path)'
+            """)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "read usage 6 immutable true", "\(result.stdout)")
+        #expect(lines.dropFirst().first == "refused StoreError readOnly true full false", "\(result.stdout)")
+        #expect(fileBytes(path) == bytes)
+    }
+
+    @Test("at its page cap (a full disk), a file still clears its cache, and the freed pages take new entries")
+    func clearOnFullFile() async throws {
+        let directory = try TemporaryDirectory()
+        let path = try await Self.populatedFile(in: directory)
+        let pages = try await SQLiteStore(path: path).read { db in try db.fetchValue("PRAGMA page_count").int ?? 0 }
+        let capped = try SQLiteStore(path: path, configuration: .init(maximumPageCount: pages + 40))
+        var activity = CacheActivity()
+        var full = false
+        for index in 0..<40 where !full {
+            do {
+                _ = try await capped.storeCacheEntry(
+                    Self.cacheEntry(key: "fill-\(index)", bodySize: 16 * 1024), retention: Self.retention,
+                    activity: CacheActivity()
+                )
+            } catch StoreError.diskFull {
+                full = true
+            }
+        }
+        try #require(full, "the capped file never filled up")
+        // Statistics waiting to be written need a page of their own: written after the delete.
+        activity.count(CacheStatisticsCounts(misses: 1),
+                       for: CacheStatisticsKey(pacificDate: "2031-01-01", endpoint: "a.new.endpoint.with.a.long.name"))
+        let cleared = try await capped.clearCache(endpoint: nil, activity: activity, at: Self.now)
+        #expect(cleared.entries > 1)
+        _ = try await capped.storeCacheEntry(
+            Self.cacheEntry(key: "after", bodySize: 16 * 1024), retention: Self.retention, activity: CacheActivity()
+        )
+        #expect(try await capped.cacheTotals().entries == 1)
+        #expect(try StoreInvariants.integrity(capped) == "ok")
+        #expect(try await capped.quotaLedgerDiscrepancies().isEmpty)
+    }
 }
+
