@@ -310,9 +310,13 @@ struct StoreFaultTests {
             }
         }
         try #require(full, "the capped file never filled up")
-        // Statistics waiting to be written need a page of their own: written after the delete.
-        activity.count(CacheStatisticsCounts(misses: 1),
-                       for: CacheStatisticsKey(pacificDate: "2031-01-01", endpoint: "a.new.endpoint.with.a.long.name"))
+        // Statistics waiting to be written need pages of their own (about 40 KB of new rows): they
+        // fit only into the pages the delete frees, so the delete must come first.
+        for index in 0..<300 {
+            activity.count(CacheStatisticsCounts(misses: 1), for: CacheStatisticsKey(
+                pacificDate: "2031-01-01", endpoint: "endpoint-\(index)-" + String(repeating: "x", count: 120)
+            ))
+        }
         let cleared = try await capped.clearCache(endpoint: nil, activity: activity, at: Self.now)
         #expect(cleared.entries > 1)
         _ = try await capped.storeCacheEntry(
