@@ -292,6 +292,51 @@ public final class QuotaLedger: Sendable {
         return reset
     }
 
+    /// Aligns a bucket's count for a day with the provider's own (Google's console, say): one
+    /// event records the difference, so the ledger's totals still equal its events.
+    /// - Parameters:
+    ///   - used: The units the provider says were used.
+    ///   - bucket: The bucket; the default bucket when nil.
+    ///   - day: The Pacific day; today when nil.
+    /// - Returns: What changed.
+    /// - Throws: ``QuotaLedgerError/unknownBucket(_:)``; `StoreError.invalidArgument` for a count
+    ///   out of range; storage errors.
+    @discardableResult
+    public func reconcile(used: Int, bucket: String? = nil, on day: PacificDay? = nil) async throws -> QuotaReconciliation {
+        let bucket = bucket ?? configuration.defaultBucket
+        let limit = try configuredLimit(of: bucket)
+        let now = clock.now()
+        let reconciliation = try await storage.reconcileQuota(
+            bucket: bucket, used: used, configuredLimit: limit, day: day ?? PacificDay(containing: now), at: now
+        )
+        logger.notice("Quota bucket \(bucket) reconciled for \(reconciliation.day): \(used) units used (was \(reconciliation.countedBefore))")
+        return reconciliation
+    }
+
+    /// How fast each bucket is being spent: net units charged over the last `window`, per hour,
+    /// and when each bucket runs out at that rate if that comes before the next Pacific midnight.
+    /// - Parameter window: How far back to look; one hour by default.
+    /// - Returns: One forecast per configured bucket.
+    /// - Throws: Storage errors.
+    public func forecast(over window: Duration = .seconds(3600)) async throws -> [QuotaForecast] {
+        let now = clock.now()
+        let burns = try await storage.quotaBurn(since: now.addingTimeInterval(-window.timeInterval), until: now)
+        var forecasts: [QuotaForecast] = []
+        for bucket in configuration.bucketLimits.keys.sorted() {
+            let remaining = try await self.remaining(bucket: bucket)
+            let perHour = burns.first { $0.bucket == bucket }?.unitsPerHour ?? 0
+            let reset = PacificDay(containing: now).nextReset
+            var runsOutAt: Date?
+            if perHour > 0 {
+                let at = now.addingTimeInterval(Double(remaining) / perHour * 3600)
+                if at < reset { runsOutAt = at }
+            }
+            forecasts.append(QuotaForecast(bucket: bucket, unitsPerHour: perHour, remaining: remaining,
+                                           runsOutAt: runsOutAt, resetsAt: reset))
+        }
+        return forecasts
+    }
+
     // MARK: Prices
 
     /// The price the ledger charges for an endpoint; an unknown endpoint is logged the first time.

@@ -84,4 +84,26 @@ public protocol QuotaStorage: Sendable {
     /// - Returns: The keys whose total differs from its events; empty when the ledger is sound.
     /// - Throws: `DatabaseError` when SQLite fails.
     func quotaLedgerDiscrepancies() async throws -> [QuotaLedgerDiscrepancy]
+
+    /// Sets a bucket's count for a day to the provider's own count, with one event for the
+    /// difference (never a silent edit).
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - used: The units the provider says were used.
+    ///   - configuredLimit: The bucket's configured limit, for a bucket the file has not seen yet.
+    ///   - day: The Pacific day.
+    ///   - at: The time of the change.
+    /// - Returns: What changed.
+    /// - Throws: `StoreError.invalidArgument` for a count out of range; `DatabaseError` when SQLite fails.
+    func reconcileQuota(
+        bucket: String, used: Int, configuredLimit: Int, day: PacificDay, at: Date
+    ) async throws -> QuotaReconciliation
+
+    /// Net units charged to each bucket between two instants, for a burn rate.
+    /// - Parameters:
+    ///   - since: The window's start.
+    ///   - until: The window's end.
+    /// - Returns: One row per bucket charged in the window.
+    /// - Throws: `DatabaseError` when SQLite fails.
+    func quotaBurn(since: Date, until: Date) async throws -> [QuotaBurn]
 }

@@ -368,7 +368,7 @@ enum QuotaTable {
 
 extension Date {
     /// Milliseconds since 1970, as the quota tables store times.
-    fileprivate var quotaMilliseconds: Int64 {
+    var quotaMilliseconds: Int64 {
         Int64((timeIntervalSince1970 * 1000).rounded(.down))
     }
 }

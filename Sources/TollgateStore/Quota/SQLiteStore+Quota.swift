@@ -38,4 +38,16 @@ extension SQLiteStore: QuotaStorage {
     public func quotaLedgerDiscrepancies() async throws -> [QuotaLedgerDiscrepancy] {
         try await read { db in try QuotaTable.discrepancies(db) }
     }
+
+    public func reconcileQuota(
+        bucket: String, used: Int, configuredLimit: Int, day: PacificDay, at: Date
+    ) async throws -> QuotaReconciliation {
+        try await write { db in
+            try QuotaTable.reconcile(db, bucket: bucket, used: used, configuredLimit: configuredLimit, day: day, at: at)
+        }
+    }
+
+    public func quotaBurn(since: Date, until: Date) async throws -> [QuotaBurn] {
+        try await read { db in try QuotaTable.burn(db, since: since, until: until) }
+    }
 }

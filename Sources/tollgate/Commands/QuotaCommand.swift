@@ -8,7 +8,7 @@ struct QuotaCommand: AsyncParsableCommand {
         commandName: "quota",
         abstract: "Show and operate the daily quota ledger.",
         discussion: "Every change is an event in quota_events: limits and resets are never silent.",
-        subcommands: [Show.self, SetLimit.self, Reset.self],
+        subcommands: [Show.self, SetLimit.self, Reset.self, Reconcile.self],
         defaultSubcommand: Show.self
     )
 
@@ -123,6 +123,49 @@ struct QuotaCommand: AsyncParsableCommand {
     }
 }
 
+extension QuotaCommand {
+    /// `tollgate quota reconcile`.
+    struct Reconcile: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reconcile",
+            abstract: "Align a bucket's count for a day with the number the provider's console shows.",
+            discussion: """
+                The difference is recorded as one event in quota_events on the endpoint '*' (a 'charge'                 when the console counted more, a 'reset' when less): the ledger is never edited silently.
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: ArgumentHelp("The units the provider says were used.", valueName: "units"))
+        var used: Int
+
+        @Option(help: "The bucket. Default: the configuration's default bucket.")
+        var bucket: String?
+
+        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
+        var day: String?
+
+        func validate() throws {
+            _ = try AdminArguments.day(day)
+            if let bucket { try AdminArguments.bucket(bucket) }
+            guard QuotaLimits.allowedUnits.contains(used) else {
+                throw ValidationError("--used must be 0 to \(DashboardRenderer.grouped(QuotaLimits.maximumUnits)) units, not \(used).")
+            }
+        }
+
+        func run() async throws {
+            try await reportingErrors {
+                let services = try AdminServices(database: database)
+                let result = try await services.quota.reconcile(used: used, bucket: bucket, on: try AdminArguments.day(day))
+                let change = result.adjustment == 0 ? "no change"
+                    : (result.adjustment > 0 ? "+" : "") + DashboardRenderer.grouped(result.adjustment) + " units"
+                print("\(result.bucket) on \(result.day): \(DashboardRenderer.grouped(result.used)) units used "
+                    + "(the ledger had \(DashboardRenderer.grouped(result.countedBefore)); \(change), recorded as an event)")
+            }
+        }
+    }
+}
+
 /// What `quota show` prints: one day of the ledger, per bucket and endpoint.
 struct QuotaReport: Codable {
     struct Bucket: Codable {
@@ -133,6 +176,10 @@ struct QuotaReport: Codable {
         var remaining: Int
         var exhausted: Bool
         var endpoints: [Endpoint]
+        /// Today only: net units charged per hour over the last hour.
+        var burnPerHour: Double?
+        /// Today only: when the bucket runs out at that rate, if before the reset.
+        var runsOutAt: Date?
     }
 
     struct Endpoint: Codable {
@@ -148,6 +195,8 @@ struct QuotaReport: Codable {
     static func read(_ services: AdminServices, day: PacificDay?) async throws -> QuotaReport {
         let day = day ?? PacificDay(containing: Date())
         let usage = try await services.quota.usage(on: day)
+        let isToday = day == PacificDay(containing: Date())
+        let forecasts = isToday ? try await services.quota.forecast() : []
         var buckets: [Bucket] = []
         for name in services.quota.configuration.bucketLimits.keys.sorted() {
             let status = try await services.quota.status(bucket: name, on: day)
@@ -156,7 +205,9 @@ struct QuotaReport: Codable {
                 remaining: status.remaining, exhausted: status.isExhausted,
                 endpoints: usage.filter { $0.bucket == name }
                     .sorted { ($0.units, $1.endpoint) > ($1.units, $0.endpoint) }
-                    .map { Endpoint(endpoint: $0.endpoint, units: $0.units, calls: $0.calls) }
+                    .map { Endpoint(endpoint: $0.endpoint, units: $0.units, calls: $0.calls) },
+                burnPerHour: isToday ? forecasts.first { $0.bucket == name }?.unitsPerHour ?? 0 : nil,
+                runsOutAt: forecasts.first { $0.bucket == name }?.runsOutAt
             ))
         }
         return QuotaReport(pacificDate: day.key, resetsAt: day.nextReset, buckets: buckets)
@@ -168,6 +219,12 @@ struct QuotaReport: Codable {
             print("\(bucket.bucket): \(DashboardRenderer.grouped(bucket.used))/\(DashboardRenderer.grouped(bucket.limit)) units used · "
                 + "\(DashboardRenderer.grouped(bucket.remaining)) left · limit from \(bucket.limitSource)"
                 + (bucket.exhausted ? " · EXHAUSTED by the server" : ""))
+            if let perHour = bucket.burnPerHour, perHour > 0 {
+                let rate = DashboardRenderer.grouped(Int(perHour.rounded()))
+                print("  burning \(rate) units/h over the last hour · "
+                    + (bucket.runsOutAt.map { "runs out at \(PacificDay.localTimeDescription(of: $0)), before the reset" }
+                        ?? "lasts until the reset"))
+            }
             let width = max(8, bucket.endpoints.map(\.endpoint.count).max() ?? 0)
             for endpoint in bucket.endpoints {
                 print("  \(endpoint.endpoint.padding(toLength: width, withPad: " ", startingAt: 0))  "

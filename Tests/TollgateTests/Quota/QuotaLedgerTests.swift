@@ -439,4 +439,47 @@ struct QuotaLedgerTests {
         }
         #expect(try await fixture.eventCount() == 0)
     }
+
+    @Test("reconcile aligns a day with the provider's count by one event, up or down, and the totals still equal the events")
+    func reconcile() async throws {
+        let fixture = try Fixture(configuration: .youTubeDataAPIv3)
+        for _ in 0..<3 { try await fixture.ledger.reserve(endpoint: "videos.list") }
+        let up = try await fixture.ledger.reconcile(used: 10)
+        #expect(up.countedBefore == 3 && up.used == 10 && up.adjustment == 7)
+        #expect(try await fixture.ledger.remaining() == 9_990)
+        let down = try await fixture.ledger.reconcile(used: 2, bucket: "youtube")
+        #expect(down.adjustment == -8)
+        #expect(try await fixture.ledger.remaining() == 9_998)
+        let searches = try await fixture.ledger.reconcile(used: 100, bucket: "youtube.search")
+        #expect(searches.adjustment == 100)
+        await #expect(throws: TollgateError.self) { try await fixture.ledger.reserve(endpoint: "search.list") }
+        #expect(try await fixture.ledger.discrepancies().isEmpty)
+        let events = try await fixture.store.read { db in
+            try db.fetchAll("SELECT kind, endpoint, units FROM quota_events WHERE endpoint = '*' AND units <> 0 ORDER BY id")
+        }
+        #expect(events == [Row(["charge", "*", 7]), Row(["reset", "*", -8]), Row(["charge", "*", 100])])
+        await #expect(throws: QuotaLedgerError.self) { try await fixture.ledger.reconcile(used: 5, bucket: "nope") }
+        await #expect(throws: StoreError.self) { try await fixture.ledger.reconcile(used: -1) }
+    }
+
+    @Test("the forecast: the last hour's burn rate, and when a bucket runs out at it if before the reset")
+    func forecast() async throws {
+        var configuration = QuotaConfiguration.youTubeDataAPIv3
+        configuration.bucketLimits["youtube"] = 100
+        // 10:00 in Los Angeles: 14 hours before the reset.
+        let fixture = try Fixture(configuration: configuration, now: utc("2026-11-21T18:00:00Z"))
+        for _ in 0..<10 { try await fixture.ledger.reserve(endpoint: "videos.list") }
+        fixture.clock.advance(by: .seconds(1800))
+        for _ in 0..<40 { try await fixture.ledger.reserve(endpoint: "videos.list") }
+        fixture.clock.advance(by: .seconds(1800))
+        // The first 10 are an hour old: the rate over the last hour counts the 40 (and the window's edge).
+        let forecasts = try await fixture.ledger.forecast()
+        let youtube = try #require(forecasts.first { $0.bucket == "youtube" })
+        #expect(youtube.remaining == 50)
+        #expect((40...50).contains(Int(youtube.unitsPerHour)), "\(youtube.unitsPerHour)")
+        let runsOut = try #require(youtube.runsOutAt)
+        #expect(runsOut > fixture.clock.now() && runsOut < youtube.resetsAt)
+        let searches = try #require(forecasts.first { $0.bucket == "youtube.search" })
+        #expect(searches.unitsPerHour == 0 && searches.runsOutAt == nil)
+    }
 }

@@ -1,0 +1,42 @@
+import Foundation
+
+extension QuotaTable {
+    /// Sets a bucket's count for a day to what the provider says (its console), with one event
+    /// for the difference: a `charge` when the provider counted more, a `reset` when less, on the
+    /// endpoint `*`, so the totals still equal the events and nothing is edited silently.
+    static func reconcile(
+        _ db: Database, bucket: String, used: Int, configuredLimit: Int, day: PacificDay, at: Date
+    ) throws -> QuotaReconciliation {
+        guard QuotaLimits.allowedUnits.contains(used) else {
+            throw StoreError.invalidArgument("a reconciled count must be 0 to \(QuotaLimits.maximumUnits) units, not \(used)")
+        }
+        _ = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, nowMs: at.quotaMilliseconds)
+        let before = try bucketUnits(db, bucket: bucket, day: day)
+        let adjustment = used - before   // both within ±maximumUnits: no overflow
+        try appendEvent(
+            db, atMs: at.quotaMilliseconds, day: day, bucket: bucket, endpoint: "*",
+            kind: adjustment >= 0 ? "charge" : "reset", units: adjustment,
+            detail: "reconciled with the provider's count: \(used) units used (the ledger had \(before))"
+        )
+        if adjustment != 0 {
+            try db.execute("""
+                INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, '*', ?, 0)
+                ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units
+                """, [.text(day.key), .text(bucket), .int(adjustment)])
+        }
+        return QuotaReconciliation(day: day, bucket: bucket, countedBefore: before, used: used)
+    }
+
+    /// Net units charged to each bucket since `since` (charges less refunds and resets of
+    /// charges in the window), for the burn rate.
+    static func burn(_ db: Database, since: Date, until: Date) throws -> [QuotaBurn] {
+        let windowSeconds = max(1, Int(until.timeIntervalSince(since).rounded()))
+        return try db.fetchAll("""
+            SELECT bucket, MAX(COALESCE(SUM(MIN(MAX(units, -?), ?)), 0), 0) FROM quota_events
+            WHERE at_ms >= ? AND at_ms <= ? AND kind IN ('charge', 'refund') AND endpoint <> '*'
+            GROUP BY bucket ORDER BY bucket
+            """, [.int(QuotaLimits.maximumUnits), .int(QuotaLimits.maximumUnits), .integer(since.quotaMilliseconds),
+                  .integer(until.quotaMilliseconds)]
+        ).map { row in QuotaBurn(bucket: row[0].string ?? "", units: row[1].int ?? 0, windowSeconds: windowSeconds) }
+    }
+}
