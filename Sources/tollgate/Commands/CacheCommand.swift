@@ -24,6 +24,27 @@ struct CacheCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
         var day: String?
 
+        @Flag(help: "Print JSON instead of text.")
+        var json = false
+
+        /// What `--json` prints.
+        struct Report: Codable {
+            struct Endpoint: Codable {
+                var endpoint: String
+                var hitRate: Double?
+                var hits: Int64
+                var revalidations: Int64
+                var misses: Int64
+                var stale: Int64
+                var coalesced: Int64
+                var bytesSaved: Int64
+            }
+            var pacificDate: String
+            var entries: Int
+            var bodyBytes: Int64
+            var endpoints: [Endpoint]
+        }
+
         func validate() throws {
             _ = try AdminArguments.day(day)
         }
@@ -34,6 +55,16 @@ struct CacheCommand: AsyncParsableCommand {
                 let day = try AdminArguments.day(day) ?? PacificDay(containing: Date())
                 let rows = try await services.cache.statistics(on: day)
                 let totals = try await services.cache.totals()
+                if json {
+                    return try printJSON(Report(
+                        pacificDate: day.key, entries: totals.entries, bodyBytes: totals.bodyBytes,
+                        endpoints: rows.map {
+                            .init(endpoint: $0.endpoint, hitRate: $0.hitRate, hits: $0.counts.hits,
+                                  revalidations: $0.counts.revalidations, misses: $0.counts.misses, stale: $0.counts.stale,
+                                  coalesced: $0.counts.coalesced, bytesSaved: $0.counts.bytesSaved)
+                        }
+                    ))
+                }
                 print("Cache on \(day.key) (Pacific): \(totals.entries) \(totals.entries == 1 ? "entry" : "entries") stored, "
                     + "\(DashboardRenderer.bytes(Int(totals.bodyBytes))) of bodies")
                 if rows.isEmpty { print("  no requests that day") }
@@ -42,7 +73,8 @@ struct CacheCommand: AsyncParsableCommand {
                     let rate = row.hitRate.map { String(format: "%.1f%%", $0 * 100) } ?? "–"
                     print("  \(row.endpoint.padding(toLength: width, withPad: " ", startingAt: 0))  hit rate \(rate) · "
                         + "hits \(row.counts.hits) · revalidated \(row.counts.revalidations) · misses \(row.counts.misses) · "
-                        + "stale \(row.counts.stale) · saved \(DashboardRenderer.bytes(Int(row.counts.bytesSaved)))")
+                        + "stale \(row.counts.stale) · coalesced \(row.counts.coalesced) · "
+                        + "saved \(DashboardRenderer.bytes(Int(row.counts.bytesSaved)))")
                 }
             }
         }

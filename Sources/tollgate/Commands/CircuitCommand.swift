@@ -27,6 +27,26 @@ struct CircuitCommand: AsyncParsableCommand {
         @Option(help: "How many transitions to list for one endpoint.")
         var history = 10
 
+        @Flag(help: "Print JSON instead of text.")
+        var json = false
+
+        /// One endpoint's circuit as `--json` prints it.
+        struct Detail: Codable {
+            struct Transition: Codable {
+                var at: Date
+                var from: String
+                var to: String
+                var reason: String
+            }
+            var endpoint: String
+            var state: String
+            var consecutiveFailures: Int
+            var failureThreshold: Int
+            var trips: Int
+            var retryInSeconds: Int
+            var transitions: [Transition]
+        }
+
         func validate() throws {
             if let endpoint { try AdminArguments.endpoint(endpoint) }
             guard (0...1000).contains(history) else { throw ValidationError("--history must be between 0 and 1000.") }
@@ -37,12 +57,24 @@ struct CircuitCommand: AsyncParsableCommand {
                 let services = try AdminServices(database: database, access: .readOnly)
                 guard let endpoint else {
                     let circuits = try await services.snapshot().circuits
+                    if json { return try printJSON(circuits) }
                     if circuits.isEmpty { print("No circuits yet: no endpoint has failed.") }
                     for circuit in circuits { print(Self.line(circuit)) }
                     return
                 }
                 let now = Date()
-                guard let record = try await services.circuit.record(for: endpoint) else {
+                let record = try await services.circuit.record(for: endpoint)
+                if json {
+                    let transitions = try await services.circuit.history(endpoint: endpoint, limit: history)
+                    return try printJSON(Detail(
+                        endpoint: endpoint, state: record?.effectiveState(at: now).rawValue ?? "closed",
+                        consecutiveFailures: record?.consecutiveFailures ?? 0,
+                        failureThreshold: record?.failureThreshold ?? 0, trips: record?.trips ?? 0,
+                        retryInSeconds: Int((record?.remainingOpenTime(at: now) ?? 0).rounded(.up)),
+                        transitions: transitions.map { .init(at: $0.at, from: $0.from.rawValue, to: $0.to.rawValue, reason: $0.reason) }
+                    ))
+                }
+                guard let record else {
                     print("\(endpoint): CLOSED (never failed)")
                     return
                 }

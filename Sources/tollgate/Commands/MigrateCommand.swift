@@ -17,9 +17,22 @@ struct MigrateCommand: ParsableCommand {
     @Flag(help: "Show what would be applied; change nothing.")
     var dryRun = false
 
+    @Flag(help: "With --status: print JSON instead of text.")
+    var json = false
+
+    /// One migration as `--status --json` prints it.
+    struct StatusRow: Codable {
+        var version: Int
+        var name: String
+        var appliedAt: Date?
+    }
+
     func validate() throws {
         if status && dryRun {
             throw ValidationError("--status and --dry-run cannot be combined.")
+        }
+        if json && !status {
+            throw ValidationError("--json goes with --status.")
         }
     }
 
@@ -51,7 +64,9 @@ struct MigrateCommand: ParsableCommand {
         let path = database.resolvedPath()
         let statuses = try SQLiteStore.migrationStatus(path: path)
         let pending = statuses.filter { !$0.isApplied }
-        if status {
+        if status && json {
+            try printJSON(statuses.map { StatusRow(version: $0.migration.version, name: $0.migration.name, appliedAt: $0.appliedAt) })
+        } else if status {
             for status in statuses {
                 let state = status.appliedAt.map { "applied \($0.formatted(.iso8601))" } ?? "pending"
                 print("\(status.migration.fileName)  \(state)")

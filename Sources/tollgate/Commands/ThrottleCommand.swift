@@ -21,10 +21,14 @@ struct ThrottleCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @Flag(help: "Print JSON instead of text.")
+        var json = false
+
         func run() async throws {
             try await reportingErrors {
                 let services = try AdminServices(database: database, access: .readOnly)
                 let throttles = try await services.snapshot().throttles
+                if json { return try printJSON(throttles) }
                 if throttles.isEmpty { print("No throttle windows yet: no request has been admitted.") }
                 for throttle in throttles {
                     // The limits the file holds: those of the processes that use it, whatever this tool's preset says.

@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+import Tollgate
+import TollgateTestSupport
+
+@Suite("Every show command speaks JSON, and the shell completes the commands")
+struct JSONOutputTests {
+    private func object(_ text: String) throws -> Any {
+        try JSONSerialization.jsonObject(with: Data(text.utf8))
+    }
+
+    @Test("circuit show, throttle show, cache stats and migrate --status print JSON with --json")
+    func showCommands() async throws {
+        let fixture = try AdminFixture()
+        try await fixture.breaker.forceOpen(endpoint: "search.list", for: .seconds(300))
+        _ = try await fixture.throttler.admit(endpoint: "videos.list")
+
+        let circuits = try #require(try object(fixture.tollgate("circuit", "show", "--json").stdout) as? [[String: Any]])
+        #expect(circuits.first?["endpoint"] as? String == "search.list")
+        #expect(circuits.first?["state"] as? String == "open")
+        let one = try #require(try object(fixture.tollgate("circuit", "show", "search.list", "--json").stdout) as? [String: Any])
+        #expect(one["state"] as? String == "open")
+        #expect((one["transitions"] as? [[String: Any]])?.first?["to"] as? String == "open")
+
+        let throttles = try #require(try object(fixture.tollgate("throttle", "show", "--json").stdout) as? [[String: Any]])
+        #expect(throttles.first?["endpoint"] as? String == "videos.list")
+        #expect(throttles.first?["count"] as? Int == 1)
+
+        let cache = try #require(try object(fixture.tollgate("cache", "stats", "--json").stdout) as? [String: Any])
+        #expect(cache["entries"] as? Int == 0)
+        #expect(cache["pacific_date"] as? String == PacificDay(containing: Date()).key)
+
+        let migrations = try #require(try object(fixture.tollgate("migrate", "--status", "--json").stdout) as? [[String: Any]])
+        #expect(migrations.map { $0["version"] as? Int } == Migration.all.map(\.version))
+        #expect(migrations.allSatisfy { $0["applied_at"] is String })
+        #expect(try fixture.tollgate("migrate", "--json").status == 64)
+    }
+
+    @Test("--generate-completion-script prints a completion script for bash, zsh and fish")
+    func completions() throws {
+        for shell in ["bash", "zsh", "fish"] {
+            let script = try CommandRunner.tollgate("--generate-completion-script", shell)
+            #expect(script.status == 0)
+            #expect(script.stdout.contains("tollgate"))
+            #expect(script.stdout.contains("reconcile"), "\(shell) completes subcommands")
+        }
+    }
+}
