@@ -75,11 +75,15 @@ struct GetShellTests {
         #expect(lines.count == 1, "\(quiet.stderr)")
         #expect(lines.first?.hasPrefix("tollgate: GET /v1/unknown-endpoint · status 200") == true)
 
-        let verbose = try CommandRunner.tollgate("get", url, "--db", directory.path("q.sqlite"), "--verbose")
+        let verbose = try CommandRunner.tollgate("get", url, "--db", directory.path("v.sqlite"), "--verbose")
         #expect(verbose.stderr.contains("not in the quota cost table"), "\(verbose.stderr)")
-        let viaEnvironment = try CommandRunner.tollgate("get", url, "--db", directory.path("q.sqlite"),
+        #expect(verbose.stderr.contains("applied migration"), "info lines too")
+        let again = try CommandRunner.tollgate("get", url, "--db", directory.path("v.sqlite"), "--verbose")
+        #expect(!again.stderr.contains("not in the quota cost table"), "said once per file, not on every run")
+        let viaEnvironment = try CommandRunner.tollgate("get", url, "--db", directory.path("e.sqlite"),
                                                         environment: ["TOLLGATE_LOG_LEVEL": "warning"])
         #expect(viaEnvironment.stderr.contains("not in the quota cost table"))
+        #expect(!viaEnvironment.stderr.contains("applied migration"), "warnings only")
         let badLevel = try CommandRunner.tollgate("get", url, "--log-level", "chatty")
         #expect(badLevel.status == 64)
     }

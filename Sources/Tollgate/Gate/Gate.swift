@@ -336,6 +336,7 @@ public final class Gate: Sendable {
         let policy = configuration.circuit.policy(for: endpoint)
         let limit = configuration.throttle.limit(for: endpoint)
         var waited = Duration.zero
+        await quota.noteUnknownEndpoint(endpoint)
         while true {
             let charge = try quota.reservationRequest(endpoint: endpoint, cost: cost)
             let outcome: AdmissionOutcome

@@ -63,6 +63,7 @@ public final class QuotaLedger: Sendable {
     ///   storage errors.
     @discardableResult
     public func reserve(endpoint: String, cost: Int? = nil) async throws -> QuotaReservation {
+        await noteUnknownEndpoint(endpoint)
         let request = try reservationRequest(endpoint: endpoint, cost: cost)
         return try report(try await storage.reserveQuota(request), endpoint: endpoint, cost: request.cost)
     }
@@ -339,19 +340,29 @@ public final class QuotaLedger: Sendable {
 
     // MARK: Prices
 
-    /// The price the ledger charges for an endpoint; an unknown endpoint is logged the first time.
+    /// The price the ledger charges for an endpoint: its own, else the default (see
+    /// ``noteUnknownEndpoint(_:)``).
     /// - Parameter endpoint: The endpoint.
     /// - Returns: Its bucket, units and 304 policy.
     public func price(of endpoint: String) -> QuotaConfiguration.EndpointCost {
-        if let known = configuration.cost(for: endpoint) { return known }
-        let isFirst = unknownEndpointsLogged.withLock { $0.insert(endpoint).inserted }
-        if isFirst {
-            logger.warning(
-                "Endpoint \(endpoint) is not in the quota cost table; charging the default \(configuration.defaultCost) in bucket \(configuration.defaultBucket)",
-                metadata: ["quota.endpoint": "\(endpoint)"]
-            )
+        configuration.cost(for: endpoint) ?? configuration.effectiveCost(for: endpoint)
+    }
+
+    /// Says once per file, not on every run, that an endpoint is missing from the cost table: the
+    /// first time this process charges it, and only when the file has never charged it before.
+    /// ``reserve(endpoint:cost:)`` and the gate's admission call it.
+    /// - Parameter endpoint: The endpoint about to be charged.
+    public func noteUnknownEndpoint(_ endpoint: String) async {
+        guard configuration.cost(for: endpoint) == nil,
+              unknownEndpointsLogged.withLock({ $0.insert(endpoint).inserted })
+        else { return }
+        let seenBefore = (try? await storage.quotaEndpointCharged(endpoint)) ?? false
+        let message: Logger.Message = "Endpoint \(endpoint) is not in the quota cost table; charging the default \(configuration.defaultCost) in bucket \(configuration.defaultBucket)"
+        if seenBefore {
+            logger.debug(message, metadata: ["quota.endpoint": "\(endpoint)"])
+        } else {
+            logger.warning(message, metadata: ["quota.endpoint": "\(endpoint)"])
         }
-        return configuration.effectiveCost(for: endpoint)
     }
 
     func configuredLimit(of bucket: String) throws(QuotaLedgerError) -> Int {

@@ -106,4 +106,10 @@ public protocol QuotaStorage: Sendable {
     /// - Returns: One row per bucket charged in the window.
     /// - Throws: `DatabaseError` when SQLite fails.
     func quotaBurn(since: Date, until: Date) async throws -> [QuotaBurn]
+
+    /// Whether the file has ever charged `endpoint`, on any day.
+    /// - Parameter endpoint: The endpoint.
+    /// - Returns: True when some day's usage names it.
+    /// - Throws: `DatabaseError` when SQLite fails.
+    func quotaEndpointCharged(_ endpoint: String) async throws -> Bool
 }

@@ -50,4 +50,11 @@ extension SQLiteStore: QuotaStorage {
     public func quotaBurn(since: Date, until: Date) async throws -> [QuotaBurn] {
         try await read { db in try QuotaTable.burn(db, since: since, until: until) }
     }
+
+    public func quotaEndpointCharged(_ endpoint: String) async throws -> Bool {
+        // quota_usage holds one row per day and endpoint: small enough to scan once per process.
+        try await read { db in
+            try db.fetchValue("SELECT EXISTS (SELECT 1 FROM quota_usage WHERE endpoint = ?)", [.text(endpoint)]).int == 1
+        }
+    }
 }

@@ -233,6 +233,12 @@ struct QuotaLedgerTests {
             "Endpoint liveChatMessages.list is not in the quota cost table; charging the default 1 in bucket youtube",
         ])
         #expect(try await fixture.ledger.remaining() == 9998)
+        // Another run on the same file says nothing more: once per file, not on every run.
+        let again = try fixture.reopened()
+        try await again.reserve(endpoint: "liveChatMessages.list")
+        #expect(fixture.log.messages(at: .warning).count == 1)
+        try await again.reserve(endpoint: "superChats.list")
+        #expect(fixture.log.messages(at: .warning).count == 2, "a new unknown endpoint is still said")
     }
 
     @Test("an operator's limit persists across restarts and wins over the configuration until cleared")
