@@ -67,6 +67,9 @@ struct GetAndDemoCommandTests {
             #expect(result.stdout.contains(chapter), "missing \(chapter)")
         }
         #expect(result.stdout.contains("95 revalidated"))
+        #expect(result.stdout.contains("cache hit rate 95 %"), "the refresh chapters show their hit rate")
+        #expect(result.stdout.contains("opened the circuit for 1 h;"), "the rate-limit duration in whole units")
+        #expect(result.stdout.contains("the ledger refused the 101st search"))
         #expect(result.stdout.contains("stale (circuitOpen)"))
         #expect(result.stdout.contains("the circuit is CLOSED again"))
         #expect(result.stdout.contains("stale (quotaExhausted)"))

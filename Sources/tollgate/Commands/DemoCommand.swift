@@ -58,6 +58,14 @@ struct DemoStory {
         var unitsCharged = 0
         var unitsWithoutGate = 0
         var sources: [String: Int] = [:]
+
+        /// Answers the cache gave (fresh, revalidated by a 304, coalesced) over every request
+        /// that could be cached, nil when none was sent.
+        var hitRate: Double? {
+            let fromCache = ["cache", "revalidated", "coalesced"].map { sources[$0] ?? 0 }.reduce(0, +)
+            let cacheable = fromCache + (sources["network"] ?? 0)
+            return cacheable == 0 ? nil : Double(fromCache) / Double(cacheable)
+        }
     }
 
     let api: FakeYouTubeAPI
@@ -111,7 +119,7 @@ struct DemoStory {
             let backoff = story.clock.sleeps.dropFirst(sleepsBefore).map { String(format: "%.1fs", $0.timeInterval) }
             let remaining = try await story.gate.circuit.timeRemaining(for: "videos.list") ?? 0
             return "backed off \(backoff.joined(separator: ", ")); 5 rate limits in a row opened the circuit for "
-                + "\(Int(remaining / 60)) min; the API was then left alone and stored videos were served stale"
+                + "\(Self.duration(remaining)); the API was then left alone and stored videos were served stale"
         }
         try await chapter("4. An hour later: recovery through half-open") { story, result in
             story.api.updateBehaviour { $0.rateLimitStorm = nil }
@@ -144,7 +152,10 @@ struct DemoStory {
             } catch let error as TollgateError {
                 refusal = error.description
             }
-            return "search.list costs 100 units: the ledger refused the \(query)th search before it was sent; "
+            let price = story.gate.quota.price(of: "search.list")
+            let limit = story.gate.configuration.quota.bucketLimits[price.bucket] ?? 0
+            return "search.list has a bucket of its own (\(price.bucket): \(limit) calls a day, \(Self.units(price.units)) each): "
+                + "the ledger refused the \(Self.ordinal(query)) search before it was sent; "
                 + "a search made earlier was served stale; a new one got: \(refusal)"
         }
         try await gate.flush()
@@ -192,23 +203,29 @@ struct DemoStory {
         print("   \(result.requests) requests → \(result.sentToAPI) reached the API · \(Self.units(result.unitsCharged)) charged"
             + " (\(Self.units(result.unitsWithoutGate)) without the gate)")
         print("   answers: \(sources)")
+        if let rate = result.hitRate, rate > 0 {
+            print("   cache hit rate \(Self.percent(rate)) (answered from the cache or by a 304; the seed's goal: over 90 %)")
+        }
         print("   \(moral)\n")
         results.append(result)
     }
 
     private func printSummary() {
         print("Summary")
-        let header = ["chapter", "requests", "sent", "units", "without gate", "saved"]
+        let header = ["chapter", "requests", "sent", "units", "without gate", "saved", "hit rate"]
         var rows = results.map { result in
             [String(result.title.prefix(44)), "\(result.requests)", "\(result.sentToAPI)", "\(result.unitsCharged)",
-             "\(result.unitsWithoutGate)", Self.percent(saved: result.unitsWithoutGate - result.unitsCharged, of: result.unitsWithoutGate)]
+             "\(result.unitsWithoutGate)", Self.percent(saved: result.unitsWithoutGate - result.unitsCharged, of: result.unitsWithoutGate),
+             result.hitRate.map(Self.percent) ?? "–"]
         }
         let total = results.reduce(into: ChapterResult(title: "total")) {
             $0.requests += $1.requests; $0.sentToAPI += $1.sentToAPI
             $0.unitsCharged += $1.unitsCharged; $0.unitsWithoutGate += $1.unitsWithoutGate
+            $0.sources.merge($1.sources, uniquingKeysWith: +)
         }
         rows.append(["total", "\(total.requests)", "\(total.sentToAPI)", "\(total.unitsCharged)", "\(total.unitsWithoutGate)",
-                     Self.percent(saved: total.unitsWithoutGate - total.unitsCharged, of: total.unitsWithoutGate)])
+                     Self.percent(saved: total.unitsWithoutGate - total.unitsCharged, of: total.unitsWithoutGate),
+                     total.hitRate.map(Self.percent) ?? "–"])
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         for (index, row) in ([header] + rows).enumerated() {
             let cells = row.enumerated().map { column, cell in
@@ -231,6 +248,34 @@ struct DemoStory {
 
     private static func percent(saved: Int, of total: Int) -> String {
         total == 0 ? "–" : String(format: "%.0f%%", Double(saved) / Double(total) * 100)
+    }
+
+    private static func percent(_ rate: Double) -> String {
+        String(format: "%.0f %%", rate * 100)
+    }
+
+    /// A duration in the largest whole unit that fits, to the nearest minute past a minute:
+    /// `45 s`, `5 min`, `1 h`, `1 h 30 min`.
+    static func duration(_ seconds: TimeInterval) -> String {
+        guard seconds >= 60 else { return "\(Int(seconds.rounded())) s" }
+        let minutes = Int((seconds / 60).rounded())
+        switch (minutes / 60, minutes % 60) {
+        case (0, let minutes): return "\(minutes) min"
+        case (let hours, 0): return "\(hours) h"
+        case (let hours, let minutes): return "\(hours) h \(minutes) min"
+        }
+    }
+
+    /// `1st`, `2nd`, `3rd`, `4th`, `11th`, `101st`.
+    static func ordinal(_ number: Int) -> String {
+        let suffix = switch (number % 10, number % 100) {
+        case (_, 11...13): "th"
+        case (1, _): "st"
+        case (2, _): "nd"
+        case (3, _): "rd"
+        default: "th"
+        }
+        return "\(number)\(suffix)"
     }
 }
 
