@@ -460,6 +460,16 @@ public final class Gate: Sendable {
         if let exhaustion = settlement.exhaustion {
             quota.report(exhaustion, endpoint: endpoint)
         }
+        if quotaSpent {
+            // The server's "quota spent" closes every bucket this endpoint is charged in, and no other.
+            for extra in quota.price(of: endpoint).additionalCharges {
+                do {
+                    _ = try await quota.markExhausted(bucket: extra.bucket, endpoint: endpoint)
+                } catch {
+                    logger.warning("could not mark a bucket exhausted", metadata: ["quota.bucket": "\(extra.bucket)", "error": "\(error)"])
+                }
+            }
+        }
         let state = circuit.report(settlement.circuit, endpoint: endpoint)
         metrics.record(state, endpoint: endpoint)
         return state

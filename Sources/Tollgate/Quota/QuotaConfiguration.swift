@@ -20,16 +20,41 @@ public struct QuotaConfiguration: Sendable, Hashable {
         /// Whether a `304 Not Modified` answer is refunded. True by default: YouTube does not
         /// charge a conditional request that the ETag satisfied; some APIs do.
         public var refundsNotModified: Bool
+        /// More buckets the same call is charged in, for an API that meters one call in several
+        /// quotas. The reservation charges them all in one transaction, or none.
+        public var additionalCharges: [BucketCharge]
+
+        /// Every bucket the call is charged in, with its units: ``bucket`` first.
+        public var charges: [BucketCharge] { [BucketCharge(bucket: bucket, units: units)] + additionalCharges }
 
         /// Creates a price.
         /// - Parameters:
         ///   - bucket: The bucket charged.
         ///   - units: The units one call costs; zero or more.
         ///   - refundsNotModified: Whether a 304 answer is refunded.
-        public init(bucket: String, units: Int, refundsNotModified: Bool = true) {
+        ///   - additionalCharges: More buckets charged for the same call.
+        public init(bucket: String, units: Int, refundsNotModified: Bool = true, additionalCharges: [BucketCharge] = []) {
             self.bucket = bucket
             self.units = units
             self.refundsNotModified = refundsNotModified
+            self.additionalCharges = additionalCharges
+        }
+    }
+
+    /// Units of one bucket.
+    public struct BucketCharge: Sendable, Hashable {
+        /// The bucket.
+        public var bucket: String
+        /// The units charged in it.
+        public var units: Int
+
+        /// Creates a charge.
+        /// - Parameters:
+        ///   - bucket: The bucket.
+        ///   - units: The units charged in it.
+        public init(bucket: String, units: Int) {
+            self.bucket = bucket
+            self.units = units
         }
     }
 
@@ -110,6 +135,18 @@ public struct QuotaConfiguration: Sendable, Hashable {
             guard cost.units >= 0 else { throw fail("\(endpoint) has a negative cost (\(cost.units))") }
             guard cost.units <= QuotaLimits.maximumUnits else {
                 throw fail("\(endpoint) costs more than the maximum of \(QuotaLimits.maximumUnits) units (\(cost.units))")
+            }
+            var buckets: Set<String> = [cost.bucket]
+            for extra in cost.additionalCharges {
+                guard bucketLimits[extra.bucket] != nil else {
+                    throw fail("\(endpoint) is also charged in bucket \(extra.bucket), which has no daily limit")
+                }
+                guard buckets.insert(extra.bucket).inserted else {
+                    throw fail("\(endpoint) is charged twice in bucket \(extra.bucket)")
+                }
+                guard QuotaLimits.allowedUnits.contains(extra.units) else {
+                    throw fail("\(endpoint) costs \(extra.units) units in \(extra.bucket), outside 0 to \(QuotaLimits.maximumUnits)")
+                }
             }
         }
         if let percent = warningPercents.first(where: { !(1...100).contains($0) }) {

@@ -83,7 +83,10 @@ public final class QuotaLedger: Sendable {
         guard units <= QuotaLimits.maximumUnits else { throw QuotaLedgerError.costTooLarge(endpoint: endpoint, cost: units) }
         return QuotaReservationRequest(
             bucket: price.bucket, endpoint: endpoint, cost: units, configuredLimit: try configuredLimit(of: price.bucket),
-            warningPercents: configuration.warningPercents, at: clock.now()
+            warningPercents: configuration.warningPercents, at: clock.now(),
+            additionalCharges: try price.additionalCharges.map { extra in
+                QuotaBucketCharge(bucket: extra.bucket, cost: extra.units, configuredLimit: try configuredLimit(of: extra.bucket))
+            }
         )
     }
 

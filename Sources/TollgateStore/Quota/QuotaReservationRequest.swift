@@ -19,6 +19,9 @@ public struct QuotaReservationRequest: Sendable, Hashable {
     public var warningPercents: [Int]
     /// The time of the reservation: its Pacific day is the day charged.
     public var at: Date
+    /// More buckets the same call is charged in, all or nothing with ``bucket`` (an API that
+    /// meters one call in several quotas). A refund of the reservation refunds them too.
+    public var additionalCharges: [QuotaBucketCharge]
 
     /// Creates a request.
     /// - Parameters:
@@ -28,8 +31,10 @@ public struct QuotaReservationRequest: Sendable, Hashable {
     ///   - configuredLimit: The bucket's daily limit in the caller's configuration.
     ///   - warningPercents: Usage levels to report once a day when crossed.
     ///   - at: The time of the reservation.
+    ///   - additionalCharges: More buckets charged for the same call, all or nothing.
     public init(
-        bucket: String, endpoint: String, cost: Int, configuredLimit: Int, warningPercents: [Int] = [], at: Date
+        bucket: String, endpoint: String, cost: Int, configuredLimit: Int, warningPercents: [Int] = [], at: Date,
+        additionalCharges: [QuotaBucketCharge] = []
     ) {
         self.bucket = bucket
         self.endpoint = endpoint
@@ -37,5 +42,6 @@ public struct QuotaReservationRequest: Sendable, Hashable {
         self.configuredLimit = configuredLimit
         self.warningPercents = warningPercents
         self.at = at
+        self.additionalCharges = additionalCharges
     }
 }

@@ -53,11 +53,20 @@ enum QuotaTable {
         // `used` is a sum read from the file: checked arithmetic, so no value in it can trap.
         let (usedAfter, overflow) = used.addingReportingOverflow(request.cost)
         guard !overflow, usedAfter <= bucket.limit else { return refusal(.overBudget) }
+        // Every other bucket the call is charged in must be able to pay too: all or nothing.
+        for charge in request.additionalCharges {
+            if let refused = try checkAdditional(db, charge, request: request, day: day, nowMs: nowMs) {
+                return .refused(refused)
+            }
+        }
 
         let reservationID = try appendEvent(
             db, atMs: nowMs, day: day, bucket: request.bucket, endpoint: request.endpoint, kind: "charge",
             units: request.cost
         )
+        for charge in request.additionalCharges {
+            try chargeAdditional(db, charge, endpoint: request.endpoint, reservationID: reservationID, day: day, nowMs: nowMs)
+        }
         // The guard keeps the endpoint's total within range even when the file holds a total that
         // no charge could have made (edited by hand): then nothing is written and the whole
         // reservation, event included, rolls back with a typed error.
@@ -114,6 +123,7 @@ enum QuotaTable {
                 [.int(units), .text(dateKey), .text(bucket), .text(endpoint)]
             )
         }
+        try refundAdditional(db, reservationID: reservationID, at: at, reason: reason)
         return .refunded(units: units, day: day)
     }
 

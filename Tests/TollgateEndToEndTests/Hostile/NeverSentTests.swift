@@ -74,3 +74,40 @@ struct NeverSentTests {
         #expect(try await harness.gate.circuit.failureCount(for: "videos.list") == failure?.attempts)
     }
 }
+
+@Suite("Quota: the server's quotaExceeded closes exactly the endpoint's buckets")
+struct ServerQuotaExhaustionTests {
+    @Test("a 403 quotaExceeded for an endpoint charged in two buckets closes both; an endpoint of a third bucket still works")
+    func closesEveryBucketOfTheEndpoint() async throws {
+        let origin = try ScriptedHTTPServer { request in
+            request.target.hasPrefix("/reports")
+                ? .init(status: 403, headers: [("Content-Type", "application/json")],
+                        body: #"{"error":{"code":403,"errors":[{"reason":"quotaExceeded","domain":"youtube.quota"}]}}"#)
+                : .init(headers: [("ETag", "\"v\"")], body: "video")
+        }
+        defer { origin.stop() }
+        let harness = try ScriptedGate(.asyncHTTPClient) { configuration in
+            configuration.quota = QuotaConfiguration(
+                bucketLimits: ["daily": 100, "calls": 10, "other": 10],
+                endpointCosts: [
+                    "reports.query": .init(bucket: "daily", units: 5, additionalCharges: [.init(bucket: "calls", units: 1)]),
+                    "videos.list": .init(bucket: "other", units: 1),
+                ],
+                defaultBucket: "daily"
+            )
+        }
+        let spent = await #expect(throws: TollgateError.self) {
+            _ = try await harness.gate.send(HTTPRequest(url: URL(string: "\(origin.baseURL)/reports?q=1")!), endpoint: "reports.query")
+        }
+        #expect(spent != nil)
+        #expect(try await harness.gate.quota.status(bucket: "daily").isExhausted)
+        #expect(try await harness.gate.quota.status(bucket: "calls").isExhausted)
+        #expect(try await !harness.gate.quota.status(bucket: "other").isExhausted)
+        await #expect(throws: TollgateError.self) {
+            _ = try await harness.gate.send(HTTPRequest(url: URL(string: "\(origin.baseURL)/reports?q=2")!), endpoint: "reports.query")
+        }
+        let video = try await harness.gate.send(HTTPRequest(url: URL(string: "\(origin.baseURL)/videos?id=1")!), endpoint: "videos.list")
+        #expect(video.status.code == 200)
+        #expect(origin.requests.count == 2, "the spent endpoint is refused without a request; videos.list is sent")
+    }
+}

@@ -489,3 +489,56 @@ struct QuotaLedgerTests {
         #expect(searches.unitsPerHour == 0 && searches.runsOutAt == nil)
     }
 }
+
+@Suite("Quota: one call charged in several buckets")
+struct MultiBucketChargeTests {
+    /// `reports.query` costs 5 units of `daily` and 1 call of `perMinuteish` — an API that meters
+    /// one call in two quotas.
+    static func configuration(secondLimit: Int = 3) -> QuotaConfiguration {
+        QuotaConfiguration(
+            bucketLimits: ["daily": 100, "calls": secondLimit],
+            endpointCosts: ["reports.query": .init(bucket: "daily", units: 5,
+                                                   additionalCharges: [.init(bucket: "calls", units: 1)])],
+            defaultBucket: "daily"
+        )
+    }
+
+    @Test("a reservation charges every bucket of the endpoint in one transaction, all or nothing, and a refund gives all back")
+    func allOrNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("multi.sqlite"))
+        let ledger = try QuotaLedger(storage: store, configuration: Self.configuration(), clock: ManualClock(now: utc("2026-11-21T18:00:00Z")))
+        #expect(Self.configuration().effectiveCost(for: "reports.query").charges.map(\.bucket) == ["daily", "calls"])
+
+        let first = try await ledger.reserve(endpoint: "reports.query")
+        #expect(try await ledger.remaining(bucket: "daily") == 95)
+        #expect(try await ledger.remaining(bucket: "calls") == 2)
+        #expect(try await ledger.settle(first, responseStatus: 304) == .refunded(units: 5))
+        #expect(try await ledger.remaining(bucket: "daily") == 100)
+        #expect(try await ledger.remaining(bucket: "calls") == 3, "the refund gives every bucket back")
+        #expect(try await ledger.settle(first, responseStatus: 304) == .alreadyRefunded)
+
+        for _ in 0..<3 { try await ledger.reserve(endpoint: "reports.query") }
+        // `calls` is spent although `daily` could pay: nothing at all is charged.
+        let error = await #expect(throws: TollgateError.self) { try await ledger.reserve(endpoint: "reports.query") }
+        guard case .quotaExceeded(let endpoint, _, let remaining, _)? = error else {
+            Issue.record("expected quotaExceeded, got \(String(describing: error))")
+            return
+        }
+        #expect(endpoint == "reports.query" && remaining == 0)
+        #expect(try await ledger.remaining(bucket: "daily") == 85)
+        #expect(try await ledger.discrepancies().isEmpty)
+    }
+
+    @Test("a cost table that charges an endpoint in a bucket without a limit, or twice in one, is refused")
+    func invalidTables() throws {
+        var missing = Self.configuration()
+        missing.endpointCosts["x.list"] = .init(bucket: "daily", units: 1, additionalCharges: [.init(bucket: "nope", units: 1)])
+        #expect(throws: QuotaLedgerError.invalidConfiguration("x.list is also charged in bucket nope, which has no daily limit")) {
+            try missing.validate()
+        }
+        var twice = Self.configuration()
+        twice.endpointCosts["x.list"] = .init(bucket: "daily", units: 1, additionalCharges: [.init(bucket: "daily", units: 1)])
+        #expect(throws: QuotaLedgerError.self) { try twice.validate() }
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+
+/// A call charged in several buckets: the reservation's own charge event is the primary; each
+/// further bucket gets a `charge` event whose `reservation_id` points at it, written in the same
+/// transaction, and refunded with it.
+extension QuotaTable {
+    /// The refusal when `charge`'s bucket cannot pay, or nil when it can. Writes nothing but the
+    /// bucket's row.
+    static func checkAdditional(
+        _ db: Database, _ charge: QuotaBucketCharge, request: QuotaReservationRequest, day: PacificDay, nowMs: Int64
+    ) throws -> QuotaRefusal? {
+        guard QuotaLimits.allowedUnits.contains(charge.cost) else {
+            throw StoreError.invalidArgument(
+                "a quota cost must be \(QuotaLimits.rangeDescription) units (\(request.endpoint) costs \(charge.cost) in \(charge.bucket))"
+            )
+        }
+        let row = try synchronizeBucket(db, charge.bucket, configuredLimit: charge.configuredLimit, nowMs: nowMs)
+        let used = try bucketUnits(db, bucket: charge.bucket, day: day)
+        func refusal(_ reason: QuotaRefusal.Reason) -> QuotaRefusal {
+            QuotaRefusal(reason: reason, bucket: charge.bucket, endpoint: request.endpoint, cost: charge.cost,
+                         day: day, bucketUnitsUsed: used, limit: row.limit)
+        }
+        if row.isExhausted(on: day) { return refusal(.exhaustedByServer) }
+        let (usedAfter, overflow) = used.addingReportingOverflow(charge.cost)
+        guard !overflow, usedAfter <= row.limit else { return refusal(.overBudget) }
+        return nil
+    }
+
+    /// Writes `charge` for the reservation `reservationID`.
+    static func chargeAdditional(
+        _ db: Database, _ charge: QuotaBucketCharge, endpoint: String, reservationID: Int64, day: PacificDay, nowMs: Int64
+    ) throws {
+        try appendEvent(
+            db, atMs: nowMs, day: day, bucket: charge.bucket, endpoint: endpoint, kind: "charge", units: charge.cost,
+            reservationID: reservationID, detail: "charged with reservation \(reservationID)"
+        )
+        try db.execute("""
+            INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, ?, ?, 1)
+            ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1
+            WHERE quota_usage.units BETWEEN 0 AND ? - excluded.units
+            """, [.text(day.key), .text(charge.bucket), .text(endpoint), .int(charge.cost), .int(QuotaLimits.maximumUnits)])
+        guard db.changesCount == 1 else {
+            throw StoreError.invalidArgument(
+                "the stored usage of \(endpoint) in \(charge.bucket) on \(day.key) is outside \(QuotaLimits.rangeDescription) "
+                    + "units; the file was changed by hand. Reset the day (tollgate quota reset) to repair it"
+            )
+        }
+    }
+
+    /// Refunds the further charges of the reservation `reservationID`, each once.
+    static func refundAdditional(_ db: Database, reservationID: Int64, at: Date, reason: String?) throws {
+        let linked = try db.fetchAll(
+            "SELECT id FROM quota_events WHERE reservation_id = ? AND kind = 'charge'", [.integer(reservationID)]
+        )
+        for row in linked {
+            guard let id = row[0].int64 else { continue }
+            _ = try refund(db, reservationID: id, at: at, reason: reason)
+        }
+    }
+}
