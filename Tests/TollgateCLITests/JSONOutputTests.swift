@@ -45,4 +45,23 @@ struct JSONOutputTests {
             #expect(script.stdout.contains("reconcile"), "\(shell) completes subcommands")
         }
     }
+
+    @Test("every command is quiet by default and shows the library's logs with --verbose or --log-level")
+    func loggingEverywhere() throws {
+        let directory = try TemporaryDirectory()
+        let db = directory.path("logs.sqlite")
+        let quiet = try CommandRunner.tollgate("migrate", "--db", db)
+        #expect(quiet.status == 0)
+        #expect(quiet.stderr.isEmpty, "\(quiet.stderr)")
+        let limit = try CommandRunner.tollgate("quota", "set-limit", "youtube", "20000", "--db", db, "--verbose")
+        #expect(limit.stderr.contains("daily limit set to 20000"), "\(limit.stderr)")
+        let silent = try CommandRunner.tollgate("quota", "set-limit", "youtube", "30000", "--db", db)
+        #expect(silent.stderr.isEmpty, "\(silent.stderr)")
+        let verboseMigrate = try CommandRunner.tollgate("migrate", "--db", directory.path("fresh.sqlite"), "--log-level", "info")
+        #expect(verboseMigrate.stderr.contains("applied migration"))
+        for command in [["status"], ["quota", "show"], ["circuit", "show"], ["throttle", "show"], ["cache", "stats"], ["dashboard", "--once"]] {
+            let result = try CommandRunner.run(CommandRunner.tollgate, command + ["--db", db, "--log-level", "debug"])
+            #expect(result.status == 0, "\(command): \(result.stderr)")
+        }
+    }
 }

@@ -21,6 +21,8 @@ struct CacheCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
         var day: String?
 
@@ -51,7 +53,7 @@ struct CacheCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database, access: .readOnly)
+                let services = try AdminServices(database: database, logging: logging, access: .readOnly)
                 let day = try AdminArguments.day(day) ?? PacificDay(containing: Date())
                 let rows = try await services.cache.statistics(on: day)
                 let totals = try await services.cache.totals()
@@ -89,9 +91,11 @@ struct CacheCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, logging: logging)
                 let result = try await services.cache.prune(recordingAdminEvent: true)
                 print("Pruned: \(result.expired) expired, \(result.evicted) evicted over the limits")
             }
@@ -107,6 +111,8 @@ struct CacheCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         @Option(help: "Only this endpoint's responses, such as videos.list.")
         var endpoint: String?
 
@@ -116,7 +122,7 @@ struct CacheCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, logging: logging)
                 let result = try await services.cache.clear(endpoint: endpoint)
                 print("Cleared \(endpoint ?? "every endpoint"): \(result.entries) \(result.entries == 1 ? "entry" : "entries"), "
                     + "\(DashboardRenderer.bytes(Int(result.bodyBytes))) of bodies")
@@ -134,9 +140,11 @@ struct CacheCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, logging: logging)
                 let result = try await services.store.vacuum(at: Date())
                 print("Vacuumed \(services.path): \(DashboardRenderer.bytes(Int(result.bytesBefore))) → "
                     + "\(DashboardRenderer.bytes(Int(result.bytesAfter))); WAL checkpoint "

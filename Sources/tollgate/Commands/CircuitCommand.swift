@@ -21,6 +21,8 @@ struct CircuitCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         @Argument(help: "One endpoint, such as videos.list.")
         var endpoint: String?
 
@@ -54,7 +56,7 @@ struct CircuitCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database, access: .readOnly)
+                let services = try AdminServices(database: database, logging: logging, access: .readOnly)
                 guard let endpoint else {
                     let circuits = try await services.snapshot().circuits
                     if json { return try printJSON(circuits) }
@@ -107,11 +109,13 @@ struct CircuitCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         @OptionGroup var selection: EndpointSelection
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, logging: logging)
                 let transitions = try await services.circuit.reset(endpoint: selection.endpoint)
                 if transitions.isEmpty {
                     print("\(selection.endpoint ?? "every circuit"): already closed with nothing counted; nothing to reset.")
@@ -132,6 +136,8 @@ struct CircuitCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         @Argument(help: "The endpoint, such as videos.list.")
         var endpoint: String
 
@@ -146,7 +152,7 @@ struct CircuitCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, logging: logging)
                 try await services.circuit.forceOpen(endpoint: endpoint, for: .seconds(seconds))
                 let until = Date().addingTimeInterval(TimeInterval(seconds))
                 print("\(endpoint): OPEN for \(seconds)s, until \(PacificDay.localTimeDescription(of: until))")

@@ -15,6 +15,8 @@ struct DashboardCommand: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
+    @OptionGroup var logging: LoggingOptions
+
     @Flag(help: "Print one frame and exit.")
     var once = false
 
@@ -29,7 +31,7 @@ struct DashboardCommand: ParsableCommand {
 
     func run() throws {
         try reportingStoreErrors {
-            let (path, store) = try database.openForReading()
+            let (path, store) = try database.openForReading(logger: logging.bootstrap())
             let interactive = TerminalSession.isInteractive && !once
             // A snapshot read without the -shm file does not follow other processes' writes: say so.
             let title = store.readsImmutableSnapshot ? "\(path) (snapshot)" : path

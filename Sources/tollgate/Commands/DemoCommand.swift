@@ -26,6 +26,8 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Replace the file if it exists (the default demo file is always replaced).")
     var replace = false
 
+    @OptionGroup var logging: LoggingOptions
+
     func validate() throws {
         if path != Self.defaultPath, !replace, FileManager.default.fileExists(atPath: path) {
             throw ValidationError("\(path) exists; the demo starts from an empty file. Pass --replace to overwrite it.")
@@ -36,8 +38,7 @@ struct DemoCommand: AsyncParsableCommand {
         for suffix in ["", "-wal", "-shm"] {
             try? FileManager.default.removeItem(atPath: path + suffix)
         }
-        var quiet = Logger.current
-        quiet.logLevel = .error
+        let quiet = logging.bootstrap()
         let api = try await FakeYouTubeAPI.start(logger: quiet)
         defer { Task { await api.stop() } }
         // Nine in the morning, Pacific time: the whole story happens on one quota day.

@@ -11,6 +11,8 @@ struct MigrateCommand: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
+    @OptionGroup var logging: LoggingOptions
+
     @Flag(help: "List every migration as applied or pending; change nothing.")
     var status = false
 
@@ -48,7 +50,7 @@ struct MigrateCommand: ParsableCommand {
 
     private func apply() throws {
         let path = try database.preparedPath()
-        let store = try SQLiteStore(path: path)
+        let store = try SQLiteStore(path: path, logger: logging.bootstrap())
         let version = Migration.all.last?.version ?? 0
         if store.migrationsAppliedAtOpen.isEmpty {
             print("\(path) is up to date (schema version \(version)).")

@@ -21,6 +21,8 @@ struct QuotaCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
         var day: String?
 
@@ -33,7 +35,7 @@ struct QuotaCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database, access: .readOnly)
+                let services = try AdminServices(database: database, logging: logging, access: .readOnly)
                 let report = try await QuotaReport.read(services, day: try AdminArguments.day(day))
                 if json {
                     try printJSON(report)
@@ -53,6 +55,8 @@ struct QuotaCommand: AsyncParsableCommand {
         )
 
         @OptionGroup var database: DatabaseOptions
+
+        @OptionGroup var logging: LoggingOptions
 
         @Argument(help: "The bucket, such as youtube.")
         var bucket: String
@@ -77,7 +81,7 @@ struct QuotaCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, logging: logging)
                 let status = try await services.quota.setLimit(bucket: bucket, limit: clear ? nil : limit)
                 print("\(bucket): daily limit \(DashboardRenderer.grouped(status.limit)) (\(status.limitSource.rawValue)); "
                     + "\(DashboardRenderer.grouped(status.unitsUsed)) used, \(DashboardRenderer.grouped(status.remaining)) left today")
@@ -98,6 +102,8 @@ struct QuotaCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
         var day: String?
 
@@ -111,7 +117,7 @@ struct QuotaCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, logging: logging)
                 let day = try AdminArguments.day(day) ?? PacificDay(containing: Date())
                 let reset = try await services.quota.resetDay(day, bucket: bucket)
                 let endpoints = reset.unitsCleared.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
@@ -136,6 +142,8 @@ extension QuotaCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         @Option(help: ArgumentHelp("The units the provider says were used.", valueName: "units"))
         var used: Int
 
@@ -155,7 +163,7 @@ extension QuotaCommand {
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, logging: logging)
                 let result = try await services.quota.reconcile(used: used, bucket: bucket, on: try AdminArguments.day(day))
                 let change = result.adjustment == 0 ? "no change"
                     : (result.adjustment > 0 ? "+" : "") + DashboardRenderer.grouped(result.adjustment) + " units"

@@ -11,6 +11,8 @@ struct StatusCommand: ParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
+    @OptionGroup var logging: LoggingOptions
+
     @Flag(help: "Print JSON instead of text.")
     var json = false
 
@@ -23,7 +25,7 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         try reportingStoreErrors {
-            let (path, store) = try database.openForReading()
+            let (path, store) = try database.openForReading(logger: logging.bootstrap())
             let snapshot = try store.dashboardSnapshot(at: Date(), recentEvents: events)
             if json {
                 let encoder = JSONEncoder()

@@ -21,12 +21,14 @@ struct ThrottleCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         @Flag(help: "Print JSON instead of text.")
         var json = false
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database, access: .readOnly)
+                let services = try AdminServices(database: database, logging: logging, access: .readOnly)
                 let throttles = try await services.snapshot().throttles
                 if json { return try printJSON(throttles) }
                 if throttles.isEmpty { print("No throttle windows yet: no request has been admitted.") }
@@ -48,11 +50,13 @@ struct ThrottleCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var logging: LoggingOptions
+
         @OptionGroup var selection: EndpointSelection
 
         func run() async throws {
             try await reportingErrors {
-                let services = try AdminServices(database: database)
+                let services = try AdminServices(database: database, logging: logging)
                 let forgotten = try await services.throttle.reset(endpoint: selection.endpoint)
                 print("\(selection.endpoint ?? "every endpoint"): \(forgotten) recorded \(forgotten == 1 ? "request" : "requests") forgotten")
             }

@@ -16,16 +16,16 @@ struct AdminServices {
     let cache: ETagCache
 
     /// Opens the file and builds the services. Their own log lines (state changes at info and
-    /// notice) stay quiet: each command prints what it did itself. Warnings still reach stderr.
+    /// notice) stay quiet unless `--verbose` or `--log-level` asks: each command prints what it did.
     /// - Parameters:
     ///   - database: The `--db` option.
+    ///   - logging: The `--verbose` and `--log-level` options.
     ///   - access: `.readOnly` for a command that only shows: the file is then never created,
     ///     migrated or written.
     ///   - configuration: The services' rules.
-    init(database: DatabaseOptions, access: SQLiteStore.Access = .readWrite,
+    init(database: DatabaseOptions, logging: LoggingOptions, access: SQLiteStore.Access = .readWrite,
          configuration: GateConfiguration = .youTubeDataAPIv3) throws {
-        var logger = Logger(label: "tollgate")
-        logger.logLevel = .warning
+        let logger = logging.bootstrap()
         (path, store) = switch access {
         case .readWrite: try database.openForWriting(logger: logger)
         case .readOnly: try database.openForReading(logger: logger)
