@@ -280,9 +280,14 @@ public final class Gate: Sendable {
                                                canServeStale: stored != nil && attempt == 1)
                 ledger.charged(admitted.reservation?.cost ?? 0)
                 ledger.attempts = attempt
-                return try await sendAttempt(outgoing, body: body, endpoint: endpoint, admitted: admitted,
-                                             streamsLargeBodies: options.streamsLargeBodies, via: transport,
-                                             ledger: &ledger)
+                var result = try await sendAttempt(outgoing, body: body, endpoint: endpoint, admitted: admitted,
+                                                   streamsLargeBodies: options.streamsLargeBodies, via: transport,
+                                                   ledger: &ledger)
+                if stored != nil, configuration.retry.servesStaleInsteadOfRetrying, result.trigger != nil {
+                    // The policy prefers the stored answer to another attempt.
+                    result.trigger = nil
+                }
+                return result
             }
         } catch let refusal as TollgateError {
             return try await serveStale(stored, because: refusal, endpoint: endpoint, ledger: ledger, logger: logger)

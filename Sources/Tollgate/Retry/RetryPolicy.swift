@@ -43,6 +43,10 @@ public struct RetryPolicy: Sendable, Hashable {
     /// Methods retried without the caller's say-so: GET, HEAD, OPTIONS, TRACE, PUT and DELETE (RFC
     /// 9110 §9.2.2).
     public var idempotentMethods: Set<HTTPRequest.Method>
+    /// Whether a failing answer (a retryable status, a timeout, a lost connection) is answered at
+    /// once with the stored response, when one may be served stale, instead of being retried.
+    /// False by default: the retries come first, and the stored response only after them.
+    public var servesStaleInsteadOfRetrying: Bool = false
 
     /// Creates a policy.
     /// - Parameters:

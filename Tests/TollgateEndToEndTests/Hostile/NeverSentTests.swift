@@ -3,6 +3,7 @@ import HTTPTypes
 import Testing
 import Tollgate
 import TollgateTestSupport
+import Synchronization
 
 @Suite("Hostile input: an attempt that never left the machine costs nothing and is not the server's fault")
 struct NeverSentTests {
@@ -109,5 +110,29 @@ struct ServerQuotaExhaustionTests {
         let video = try await harness.gate.send(HTTPRequest(url: URL(string: "\(origin.baseURL)/videos?id=1")!), endpoint: "videos.list")
         #expect(video.status.code == 200)
         #expect(origin.requests.count == 2, "the spent endpoint is refused without a request; videos.list is sent")
+    }
+}
+
+@Suite("Retry policy: a stored answer instead of retrying, when the policy says so")
+struct StaleInsteadOfRetryingTests {
+    @Test("a 503 is answered at once from the store with servesStaleInsteadOfRetrying, after the retries without it",
+          arguments: [true, false])
+    func staleInsteadOfRetrying(prefersStale: Bool) async throws {
+        let failing = Mutex(false)
+        let origin = try ScriptedHTTPServer { _ in
+            failing.withLock { $0 }
+                ? .init(status: 503, body: "down")
+                : .init(headers: [("ETag", "\"v\""), ("Cache-Control", "max-age=0")], body: "stored")
+        }
+        defer { origin.stop() }
+        let harness = try ScriptedGate(.asyncHTTPClient) { $0.retry.servesStaleInsteadOfRetrying = prefersStale }
+        let request = HTTPRequest(url: URL(string: "\(origin.baseURL)/youtube/v3/videos?id=1")!)
+        _ = try await harness.gate.send(request, endpoint: "videos.list")
+        failing.withLock { $0 = true }
+        let answer = try await harness.gate.send(request, endpoint: "videos.list")
+        #expect(answer.source == .stale(.upstreamFailure))
+        #expect(answer.body == Data("stored".utf8))
+        #expect(answer.attempts == (prefersStale ? 1 : 4))
+        #expect(origin.requests.count == (prefersStale ? 2 : 5))
     }
 }
