@@ -59,7 +59,7 @@ public final class GateProxy: Sendable {
     ///     included) and the upstream's bytes through unchanged, and follows no redirect.
     ///   - maximumBodySize: The largest request body accepted, in bytes (413 past it).
     ///   - idleTimeout: How long a connection may stay without a complete request head or between
-    ///     requests before it is closed, so slow or idle clients cannot hold connections. 30 s by default.
+    ///     requests before it is closed, so slow or idle clients cannot hold connections. 10 s by default.
     ///   - maximumConnections: The most client connections open at once; more wait in the listen
     ///     backlog until one closes. 256 by default.
     ///   - clock: The wall clock for `Retry-After` of a spent quota (seconds to the Pacific reset).
@@ -76,7 +76,7 @@ public final class GateProxy: Sendable {
         naming: EndpointNaming = .youTubeDataAPIv3,
         transport: any HTTPTransport = AsyncHTTPClientTransport(),
         maximumBodySize: Int = 16 * 1024 * 1024,
-        idleTimeout: Duration = .seconds(30),
+        idleTimeout: Duration = .seconds(10),
         maximumConnections: Int = 256,
         clock: any TollgateClock = SystemClock(),
         stopsOnSignals: Bool = false,

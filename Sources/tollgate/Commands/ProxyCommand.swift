@@ -34,7 +34,7 @@ struct ProxyCommand: AsyncParsableCommand {
         "Seconds a connection may go without a complete request head (or idle between requests) before it is closed.",
         valueName: "seconds"
     ))
-    var idleTimeout: Int = 30
+    var idleTimeout: Int = 10
 
     @Option(help: ArgumentHelp("The most client connections open at once; more wait until one closes.", valueName: "count"))
     var maxConnections: Int = 256
