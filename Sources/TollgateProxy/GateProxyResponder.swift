@@ -117,9 +117,15 @@ struct GateProxyResponder: HTTPResponder {
                                                 query: request.uri.query) else { return nil }
         let authority = upstream.port.map { "\(upstream.host ?? ""):\($0)" } ?? (upstream.host ?? "")
         return HTTPRequest(
-            method: request.method, scheme: upstream.scheme?.lowercased(), authority: authority, path: path,
+            method: Self.wireMethod(request.method), scheme: upstream.scheme?.lowercased(), authority: authority, path: path,
             headerFields: ProxyHeaders.forwardable(request.headers, dropping: [ProxyHeaders.host, .contentLength])
         )
+    }
+
+    /// The method as the client sent it. SwiftNIO's HTTP/1 decoder names `M-SEARCH` (SSDP) `MSEARCH`,
+    /// a method no client sent and no server knows.
+    static func wireMethod(_ method: HTTPRequest.Method) -> HTTPRequest.Method {
+        method.rawValue == "MSEARCH" ? HTTPRequest.Method("M-SEARCH")! : method
     }
 
     /// A JSON error answer from the proxy itself.

@@ -111,4 +111,20 @@ struct ProxyHardeningTests {
         #expect(answer.status == 200, "a new client is served once the slow ones are gone")
         await harness.proxy.stop()
     }
+
+    @Test("extension methods pass through as the client spelled them, M-SEARCH included")
+    func extensionMethods() async throws {
+        let upstream = try ScriptedHTTPServer { request in .init(body: "\(request.method) \(request.target)") }
+        defer { upstream.stop() }
+        let harness = try await ProxyUnderTest(upstream: upstream.baseURL)
+        let port = harness.port
+        for method in ["M-SEARCH", "PURGE", "REPORT", "PROPFIND"] {
+            let answer = try await offCooperativePool {
+                try RawHTTPClient.exchange(port: port, "\(method) /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            }
+            #expect(answer.status == 200, "\(method)")
+            #expect(String(decoding: answer.body, as: UTF8.self) == "\(method) /x")
+        }
+        await harness.proxy.stop()
+    }
 }
