@@ -35,6 +35,9 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         configuration.decompression = .disabled
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout.connect = .seconds(5)
+        // The request's deadline ends when the head arrives: a server that then stops sending
+        // would otherwise hold a body (and a proxy's client) forever.
+        configuration.timeout.read = .seconds(30)
         return configuration
     }
 

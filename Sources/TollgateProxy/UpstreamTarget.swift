@@ -3,7 +3,9 @@
 /// The client's path is joined under the base path, and then its dot segments are removed (RFC
 /// 3986 §5.2.4), `%2E` counting as `.` as §6.2.2.2 says it must, so that `/../../admin` or
 /// `/%2e%2e/admin` cannot climb out of `--upstream https://host/api/v1`. A target that would
-/// still end outside the base path is refused.
+/// still end outside the base path is refused, and so is one with an encoded or backslash
+/// separator, or a dot segment behind a path parameter (`..;`), which upstreams resolve
+/// differently.
 enum UpstreamTarget {
     /// The upstream path and query for a client's request target, or nil when it leaves the base path.
     /// - Parameters:
@@ -12,6 +14,14 @@ enum UpstreamTarget {
     ///   - query: The client's query, without `?`.
     /// - Returns: The path and query to send upstream.
     static func resolve(basePath: String, clientPath: String, query: String?) -> String? {
+        // Separators an upstream may decode or honour after this check (`%2F`, `%5C`, `\`), and
+        // a dot segment hidden behind a path parameter (`..;/`, which Tomcat and Spring resolve),
+        // are refused outright rather than guessed at.
+        let lowered = clientPath.lowercased()
+        guard !lowered.contains("%2f"), !lowered.contains("%5c"), !lowered.contains("\\") else { return nil }
+        for segment in clientPath.split(separator: "/") where segment.contains(";") {
+            if dotSegment(segment.prefix { $0 != ";" }) > 0 { return nil }
+        }
         let base = removingDotSegments(basePath.hasSuffix("/") ? String(basePath.dropLast()) : basePath)
         let joined = base + (clientPath.hasPrefix("/") ? clientPath : "/" + clientPath)
         let resolved = removingDotSegments(joined)

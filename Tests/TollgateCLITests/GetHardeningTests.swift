@@ -133,6 +133,8 @@ struct GetShellTests {
         let put = try CommandRunner.tollgate("get", "-X", "PUT", "\(origin.baseURL)/v1/items", "--db", db,
                                              "-d", "{}", "-H", "Content-Type: application/json")
         #expect(put.stdout == "PUT {} application/json")
+        let getWithBody = try CommandRunner.tollgate("get", "-X", "GET", "\(origin.baseURL)/v1/items", "--db", db, "-d", "q")
+        #expect(getWithBody.status == 64, "a GET body is refused: \(getWithBody.stderr)")
         let again = try CommandRunner.tollgate("get", "-X", "PUT", "\(origin.baseURL)/v1/items", "--db", db, "-d", "{}")
         #expect(again.stderr.contains("source network"), "a PUT is never answered from the cache")
         #expect(origin.requests.count == 3)

@@ -19,17 +19,20 @@ enum CacheHeaders {
     /// never replayed, not even within one credential partition), not a secret, not hop-by-hop,
     /// not named by `Connection`.
     static func isStorable(
-        _ name: HTTPField.Name, sensitive: Set<HTTPField.Name>, connectionOptions: Set<String> = []
+        _ name: HTTPField.Name, sensitive: Set<HTTPField.Name>, patterns: [SecretNamePattern] = [],
+        connectionOptions: Set<String> = []
     ) -> Bool {
         let canonical = name.canonicalName
         return canonical != "set-cookie" && canonical != "set-cookie2" && !sensitive.contains(name)
-            && !hopByHop.contains(canonical) && !connectionOptions.contains(canonical)
+            && !hopByHop.contains(canonical) && !connectionOptions.contains(canonical) && !patterns.anyMatches(canonical)
     }
 
     /// The fields to store from a response, with any echo of the request's secrets redacted.
-    static func storable(_ fields: HTTPFields, sensitive: Set<HTTPField.Name>, secrets: [String]) -> [CacheHeaderField] {
+    static func storable(
+        _ fields: HTTPFields, sensitive: Set<HTTPField.Name>, patterns: [SecretNamePattern] = [], secrets: [String]
+    ) -> [CacheHeaderField] {
         let options = connectionOptions(fields)
-        return fields.filter { isStorable($0.name, sensitive: sensitive, connectionOptions: options) }.map { field in
+        return fields.filter { isStorable($0.name, sensitive: sensitive, patterns: patterns, connectionOptions: options) }.map { field in
             CacheHeaderField(name: field.name.rawName, value: redacting(secrets, in: field.value))
         }
     }
@@ -37,11 +40,13 @@ enum CacheHeaders {
     /// Merges a `304`'s fields into stored ones (RFC 9111 §4.3.4): every field the `304` carries,
     /// except `Content-Length`, replaces the stored fields of the same name.
     static func merge(
-        stored: [CacheHeaderField], notModified: HTTPFields, sensitive: Set<HTTPField.Name>, secrets: [String]
+        stored: [CacheHeaderField], notModified: HTTPFields, sensitive: Set<HTTPField.Name>,
+        patterns: [SecretNamePattern] = [], secrets: [String]
     ) -> [CacheHeaderField] {
         let options = connectionOptions(notModified)
         let updates = notModified.filter { field in
-            field.name != .contentLength && isStorable(field.name, sensitive: sensitive, connectionOptions: options)
+            field.name != .contentLength
+                && isStorable(field.name, sensitive: sensitive, patterns: patterns, connectionOptions: options)
         }
         let replaced = Set(updates.map(\.name.canonicalName))
         var merged = stored.filter { !replaced.contains($0.name.lowercased()) }

@@ -98,7 +98,8 @@ extension ETagCache {
             variantKey: CacheKey.variantKey(for: request, vary: vary.names),
             endpoint: endpoint, method: key.method, url: key.url, vary: vary.stored, status: status,
             headers: CacheHeaders.storable(
-                response.headerFields, sensitive: configuration.sensitiveHeaders, secrets: key.secrets
+                response.headerFields, sensitive: configuration.sensitiveHeaders,
+                patterns: configuration.sensitiveHeaderPatterns, secrets: key.secrets
             ),
             etag: etag, lastModified: lastModified,
             freshUntilMs: freshness.freshUntil.map(CacheTime.milliseconds),
@@ -150,6 +151,7 @@ extension ETagCache {
         guard Self.isCacheable(request, ignoringAddedValidators: true), let key = try? key(for: request) else { return nil }
         let now = clock.now()
         let sensitive = configuration.sensitiveHeaders
+        let patterns = configuration.sensitiveHeaderPatterns
         let statisticsKey = statisticsKey(endpoint, now: now)
         let validatedSinceMs = retention(now: now).expiredBeforeMs
         let fields = notModified.headerFields
@@ -161,7 +163,7 @@ extension ETagCache {
                 return nil
             }
             let merged = CacheHeaders.merge(
-                stored: selected.headers, notModified: fields, sensitive: sensitive, secrets: key.secrets
+                stored: selected.headers, notModified: fields, sensitive: sensitive, patterns: patterns, secrets: key.secrets
             )
             return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now,
                                  heuristics: heuristics, statisticsKey: statisticsKey)
@@ -228,7 +230,8 @@ extension ETagCache {
         guard let source else { return nil }
         let metadata = source.metadata
         let merged = CacheHeaders.merge(stored: metadata.headers, notModified: notModified.headerFields,
-                                        sensitive: configuration.sensitiveHeaders, secrets: key.secrets)
+                                        sensitive: configuration.sensitiveHeaders,
+                                        patterns: configuration.sensitiveHeaderPatterns, secrets: key.secrets)
         let revision = Self.revision(of: metadata, merged: merged, initialAgeMs: initialAgeMs, now: now,
                                      heuristics: configuration.heuristics, statisticsKey: statisticsKey(endpoint, now: now))
         let vary = VaryFields(stored: metadata.vary)
@@ -261,6 +264,7 @@ extension ETagCache {
         guard let key = try? key(for: getRequest) else { return }
         let fields = head.headerFields
         let sensitive = configuration.sensitiveHeaders
+        let patterns = configuration.sensitiveHeaderPatterns
         let heuristics = configuration.heuristics
         let statisticsKey = statisticsKey(endpoint, now: now)
         let initialAgeMs = Int64((CacheHeaders.initialAge(fields, requestTime: requestedAt ?? now, responseTime: now) * 1000)
@@ -274,7 +278,7 @@ extension ETagCache {
                 && (headLastModified.map { $0 == selected.lastModified } ?? true)
             let lengthMatches = fields[.contentLength].map { Int64($0) == selected.bodySize } ?? true
             if validatorsMatch && lengthMatches {
-                let merged = CacheHeaders.merge(stored: selected.headers, notModified: fields, sensitive: sensitive,
+                let merged = CacheHeaders.merge(stored: selected.headers, notModified: fields, sensitive: sensitive, patterns: patterns,
                                                 secrets: key.secrets)
                 return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now,
                                      heuristics: heuristics, statisticsKey: statisticsKey)

@@ -20,16 +20,23 @@ extension Gate {
     /// charged, as both reached the server.
     func resendUnconditionally(
         _ request: HTTPRequest, body: Data?, after notModified: GateResponse, endpoint: String,
-        options: GateRequestOptions, via transport: any HTTPTransport
+        options: GateRequestOptions, via transport: any HTTPTransport, ledger: inout AttemptLedger
     ) async throws -> GateResponse {
         cacheLogger.info("a 304 matched nothing stored; sending the request again without conditions",
                          metadata: ["gate.endpoint": "\(endpoint)"])
         var resendLedger = AttemptLedger()
-        var answer = try await route(request, body: body, endpoint: endpoint, options: options, via: transport,
-                                     revalidation: .bypassingCache, ledger: &resendLedger)
-        answer.unitsCharged += notModified.unitsCharged
-        answer.attempts += notModified.attempts
-        return answer
+        do {
+            var answer = try await route(request, body: body, endpoint: endpoint, options: options, via: transport,
+                                         revalidation: .bypassingCache, ledger: &resendLedger)
+            answer.unitsCharged += notModified.unitsCharged
+            answer.attempts += notModified.attempts
+            return answer
+        } catch {
+            // The resend's charges are the caller's too, failure or not.
+            ledger.charged(resendLedger.unitsCharged)
+            ledger.attempts += resendLedger.attempts
+            throw error
+        }
     }
 
     /// Answers that need no request: a `504` for `only-if-cached` when nothing stored fits (RFC 9111

@@ -56,7 +56,7 @@ extension Gate {
             return .leading(Flight(key: key, local: local, storeLeaseHolder: holder))
         }
         let deadline = ContinuousClock.now + settings.coalescingWait
-        while ContinuousClock.now < deadline {
+        while ContinuousClock.now < deadline, !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(20))
             let since = Date(timeIntervalSince1970: Double(running.startedMs) / 1000)
             if let answer = await answerStored(since: since, for: request, endpoint: endpoint) {
@@ -85,7 +85,8 @@ extension Gate {
     /// The stored answer to `request` if it was stored or revalidated since `since`, as an answer
     /// of its own (source ``ResponseSource/coalesced``).
     private func answerStored(since: Date, for request: HTTPRequest, endpoint: String) async -> GateResponse? {
-        guard let cached = (try? await cache.lookup(request, endpoint: endpoint))?.cachedResponse,
+        // Read without counting: the coalesced answer is counted once, as coalesced.
+        guard let cached = try? await cache.staleResponse(for: request, endpoint: endpoint),
               CacheTime.milliseconds(cached.validatedAt) >= CacheTime.milliseconds(since)
         else { return nil }
         do {

@@ -165,11 +165,20 @@ public final class Gate: Sendable {
             var ledger = AttemptLedger()
             let answer: GateResponse
             do {
-                answer = try await route(hop.request, body: hop.body, endpoint: endpoint, options: options,
+                // A hop to another origin is not the endpoint's call: nothing to charge, and its
+                // throttle and circuit are its own.
+                var hopOptions = options
+                var hopEndpoint = endpoint
+                if hop.crossedOrigin {
+                    hopEndpoint = "redirect \(hop.request.authority ?? "")"
+                    hopOptions.cost = 0
+                }
+                answer = try await route(hop.request, body: hop.body, endpoint: hopEndpoint, options: hopOptions,
                                          via: transport ?? self.transport,
-                                         revalidation: transport == nil && hop.body == nil ? .inBackground : .inline,
+                                         revalidation: Self.isSafeWithBody(hop.request, hop.body) ? .bypassingCache
+                                             : transport == nil ? .inBackground : .inline,
                                          ledger: &ledger)
-                metrics.record(answer, endpoint: endpoint)
+                metrics.record(answer, endpoint: hopEndpoint)
             } catch {
                 if let refusal = error as? TollgateError { metrics.record(refusal, endpoint: endpoint) }
                 throw GateFailure(error: error, unitsCharged: unitsCharged + ledger.unitsCharged,
@@ -238,7 +247,13 @@ public final class Gate: Sendable {
                               revalidation: revalidation) {
         case .served(let answer): return answer
         case .leading(let leading): flight = leading
-        case .alone(let refreshed): lookup = refreshed
+        case .alone(let refreshed):
+            if case .fresh(let cached) = refreshed {
+                // Stored meanwhile by an earlier request, and fresh: no request at all.
+                return GateResponse(response: cached.response, body: cached.body, source: .cache,
+                                    unitsCharged: 0, attempts: 0, age: cached.age)
+            }
+            lookup = refreshed
         }
         guard let flight else {
             return try await forward(request, body: body, lookup: lookup, endpoint: endpoint, options: options,
@@ -298,11 +313,11 @@ public final class Gate: Sendable {
 
         // 6. Settle: store, revalidate, or serve stale.
         let answer = try await deliver(exchange, request: outgoing, stored: stored, endpoint: endpoint, options: options,
-                                       ledger: ledger, logger: logger)
+                                       storesAnswer: !Self.isSafeWithBody(request, body), ledger: ledger, logger: logger)
         if answer.status.code == 304, answer.source == .network, outgoing != request,
            !request.headerFields.contains(.ifNoneMatch), !request.headerFields.contains(.ifModifiedSince) {
             return try await resendUnconditionally(request, body: body, after: answer, endpoint: endpoint,
-                                                   options: options, via: transport)
+                                                   options: options, via: transport, ledger: &ledger)
         }
         return answer
     }
@@ -375,7 +390,8 @@ public final class Gate: Sendable {
                 waited += delay
             case .refusedByQuota(_, let refusal):
                 _ = try quota.report(.refused(refusal), endpoint: endpoint, cost: charge.cost)
-                throw TollgateError.quotaExceeded(endpoint: endpoint, cost: charge.cost, remaining: refusal.remaining,
+                // The refusal names the bucket that could not pay: with several buckets, not always the first.
+                throw TollgateError.quotaExceeded(endpoint: endpoint, cost: refusal.cost, remaining: refusal.remaining,
                                                   resetsAt: refusal.resetsAt)
             }
         }
@@ -481,9 +497,11 @@ public final class Gate: Sendable {
     }
 
     /// Step 6: the answer the caller gets, from the server's last answer and what is stored.
+    /// `storesAnswer` is false for a request with a body: the cache key cannot see the body, so
+    /// its answer must not answer the same URL without it (a GET with a body, such as a search).
     private func deliver(
         _ exchange: Exchange, request: HTTPRequest, stored: CachedResponse?, endpoint: String,
-        options: GateRequestOptions, ledger: AttemptLedger, logger: Logger
+        options: GateRequestOptions, storesAnswer: Bool, ledger: AttemptLedger, logger: Logger
     ) async throws -> GateResponse {
         let status = exchange.response.status.code
         if exchange.serverSaysQuotaSpent {
@@ -505,8 +523,10 @@ public final class Gate: Sendable {
         if status == 429 || (500...599).contains(status), let stored {
             return await stale(stored, reason: .upstreamFailure, endpoint: endpoint, ledger: ledger, logger: logger)
         }
-        if exchange.stream != nil {
-            logger.debug("cache miss: not stored, the body is larger than the cache's maxBodySize")
+        if exchange.stream != nil || !storesAnswer {
+            logger.debug("cache miss: not stored", metadata: [
+                "cache.reason": "\(storesAnswer ? "the body is larger than the cache's maxBodySize" : "the request has a body")",
+            ])
             return Self.networkAnswer(exchange, ledger)
         }
         do {
@@ -517,6 +537,14 @@ public final class Gate: Sendable {
             logger.warning("could not store the response in the cache", metadata: ["error": "\(error)"])
         }
         return Self.networkAnswer(exchange, ledger)
+    }
+
+    /// A GET or HEAD with a body: the cache key cannot see the body, so such a request is neither
+    /// answered from the cache nor stored (RFC 9110 §9.3.1 gives the body no meaning; some APIs
+    /// search with it all the same).
+    static func isSafeWithBody(_ request: HTTPRequest, _ body: Data?) -> Bool {
+        guard let body, !body.isEmpty else { return false }
+        return request.method == .get || request.method == .head
     }
 
     /// The server's own answer, as the caller gets it.

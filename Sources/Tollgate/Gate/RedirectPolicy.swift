@@ -11,8 +11,10 @@ import HTTPTypes
 /// - A **cross-origin** redirect is returned to the caller as it is, like curl without `-L`,
 ///   unless ``followsCrossOrigin`` is set. Then the hop, and every hop after it, carries none of the
 ///   caller's credentials: no header field the cache treats as sensitive (`Authorization`,
-///   `Cookie`, `X-Goog-Api-Key`, `*-token`…) and no secret query or path parameter (`key=`…),
-///   which is curl's rule for `--location` made stricter.
+///   `Cookie`, `X-Goog-Api-Key`, `*-token`…), no secret query or path parameter (`key=`…) and no
+///   request body (a redirect that would resend one is returned as it is), which is curl's rule for
+///   `--location` made stricter. A hop to another origin is not the endpoint's call: it is charged
+///   nothing and counted under an endpoint of its own, `redirect HOST`.
 ///
 /// Every answer is stored only under the URL that produced it.
 public struct RedirectPolicy: Sendable, Hashable {
@@ -85,6 +87,9 @@ struct RedirectHop: Sendable {
             next.headerFields[.contentLength] = nil
         }
         let crossed = alreadyCrossed || crossesOrigin
+        // A body can carry credentials too (`client_secret=…` in a form): it never leaves for
+        // another origin. Such a redirect is returned as it is.
+        if crossed, let nextBody, !nextBody.isEmpty { return nil }
         if crossed {
             next = strippingCredentials(from: next, secrets: secrets)
         }

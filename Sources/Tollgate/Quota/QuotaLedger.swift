@@ -115,7 +115,7 @@ public final class QuotaLedger: Sendable {
             return QuotaReservation(charge)
         case .refused(let refusal):
             let error = TollgateError.quotaExceeded(
-                endpoint: endpoint, cost: units, remaining: refusal.remaining, resetsAt: refusal.resetsAt
+                endpoint: endpoint, cost: refusal.cost, remaining: refusal.remaining, resetsAt: refusal.resetsAt
             )
             logger.info("\(error.description)", metadata: [
                 "quota.bucket": "\(refusal.bucket)", "quota.reason": "\(refusal.reason.rawValue)",

@@ -68,7 +68,7 @@ public struct URLSessionTransport: HTTPTransport {
         switch error.code {
         case .timedOut:
             .timedOut
-        case .badURL, .unsupportedURL, .dataLengthExceedsMaximum, .requestBodyStreamExhausted:
+        case .badURL, .unsupportedURL:
             .invalidRequest(error.localizedDescription)
         case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet,
              .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,

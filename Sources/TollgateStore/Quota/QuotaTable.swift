@@ -112,7 +112,9 @@ enum QuotaTable {
             "SELECT units FROM quota_usage WHERE pacific_date = ? AND bucket = ? AND endpoint = ?",
             [.text(dateKey), .text(bucket), .text(endpoint)]
         ).int ?? 0
-        let units = min(cost, max(current, 0))
+        // Nor below zero for the bucket: a reconciliation may have lowered it under this endpoint's total.
+        let bucketTotal = try bucketUnits(db, bucket: bucket, day: day)
+        let units = min(cost, max(current, 0), max(bucketTotal, 0))
         try appendEvent(
             db, atMs: at.quotaMilliseconds, day: day, bucket: bucket, endpoint: endpoint, kind: "refund",
             units: -units, reservationID: reservationID, detail: reason

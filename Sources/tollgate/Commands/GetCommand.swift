@@ -89,6 +89,9 @@ struct GetCommand: AsyncParsableCommand {
             throw ValidationError("--request '\(method)' is not an HTTP method token.")
         }
         if let output, output.isEmpty { throw ValidationError("--output needs a file path.") }
+        if data != nil, let method, ["GET", "HEAD"].contains(method.uppercased()) {
+            throw ValidationError("--data with -X \(method.uppercased()): a \(method.uppercased()) body has no meaning (RFC 9110 §9.3.1) and the cache could not tell such requests apart.")
+        }
     }
 
     func run() async throws {
@@ -128,7 +131,11 @@ struct GetCommand: AsyncParsableCommand {
         if !failed {
             try await write(answer)
         }
-        for hop in answer.redirects { printError("tollgate: followed a redirect to \(hop.absoluteString)") }
+        for hop in answer.redirects {
+            // As the cache stores it: a `key=` echoed into a Location is not printed.
+            let shown = (try? gate.cache.key(for: HTTPRequest(url: hop)).url) ?? hop.absoluteString
+            printError("tollgate: followed a redirect to \(shown)")
+        }
         let price = gate.quota.price(of: endpoint)
         let left = try await gate.quota.remaining(bucket: price.bucket)
         printError("tollgate: \(endpoint) · status \(answer.status.code) · source \(answer.source) · "

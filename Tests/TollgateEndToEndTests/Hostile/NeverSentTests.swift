@@ -136,3 +136,24 @@ struct StaleInsteadOfRetryingTests {
         #expect(origin.requests.count == (prefersStale ? 2 : 5))
     }
 }
+
+@Suite("A GET with a body is never answered from the cache nor stored")
+struct GetWithBodyTests {
+    @Test("two GETs to one URL with different bodies get their own answers; nothing is stored")
+    func bodiesAreNotCachedUnderTheURL() async throws {
+        let origin = try ScriptedHTTPServer { request in
+            .init(headers: [("ETag", "\"e\""), ("Cache-Control", "max-age=600")],
+                  body: "searched \(String(decoding: request.body, as: UTF8.self))")
+        }
+        defer { origin.stop() }
+        let harness = try ScriptedGate(.asyncHTTPClient)
+        let search = HTTPRequest(url: URL(string: "\(origin.baseURL)/index/_search")!)
+        let first = try await harness.gate.send(search, body: Data("q=a".utf8), endpoint: "search")
+        let second = try await harness.gate.send(search, body: Data("q=b".utf8), endpoint: "search")
+        #expect(String(decoding: first.body, as: UTF8.self) == "searched q=a")
+        #expect(String(decoding: second.body, as: UTF8.self) == "searched q=b")
+        #expect(second.source == .network)
+        #expect(try await harness.store.cacheTotals().entries == 0)
+    }
+}
+

@@ -80,7 +80,11 @@ struct RedirectTests {
         )
         #expect(String(decoding: answer.body, as: UTF8.self) == "the other host's answer")
         #expect(answer.redirects.map(\.host) == ["127.0.0.2"])
-        #expect(answer.unitsCharged == 2, "each hop is a request through the gate")
+        #expect(answer.unitsCharged == 1, "the hop to another origin is not the endpoint's call: charged nothing")
+        #expect(answer.attempts == 2)
+        let usage = try await harness.gate.quota.usage()
+        #expect(usage.first { $0.endpoint == "redirect 127.0.0.2:\(other.port)" }.map { "\($0.units)/\($0.calls)" } == "0/1",
+                "\(usage)")
         let received = try #require(other.requests.first)
         #expect(!received.carriesCredentials, "the other host got \(received.target) \(received.headers)")
         #expect(received.target == "/landing?id=1")
@@ -136,5 +140,24 @@ struct RedirectTests {
         post.headerFields[.contentType] = "application/json"
         let answer = try await harness.gate.send(post, body: Data("{\"a\":1}".utf8), endpoint: "videos.insert")
         #expect(String(decoding: answer.body, as: UTF8.self) == "GET 0")
+    }
+
+    @Test("a redirect that would carry the request's body to another origin is returned as it is, even when asked to follow")
+    func bodyNeverCrossesOrigins() async throws {
+        let other = try ScriptedHTTPServer(host: "127.0.0.2") { _ in .init(body: "collected") }
+        defer { other.stop() }
+        let origin = try ScriptedHTTPServer(host: "127.0.0.1") { _ in
+            .init(status: 307, headers: [("Location", "\(other.baseURL)/token")])
+        }
+        defer { origin.stop() }
+        let harness = try ScriptedGate(.asyncHTTPClient)
+        var post = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1:\(origin.port)", path: "/token")
+        post.headerFields[.contentType] = "application/x-www-form-urlencoded"
+        let answer = try await harness.gate.send(
+            post, body: Data("grant_type=refresh_token&client_secret=s3cr3t-value".utf8), endpoint: "oauth.token",
+            options: GateRequestOptions(redirects: .stripCredentialsAcrossOrigins)
+        )
+        #expect(answer.status.code == 307)
+        #expect(other.requests.isEmpty)
     }
 }

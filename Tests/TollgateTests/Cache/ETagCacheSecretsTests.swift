@@ -128,6 +128,22 @@ struct CredentialPartitionTests {
         #expect(!fileBytes(fixture).containsBytes(of: "alice-credential"))
     }
 
+    @Test("a response header whose name matches a secret pattern is never stored")
+    func responseHeadersByPattern() async throws {
+        let fixture = try CacheFixture()
+        let target = request("https://api.example.com/v1/public")
+        try await fixture.cache.storeResponse(
+            response(200, [("ETag", "\"p\""), ("X-Session-Token", "minted-session-0123456789"), ("X-Refresh-Token", "r-0123456789"),
+                           ("X-Plain", "kept")]),
+            body: Data("public".utf8), for: target, endpoint: "public"
+        )
+        let stored = try #require(try await fixture.cache.lookup(target, endpoint: "public").cachedResponse)
+        #expect(stored.headerFields[HTTPField.Name("X-Plain")!] == "kept")
+        #expect(stored.headerFields[HTTPField.Name("X-Session-Token")!] == nil)
+        #expect(stored.headerFields[HTTPField.Name("X-Refresh-Token")!] == nil)
+        #expect(!fileBytes(fixture).containsBytes(of: "minted-session"))
+    }
+
     @Test("a configured header name or pattern partitions too")
     func configuredHeaderPartitions() async throws {
         var configuration = CacheConfiguration()

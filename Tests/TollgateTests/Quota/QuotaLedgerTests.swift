@@ -465,6 +465,13 @@ struct QuotaLedgerTests {
         }
         #expect(events == [Row(["charge", "*", 7]), Row(["reset", "*", -8]), Row(["charge", "*", 100])])
         await #expect(throws: QuotaLedgerError.self) { try await fixture.ledger.reconcile(used: 5, bucket: "nope") }
+        // A refund after the count was lowered never takes the bucket below zero.
+        let before = try await fixture.ledger.reserve(endpoint: "videos.list")
+        try await fixture.ledger.reconcile(used: 0)
+        _ = try await fixture.ledger.settle(before, responseStatus: 304)
+        #expect(try await fixture.ledger.remaining() == 10_000)
+        #expect(try await fixture.ledger.status().unitsUsed == 0)
+        #expect(try await fixture.ledger.discrepancies().isEmpty)
         await #expect(throws: StoreError.self) { try await fixture.ledger.reconcile(used: -1) }
     }
 
