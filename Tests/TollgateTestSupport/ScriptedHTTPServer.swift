@@ -10,7 +10,8 @@ import Darwin
 /// A loopback HTTP/1.1 server written on bare sockets, for tests that need to see exactly what
 /// reached a server (every header, on which address) and to answer exactly as scripted. It binds
 /// any loopback address (127.0.0.2 as well as 127.0.0.1), so two origins can run side by side.
-/// One request per connection (`Connection: close`).
+/// Connections are kept alive unless the client says `Connection: close`; an answer with status 0
+/// drops the connection instead, as a dead server would.
 public final class ScriptedHTTPServer: Sendable {
     /// A request as the server read it.
     public struct Request: Sendable {
@@ -106,6 +107,8 @@ public final class ScriptedHTTPServer: Sendable {
         }
     }
 
+    /// Serves requests on one connection until the client closes it (keep-alive), or after one
+    /// answer when the client asked for `Connection: close`.
     private func serve(_ connection: Int32) {
         defer { close(connection) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -113,50 +116,63 @@ public final class ScriptedHTTPServer: Sendable {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         let separator = Array("\r\n\r\n".utf8)
-        var headEnd: Int?
-        while headEnd == nil {
-            let count = recv(connection, &buffer, buffer.count, 0)
-            guard count > 0 else { return }
-            bytes.append(contentsOf: buffer[..<count])
-            headEnd = bytes.firstRange(of: separator)?.upperBound
-        }
-        let head = String(decoding: bytes[..<(headEnd! - 4)], as: UTF8.self)
-        var lines = head.components(separatedBy: "\r\n")
-        let requestLine = lines.removeFirst().split(separator: " ", maxSplits: 2).map(String.init)
-        guard requestLine.count >= 2 else { return }
-        let headers = lines.compactMap { line -> (name: String, value: String)? in
-            guard let colon = line.firstIndex(of: ":") else { return nil }
-            return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
-        }
-        let length = headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int($0.value) } ?? 0
-        var body = Array(bytes[headEnd!...])
-        while body.count < length {
-            let count = recv(connection, &buffer, buffer.count, 0)
-            guard count > 0 else { return }
-            body.append(contentsOf: buffer[..<count])
-        }
-        let request = Request(method: requestLine[0], target: requestLine[1], headers: headers, body: Data(body))
-        received.withLock { $0.append(request) }
-        let response = handler(request)
-        var text = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
-        for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
-        if !response.headers.contains(where: { $0.name.lowercased() == "content-length" }) {
-            text += "Content-Length: \(response.body.count)\r\n"
-        }
-        text += "Connection: close\r\n\r\n"
-        var out = Array(text.utf8)
-        if request.method != "HEAD" { out.append(contentsOf: response.body) }
-        var sent = 0
-        while sent < out.count {
-            let count = out[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { return }
-            sent += count
+        while true {
+            var headEnd = bytes.firstRange(of: separator)?.upperBound
+            while headEnd == nil {
+                let count = recv(connection, &buffer, buffer.count, 0)
+                guard count > 0 else { return }
+                bytes.append(contentsOf: buffer[..<count])
+                headEnd = bytes.firstRange(of: separator)?.upperBound
+            }
+            let head = String(decoding: bytes[..<(headEnd! - 4)], as: UTF8.self)
+            bytes.removeFirst(headEnd!)
+            var lines = head.components(separatedBy: "\r\n")
+            let requestLine = lines.removeFirst().split(separator: " ", maxSplits: 2).map(String.init)
+            guard requestLine.count >= 2 else { return }
+            let headers = lines.compactMap { line -> (name: String, value: String)? in
+                guard let colon = line.firstIndex(of: ":") else { return nil }
+                return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            }
+            let length = headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int($0.value) } ?? 0
+            while bytes.count < length {
+                let count = recv(connection, &buffer, buffer.count, 0)
+                guard count > 0 else { return }
+                bytes.append(contentsOf: buffer[..<count])
+            }
+            let body = Data(bytes[..<length])
+            bytes.removeFirst(length)
+            let request = Request(method: requestLine[0], target: requestLine[1], headers: headers, body: body)
+            received.withLock { $0.append(request) }
+            let response = handler(request)
+            // Status 0: the connection is dropped without an answer, as a dead server would.
+            if response.status == 0 { return }
+            let closes = request.header("Connection")?.lowercased().contains("close") == true
+            // 204 and 304 have no body and need no length (RFC 9110 §8.6); HEAD sends the length only.
+            let bodiless = response.status == 204 || response.status == 304
+            var text = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
+            for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
+            if !bodiless, !response.headers.contains(where: { $0.name.lowercased() == "content-length" }) {
+                text += "Content-Length: \(response.body.count)\r\n"
+            }
+            if closes { text += "Connection: close\r\n" }
+            text += "\r\n"
+            var out = Array(text.utf8)
+            if request.method != "HEAD", !bodiless { out.append(contentsOf: response.body) }
+            var sent = 0
+            while sent < out.count {
+                let count = out[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard count > 0 else { return }
+                sent += count
+            }
+            if closes { return }
         }
     }
 
     private static func reason(_ status: Int) -> String {
         switch status {
         case 200: "OK"
+        case 203: "Non-Authoritative Information"
+        case 204: "No Content"
         case 301: "Moved Permanently"
         case 302: "Found"
         case 303: "See Other"
@@ -164,6 +180,7 @@ public final class ScriptedHTTPServer: Sendable {
         case 307: "Temporary Redirect"
         case 308: "Permanent Redirect"
         case 404: "Not Found"
+        case 410: "Gone"
         case 500: "Internal Server Error"
         case 503: "Service Unavailable"
         default: "Status"
