@@ -95,7 +95,9 @@ public struct CacheKey: Sendable, Hashable {
 
         /// Whether a header field carries a credential.
         func isSecretHeader(_ name: HTTPField.Name) -> Bool {
-            headers.contains(name.canonicalName) || headerPatterns.anyMatches(name.canonicalName)
+            // `canonicalName` is lowercase already: no second lowercasing per field and request.
+            headers.contains(name.canonicalName)
+                || headerPatterns.contains { $0.matches(lowercasedName: Substring(name.canonicalName)) }
         }
     }
 
