@@ -14,6 +14,8 @@ public struct SecretNamePattern: Sendable, Hashable, CustomStringConvertible, Ex
         self.pieces = self.pattern.split(separator: "*", omittingEmptySubsequences: false)
     }
 
+    /// Creates a pattern from a literal, such as `"*-token"`.
+    /// - Parameter value: A name with any number of `*` wildcards.
     public init(stringLiteral value: String) {
         self.init(value)
     }
