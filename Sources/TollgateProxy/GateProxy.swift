@@ -95,7 +95,10 @@ public final class GateProxy: Sendable {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
             responder: responder,
-            server: .http1(configuration: .init(idleTimeout: .nanoseconds(Int64(idleTimeout.timeInterval * 1e9)))),
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [UpstreamDateRestorer()],
+                idleTimeout: .nanoseconds(Int64(idleTimeout.timeInterval * 1e9))
+            )),
             configuration: ApplicationConfiguration(
                 address: .hostname(listen.host, port: listen.port), serverName: nil,
                 availableConnectionsDelegate: MaximumAvailableConnections(maximumConnections, logger: logger)

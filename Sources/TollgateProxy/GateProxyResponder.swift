@@ -49,6 +49,7 @@ struct GateProxyResponder: HTTPResponder {
             fields[ProxyHeaders.source] = answer.source.description
             fields[ProxyHeaders.units] = String(answer.unitsCharged)
             fields[ProxyHeaders.endpoint] = endpoint
+            fields[ProxyHeaders.upstreamDate] = answer.response.headerFields[.date]
             guard let stream = answer.bodyStream else {
                 return Response(status: answer.response.status, headers: fields,
                                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))

@@ -26,6 +26,9 @@ enum ProxyHeaders {
     static let source = HTTPField.Name("X-Tollgate-Source")!
     static let units = HTTPField.Name("X-Tollgate-Units")!
     static let endpoint = HTTPField.Name("X-Tollgate-Endpoint")!
+    /// Carries the upstream's `Date` past Hummingbird, which stamps its own; never sent to a
+    /// client (see `UpstreamDateRestorer`).
+    static let upstreamDate = HTTPField.Name("X-Tollgate-Upstream-Date")!
     /// `Host`: HTTP/1 clients send it; the upstream request's authority replaces it.
     static let host = HTTPField.Name("Host")!
 }
