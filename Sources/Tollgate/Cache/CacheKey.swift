@@ -97,7 +97,7 @@ public struct CacheKey: Sendable, Hashable {
         func isSecretHeader(_ name: HTTPField.Name) -> Bool {
             // `canonicalName` is lowercase already: no second lowercasing per field and request.
             headers.contains(name.canonicalName)
-                || headerPatterns.contains { $0.matches(lowercasedName: Substring(name.canonicalName)) }
+                || headerPatterns.anyMatches(lowercasedBytes: Array(name.canonicalName.utf8)[...])
         }
     }
 

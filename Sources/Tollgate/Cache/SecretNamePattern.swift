@@ -4,14 +4,15 @@
 public struct SecretNamePattern: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
     /// The pattern as written, lowercased.
     public let pattern: String
-    /// The literal pieces between the `*`s.
-    private let pieces: [Substring]
+    /// The literal pieces between the `*`s, as UTF-8: matched byte by byte, since every request's
+    /// cache key checks its header names against every pattern.
+    private let pieces: [[UInt8]]
 
     /// Creates a pattern.
     /// - Parameter pattern: A name with any number of `*` wildcards.
     public init(_ pattern: String) {
         self.pattern = pattern.lowercased()
-        self.pieces = self.pattern.split(separator: "*", omittingEmptySubsequences: false)
+        self.pieces = self.pattern.split(separator: "*", omittingEmptySubsequences: false).map { Array($0.utf8) }
     }
 
     /// Creates a pattern from a literal, such as `"*-token"`.
@@ -26,33 +27,45 @@ public struct SecretNamePattern: Sendable, Hashable, CustomStringConvertible, Ex
     /// - Parameter name: A header field name or a percent-decoded query parameter name.
     /// - Returns: True when the lowercased name matches.
     public func matches(_ name: some StringProtocol) -> Bool {
-        Self.matches(lowercasedName: Substring(name.lowercased()), pieces: pieces)
+        matches(lowercasedBytes: Array(name.lowercased().utf8)[...])
     }
 
-    /// Whether an already lowercased name matches, for callers that test many patterns.
-    func matches(lowercasedName name: Substring) -> Bool {
-        Self.matches(lowercasedName: name, pieces: pieces)
-    }
-
-    private static func matches(lowercasedName name: Substring, pieces: [Substring]) -> Bool {
-        guard pieces.count > 1 else { return name == pieces[0] }
+    /// Whether the UTF-8 bytes of an already lowercased name match.
+    func matches(lowercasedBytes name: ArraySlice<UInt8>) -> Bool {
+        guard pieces.count > 1 else { return name.elementsEqual(pieces[0]) }
         // Anchored first and last pieces; the middle ones are found left to right, greedily from
         // the left, which is enough for `*` (it never needs to backtrack).
-        guard name.hasPrefix(pieces[0]) else { return false }
-        var rest = name.dropFirst(pieces[0].count)
+        let first = pieces[0], last = pieces[pieces.count - 1]
+        guard name.count >= first.count + last.count, name.starts(with: first) else { return false }
+        var rest = name.dropFirst(first.count)
         for middle in pieces.dropFirst().dropLast() where !middle.isEmpty {
-            guard let found = rest.firstRange(of: middle) else { return false }
-            rest = rest[found.upperBound...]
+            guard let end = Self.endOfFirstOccurrence(of: middle, in: rest) else { return false }
+            rest = rest[end...]
         }
-        let last = pieces[pieces.count - 1]
-        return rest.count >= last.count && rest.hasSuffix(last)
+        return rest.count >= last.count && rest.suffix(last.count).elementsEqual(last)
+    }
+
+    /// The index just past the first occurrence of `needle` in `haystack`: a plain scan, as names
+    /// and pieces are a few bytes long.
+    private static func endOfFirstOccurrence(of needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        var start = haystack.startIndex
+        while start + needle.count <= haystack.endIndex {
+            if haystack[start..<(start + needle.count)].elementsEqual(needle) { return start + needle.count }
+            start += 1
+        }
+        return nil
     }
 }
 
 extension Collection where Element == SecretNamePattern {
     /// Whether any pattern matches `name`.
     func anyMatches(_ name: some StringProtocol) -> Bool {
-        let lowercased = Substring(name.lowercased())
-        return contains { $0.matches(lowercasedName: lowercased) }
+        anyMatches(lowercasedBytes: Array(name.lowercased().utf8)[...])
+    }
+
+    /// Whether any pattern matches the UTF-8 bytes of an already lowercased name.
+    func anyMatches(lowercasedBytes name: ArraySlice<UInt8>) -> Bool {
+        !isEmpty && contains { $0.matches(lowercasedBytes: name) }
     }
 }
