@@ -1,4 +1,5 @@
 import Foundation
+import TollgateTestSupport
 
 /// Runs a built executable of this package (or any program) and captures what it printed.
 struct CommandResult: Sendable {
@@ -23,28 +24,11 @@ enum CommandRunner {
 
     /// Runs `executable` with `arguments`; extra environment entries override the inherited ones.
     static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         merged["TOLLGATE_DB"] = nil
         merged.merge(environment) { $1 }
-        process.environment = merged
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Read before waiting, so a full pipe cannot deadlock the child.
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CommandResult(
-            status: process.terminationStatus,
-            stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self)
-        )
+        let result = try ChildProcess.run(executable, arguments, environment: merged)
+        return CommandResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
     static func tollgate(_ arguments: String..., environment: [String: String] = [:]) throws -> CommandResult {

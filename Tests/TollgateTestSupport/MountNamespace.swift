@@ -22,22 +22,6 @@ public enum MountNamespace {
     /// - Returns: Its exit status and what it printed.
     /// - Throws: When `unshare` cannot be started.
     public static func run(_ script: String) throws -> WorkerProcess.Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["unshare", "-m", "sh", "-c", script]
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return WorkerProcess.Result(
-            status: process.terminationStatus,
-            stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self)
-        )
+        try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), ["unshare", "-m", "sh", "-c", script])
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TollgateTestSupport
 
 /// How big the stress and crash tests run: `TOLLGATE_STRESS_SCALE=full` for the full
 /// numbers, anything else (or nothing) for the CI size that keeps `swift test` fast.
@@ -17,21 +18,7 @@ enum StressScale: String, Sendable {
     var fuzzIterations: Int { self == .full ? 100_000 : 3_000 }
 }
 
-/// SplitMix64: a seeded generator, so every random test is deterministic and reproducible from
-/// its seed.
-struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SeededGenerator {
     /// Random bytes biased towards what header parsers care about: separators, quotes, digits,
     /// keywords, whitespace, control bytes and bytes that are not UTF-8.
     mutating func hostileBytes(maximumLength: Int, vocabulary: [String]) -> [UInt8] {

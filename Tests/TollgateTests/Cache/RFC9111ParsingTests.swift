@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Testing
+import TollgateTestSupport
 @testable import Tollgate
 
 /// RFC 9111 §5 (Age, Cache-Control, Expires) and RFC 9110 §5.6.7 (HTTP dates): strict parsing,
@@ -146,7 +147,7 @@ struct RFC9111ParsingTests {
         "16:00:00", "6:00:00", "GMT", "UTC", "01", "1", "é",
     ]
 
-    static func randomText(_ random: inout FuzzGenerator, maximumTokens: Int = 12) -> String {
+    static func randomText(_ random: inout SeededGenerator, maximumTokens: Int = 12) -> String {
         (0..<Int.random(in: 0...maximumTokens, using: &random)).map { _ in
             Bool.random(using: &random)
                 ? vocabulary.randomElement(using: &random)!
@@ -156,7 +157,7 @@ struct RFC9111ParsingTests {
 
     @Test("fuzz: Cache-Control never traps; lifetimes are finite, non-negative and never above 2^31 s")
     func fuzzCacheControl() {
-        var random = FuzzGenerator(seed: 0x9111)
+        var random = SeededGenerator(seed: 0x9111)
         for _ in 0..<3000 {
             let values = (0..<Int.random(in: 1...3, using: &random)).map { _ in Self.randomText(&random) }
             let control = CacheControl(values: values)
@@ -170,7 +171,7 @@ struct RFC9111ParsingTests {
 
     @Test("fuzz: HTTP dates never trap; whatever parses formats back to the same instant in the IMF form")
     func fuzzDates() {
-        var random = FuzzGenerator(seed: 0xDA7E5)
+        var random = SeededGenerator(seed: 0xDA7E5)
         for _ in 0..<3000 {
             let text = Self.randomText(&random)
             if let parsed = HTTPDate.parse(text, now: Self.now) {
@@ -186,7 +187,7 @@ struct RFC9111ParsingTests {
 
     @Test("fuzz: Age never traps and is either ignored or a value in 0...2^31")
     func fuzzAge() {
-        var random = FuzzGenerator(seed: 0xA6E)
+        var random = SeededGenerator(seed: 0xA6E)
         for _ in 0..<3000 {
             let value = Self.randomText(&random, maximumTokens: 4)
             if let age = CacheHeaders.ageValue(Self.fields([(.age, value)])) {
@@ -196,18 +197,5 @@ struct RFC9111ParsingTests {
                                                   responseTime: Self.now)
             #expect(initial >= 0 && initial.isFinite)
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so every fuzz run sees the same inputs.
-struct FuzzGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -16,7 +16,7 @@ struct QuotaOverflowTests {
     /// The values every property runs over, plus seeded random ones across the whole `Int` range
     /// and across the allowed range.
     static func extremeValues(seed: UInt64) -> [Int] {
-        var generator = SeededGenerator(state: seed)
+        var generator = SeededGenerator(seed: seed)
         var values = [Int.max, Int.max - 1, Int.min, Int.min + 1, -1, 0, 1, maximum - 1, maximum, maximum + 1]
         values += (0..<4).map { _ in Int.random(in: Int.min...Int.max, using: &generator) }
         values += (0..<4).map { _ in Int.random(in: 0...maximum, using: &generator) }

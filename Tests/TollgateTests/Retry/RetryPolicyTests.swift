@@ -4,25 +4,13 @@ import Testing
 import TollgateTestSupport
 import Tollgate
 
-/// SplitMix64: a seeded generator, so jittered delays are reproducible.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite("Retry policy")
 struct RetryPolicyTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
 
     @Test("without jitter the delays are 1, 2, 4 s and a 4th retry is refused; raising the maximum allows 8 s")
     func scheduleWithoutJitter() {
-        var generator = SeededGenerator(state: 1)
+        var generator = SeededGenerator(seed: 1)
         let policy = RetryPolicy(jitter: 0)
         let delays = (1...4).map { policy.delay(forRetry: $0, now: now, using: &generator) }
         #expect(delays == [.wait(.seconds(1)), .wait(.seconds(2)), .wait(.seconds(4)),
@@ -36,7 +24,7 @@ struct RetryPolicyTests {
     @Test("with the default ±20 % jitter every delay stays within its bounds, spreads, and is reproducible by seed")
     func jitterBounds() {
         let policy = RetryPolicy.default
-        var generator = SeededGenerator(state: 42)
+        var generator = SeededGenerator(seed: 42)
         for retry in 1...3 {
             let base = Double(1 << (retry - 1))
             var seen: Set<Duration> = []
@@ -50,8 +38,8 @@ struct RetryPolicyTests {
             }
             #expect(seen.count > 100, "jitter spreads retry \(retry)")
         }
-        var first = SeededGenerator(state: 7)
-        var second = SeededGenerator(state: 7)
+        var first = SeededGenerator(seed: 7)
+        var second = SeededGenerator(seed: 7)
         #expect(policy.delay(forRetry: 2, now: now, using: &first) == policy.delay(forRetry: 2, now: now, using: &second))
     }
 
@@ -73,7 +61,7 @@ struct RetryPolicyTests {
 
     @Test("Retry-After wins over the schedule, unjittered; past the maximum delay the policy gives up")
     func retryAfterOverridesSchedule() {
-        var generator = SeededGenerator(state: 3)
+        var generator = SeededGenerator(seed: 3)
         let policy = RetryPolicy.default
         #expect(policy.delay(forRetry: 1, retryAfter: .seconds(7), now: now, using: &generator) == .wait(.seconds(7)))
         #expect(policy.delay(forRetry: 1, retryAfter: .date(now.addingTimeInterval(12)), now: now, using: &generator)
