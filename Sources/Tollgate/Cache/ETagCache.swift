@@ -32,6 +32,11 @@ public final class ETagCache: Sendable {
     let logger: Logger
     let buffer = Mutex(CacheActivityBuffer())
     let secretRules: CacheKey.SecretRules
+    /// The keys of recent requests: a request is keyed on the lookup, the coalescing and the store
+    /// of its answer, and a refresh asks for the same URL again and again. Memory only, like the
+    /// secrets a key holds for scrubbing.
+    private let recentKeys = Mutex<[HTTPRequest: CacheKey]>([:])
+    private static let recentKeysLimit = 512
 
     /// Creates a cache over a store.
     /// - Parameters:
@@ -56,7 +61,13 @@ public final class ETagCache: Sendable {
     /// - Returns: Its key.
     /// - Throws: ``CacheError/unkeyableRequest(_:)`` when the request has no URL to key on.
     public func key(for request: HTTPRequest) throws(CacheError) -> CacheKey {
-        try CacheKey(request: request, secretRules: secretRules)
+        if let known = recentKeys.withLock({ $0[request] }) { return known }
+        let key = try CacheKey(request: request, secretRules: secretRules)
+        recentKeys.withLock { keys in
+            if keys.count >= Self.recentKeysLimit { keys.removeAll(keepingCapacity: true) }
+            keys[request] = key
+        }
+        return key
     }
 
     // MARK: Lookup

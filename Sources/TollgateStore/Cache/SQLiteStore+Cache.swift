@@ -5,32 +5,72 @@ extension SQLiteStore: CacheStorage {
         resourceKey: String, validatedSinceMs: Int64,
         selectVariant: @escaping @Sendable ([CacheEntryMetadata]) -> Int64?
     ) async throws -> CacheEntry? {
-        try await read { db in
+        // A hit on an entry read recently costs one look at the data version and no row.
+        var generation: UInt64?
+        if let version = dataVersionIfFree() {
+            let (lookup, current) = recentCacheEntries.withLock { recent in
+                recent.observe(dataVersion: version)
+                return (recent.lookup(resourceKey: resourceKey, validatedSinceMs: validatedSinceMs,
+                                      selectVariant: selectVariant), recent.generation)
+            }
+            if case .known(let entry) = lookup { return entry }
+            generation = current
+        }
+        let (entry, resource) = try await read { db -> (CacheEntry?, RecentCacheEntries.Resource) in
             let candidates = try CacheTable.candidates(db, resourceKey: resourceKey, validatedSinceMs: validatedSinceMs)
+            var resource = RecentCacheEntries.Resource(candidates: candidates, validatedSinceMs: validatedSinceMs, bodies: [:])
             guard !candidates.isEmpty, let id = selectVariant(candidates),
                   let metadata = candidates.first(where: { $0.id == id }),
                   let body = try CacheTable.body(db, entryID: id)
-            else { return nil }
-            return CacheEntry(metadata: metadata, body: body)
+            else { return (nil, resource) }
+            resource.bodies[id] = body
+            return (CacheEntry(metadata: metadata, body: body), resource)
         }
+        if let generation {
+            recentCacheEntries.withLock { $0.remember(resource, resourceKey: resourceKey, readAt: generation) }
+        }
+        return entry
+    }
+
+    /// Forgets the recent entries of the resources a write changed, once it is over (committed or not).
+    private func forgettingRecent<T>(_ resourceKeys: @autoclosure () -> [String], _ body: () async throws -> T)
+        async rethrows -> T {
+        defer {
+            let keys = resourceKeys()
+            recentCacheEntries.withLock { recent in
+                for key in keys { recent.forget(resourceKey: key) }
+            }
+        }
+        return try await body()
+    }
+
+    /// Forgets every recent entry once a write whose changed rows are not known one by one is over.
+    private func forgettingAllRecent<T>(_ body: () async throws -> T) async rethrows -> T {
+        defer { recentCacheEntries.withLock { $0.forgetAll() } }
+        return try await body()
     }
 
     public func storeCacheEntry(
         _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity
     ) async throws -> CacheStoreResult {
-        try await write { db in
-            try CacheTable.record(db, activity: activity)
-            let (metadata, replaced) = try CacheTable.upsert(db, entry)
-            let pruned = try CacheTable.enforce(db, retention, keeping: metadata.id)
-            return CacheStoreResult(entry: metadata, replaced: replaced, pruned: pruned)
+        // At capacity a store evicts other resources' rows, which memory must not serve after.
+        let result = try await forgettingRecent([entry.resourceKey]) {
+            try await writeKeepingRecentEntries { db in
+                try CacheTable.record(db, activity: activity)
+                let (metadata, replaced) = try CacheTable.upsert(db, entry)
+                let pruned = try CacheTable.enforce(db, retention, keeping: metadata.id)
+                return CacheStoreResult(entry: metadata, replaced: replaced, pruned: pruned)
+            }
         }
+        if result.pruned.evicted > 0 { recentCacheEntries.withLock { $0.forgetAll() } }
+        return result
     }
 
     public func reviseCacheEntry(
         resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity,
         revise: @escaping @Sendable ([CacheEntryMetadata]) -> CacheRevision?
     ) async throws -> CacheEntry? {
-        try await write { db in
+        try await forgettingRecent([resourceKey]) { try await writeKeepingRecentEntries { db in
             try CacheTable.record(db, activity: activity)
             let candidates = try CacheTable.candidates(db, resourceKey: resourceKey, validatedSinceMs: validatedSinceMs)
             guard !candidates.isEmpty, let revision = revise(candidates),
@@ -46,26 +86,27 @@ extension SQLiteStore: CacheStorage {
                 )
             }
             return CacheEntry(metadata: metadata, body: body)
-        }
+        } }
     }
 
     public func removeCacheEntries(resourceKey: String, activity: CacheActivity) async throws -> Int {
-        try await write { db in
+        try await forgettingRecent([resourceKey]) { try await writeKeepingRecentEntries { db in
             try CacheTable.record(db, activity: activity)
             return try CacheTable.remove(db, resourceKey: resourceKey)
-        }
+        } }
     }
 
     public func invalidateCacheEntries(url: String, activity: CacheActivity) async throws -> Int {
-        try await write { db in
+        try await forgettingAllRecent { try await writeKeepingRecentEntries { db in
             try CacheTable.record(db, activity: activity)
             return try CacheTable.invalidate(db, url: url)
-        }
+        } }
     }
 
     public func recordCacheActivity(_ activity: CacheActivity) async throws {
         guard !activity.isEmpty else { return }
-        try await write { db in try CacheTable.record(db, activity: activity) }
+        // LRU times and counts: nothing a hit serves.
+        try await writeKeepingRecentEntries { db in try CacheTable.record(db, activity: activity) }
     }
 
     public func pruneCache(retention: CacheRetention, activity: CacheActivity) async throws -> CachePruneResult {
@@ -115,7 +156,7 @@ extension SQLiteStore: CacheStorage {
     }
 
     public func acquireCoalescingLease(resourceKey: String, lease: CoalescingLease) async throws -> CoalescingLease {
-        try await write { db in try CoalescingLeaseTable.acquire(db, resourceKey: resourceKey, lease: lease) }
+        try await writeKeepingRecentEntries { db in try CoalescingLeaseTable.acquire(db, resourceKey: resourceKey, lease: lease) }
     }
 
     public func coalescingLease(resourceKey: String) async throws -> CoalescingLease? {
@@ -123,6 +164,6 @@ extension SQLiteStore: CacheStorage {
     }
 
     public func releaseCoalescingLease(resourceKey: String, holder: String) async throws {
-        try await write { db in try CoalescingLeaseTable.release(db, resourceKey: resourceKey, holder: holder) }
+        try await writeKeepingRecentEntries { db in try CoalescingLeaseTable.release(db, resourceKey: resourceKey, holder: holder) }
     }
 }
