@@ -29,3 +29,8 @@ ORDER BY endpoint;
 -- An index written by every charge but read only by an operator's reset or reconciliation of a
 -- day, which may as well read the whole table (the audit and the burn rate always did).
 DROP INDEX quota_events_by_day;
+
+-- A refund looks up the further charges of its reservation (an endpoint charged in several
+-- buckets) by reservation_id: without an index that was a scan of every event on each refund.
+-- Only refunds and further charges carry a reservation_id, so plain charges write nothing here.
+CREATE INDEX quota_events_by_reservation ON quota_events (reservation_id) WHERE reservation_id IS NOT NULL;

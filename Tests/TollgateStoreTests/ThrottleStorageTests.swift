@@ -35,15 +35,19 @@ struct ThrottleStorageTests {
         }
     }
 
-    @Test("admission reads and writes one row by its primary key, never a scan of a table")
+    @Test("admission and a refund read through indexes, never a scan of a table")
     func admissionUsesTheIndex() throws {
         let store = try SQLiteStore(location: .inMemory)
         let plans = try store.read { db in
             try [
                 "SELECT request_limit, window_ms, admitted_at_ms FROM throttle_limits WHERE endpoint = ?",
                 "SELECT COALESCE(SUM(units), 0) FROM quota_usage WHERE pacific_date = ? AND bucket = ?",
+                // A refund's look-up of the further charges of its reservation.
+                "SELECT id FROM quota_events WHERE reservation_id = ? AND kind = 'charge'",
             ].flatMap { sql in
-                try db.fetchAll("EXPLAIN QUERY PLAN " + sql, sql.contains("quota") ? ["2026-11-21", "b"] : ["/e"])
+                let arguments: [DatabaseValue] = sql.contains("quota_usage") ? ["2026-11-21", "b"]
+                    : sql.contains("reservation_id") ? [.integer(1)] : ["/e"]
+                return try db.fetchAll("EXPLAIN QUERY PLAN " + sql, arguments)
                     .compactMap { $0[3].string }
             }
         }
