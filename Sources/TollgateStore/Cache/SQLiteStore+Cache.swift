@@ -51,42 +51,56 @@ extension SQLiteStore: CacheStorage {
     }
 
     public func storeCacheEntry(
-        _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity
+        _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity, bookkeeping: AnswerBookkeeping
     ) async throws -> CacheStoreResult {
-        // At capacity a store evicts other resources' rows, which memory must not serve after.
         let result = try await forgettingRecent([entry.resourceKey]) {
             try await writeKeepingRecentEntries { db in
                 try CacheTable.record(db, activity: activity)
                 let (metadata, replaced) = try CacheTable.upsert(db, entry)
                 let pruned = try CacheTable.enforce(db, retention, keeping: metadata.id)
-                return CacheStoreResult(entry: metadata, replaced: replaced, pruned: pruned)
+                let booked = try AdmissionTable.record(db, bookkeeping)
+                return CacheStoreResult(entry: metadata, replaced: replaced, pruned: pruned, bookkeeping: booked)
             }
         }
+        // At capacity a store evicts other resources' rows, which memory must not serve after.
         if result.pruned.evicted > 0 { recentCacheEntries.withLock { $0.forgetAll() } }
         return result
     }
 
     public func reviseCacheEntry(
-        resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity,
+        resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity, bookkeeping: AnswerBookkeeping,
         revise: @escaping @Sendable ([CacheEntryMetadata]) -> CacheRevision?
-    ) async throws -> CacheEntry? {
-        try await forgettingRecent([resourceKey]) { try await writeKeepingRecentEntries { db in
-            try CacheTable.record(db, activity: activity)
-            let candidates = try CacheTable.candidates(db, resourceKey: resourceKey, validatedSinceMs: validatedSinceMs)
-            guard !candidates.isEmpty, let revision = revise(candidates),
-                  candidates.contains(where: { $0.id == revision.entryID })
-            else { return nil }
-            try CacheTable.revise(db, revision)
-            guard let metadata = try CacheTable.entry(db, id: revision.entryID),
-                  let body = try CacheTable.body(db, entryID: revision.entryID)
-            else { return nil }
-            if revision.countsAsRevalidation {
-                try CacheTable.count(
-                    db, CacheStatisticsCounts(revalidations: 1, bytesSaved: metadata.bodySize), for: revision.statisticsKey
+    ) async throws -> CacheRevisionResult {
+        let (result, revised) = try await forgettingRecent([resourceKey]) {
+            try await writeKeepingRecentEntries { db -> (CacheRevisionResult, RecentCacheEntries.Resource?) in
+                try CacheTable.record(db, activity: activity)
+                let booked = try AdmissionTable.record(db, bookkeeping)
+                let candidates = try CacheTable.candidates(db, resourceKey: resourceKey, validatedSinceMs: validatedSinceMs)
+                guard !candidates.isEmpty, let revision = revise(candidates),
+                      candidates.contains(where: { $0.id == revision.entryID })
+                else { return (CacheRevisionResult(entry: nil, bookkeeping: booked), nil) }
+                try CacheTable.revise(db, revision)
+                guard let metadata = try CacheTable.entry(db, id: revision.entryID),
+                      let body = try CacheTable.body(db, entryID: revision.entryID)
+                else { return (CacheRevisionResult(entry: nil, bookkeeping: booked), nil) }
+                if revision.countsAsRevalidation {
+                    try CacheTable.count(
+                        db, CacheStatisticsCounts(revalidations: 1, bytesSaved: metadata.bodySize), for: revision.statisticsKey
+                    )
+                }
+                // The resource as this transaction leaves it: what the next lookup would read.
+                let resource = RecentCacheEntries.Resource(
+                    candidates: candidates.map { $0.id == metadata.id ? metadata : $0 },
+                    validatedSinceMs: validatedSinceMs, bodies: [metadata.id: body]
                 )
+                return (CacheRevisionResult(entry: CacheEntry(metadata: metadata, body: body), bookkeeping: booked), resource)
             }
-            return CacheEntry(metadata: metadata, body: body)
-        } }
+        }
+        if let revised {
+            // A revalidated entry is about to be asked for again: keep it, written, in memory.
+            recentCacheEntries.withLock { $0.remember(revised, resourceKey: resourceKey, readAt: $0.generation) }
+        }
+        return result
     }
 
     public func removeCacheEntries(resourceKey: String, activity: CacheActivity) async throws -> Int {
