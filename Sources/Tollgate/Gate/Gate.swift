@@ -222,22 +222,23 @@ public final class Gate: Sendable {
         _ request: HTTPRequest, body: Data?, endpoint: String, options: GateRequestOptions,
         via transport: any HTTPTransport, revalidation: Revalidation, ledger: inout AttemptLedger
     ) async throws -> GateResponse {
-        var logger = self.logger
-        logger[metadataKey: "gate.endpoint"] = "\(endpoint)"
-
         // 1. Cache lookup. A cache that cannot be read never fails the request.
         var lookup: CacheLookup
         do {
             lookup = revalidation == .bypassingCache ? .miss(request) : try await cache.lookup(request, endpoint: endpoint)
         } catch {
-            logger.warning("cache lookup failed; sending without it", metadata: ["error": "\(error)"])
+            self.logger.warning("cache lookup failed; sending without it",
+                                metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])
             lookup = .miss(request)
         }
         if case .fresh(let cached) = lookup {
-            logger.debug("served fresh from cache")
+            self.logger.debug("served fresh from cache", metadata: ["gate.endpoint": "\(endpoint)"])
             return GateResponse(response: cached.response, body: cached.body, source: .cache,
                                 unitsCharged: 0, attempts: 0, age: cached.age)
         }
+        // A handler's metadata is rebuilt on every change: set once the request goes further than a hit.
+        var logger = self.logger
+        logger[metadataKey: "gate.endpoint"] = "\(endpoint)"
         if let early = await answerWithoutSending(request, lookup: lookup, endpoint: endpoint, options: options,
                                                   via: transport, revalidation: revalidation) {
             return early

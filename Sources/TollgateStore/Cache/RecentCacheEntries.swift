@@ -66,11 +66,13 @@ struct RecentCacheEntries {
     ) -> Lookup {
         guard dataVersion != nil, let resource = resources[resourceKey], validatedSinceMs >= resource.validatedSinceMs
         else { return .unknown }
-        let live = resource.candidates.filter { $0.validatedAtMs >= validatedSinceMs }
+        // Most resources have one variant, live: no filtered copy of the list then.
+        let live = resource.candidates.allSatisfy { $0.validatedAtMs >= validatedSinceMs }
+            ? resource.candidates : resource.candidates.filter { $0.validatedAtMs >= validatedSinceMs }
         guard !live.isEmpty else { return .known(nil) }
         guard let id = selectVariant(live) else { return .known(nil) }
-        guard let metadata = live.first(where: { $0.id == id }), let body = resource.bodies[id] else { return .unknown }
-        return .known(CacheEntry(metadata: metadata, body: body))
+        guard let body = resource.bodies[id], let index = live.firstIndex(where: { $0.id == id }) else { return .unknown }
+        return .known(CacheEntry(metadata: live[index], body: body))
     }
 
     /// Keeps what one read transaction found for a resource, unless a write forgot something since

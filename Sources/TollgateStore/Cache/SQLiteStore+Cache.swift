@@ -56,8 +56,9 @@ extension SQLiteStore: CacheStorage {
         let result = try await forgettingRecent([entry.resourceKey]) {
             try await writeKeepingRecentEntries { db in
                 try CacheTable.record(db, activity: activity)
-                let (metadata, replaced) = try CacheTable.upsert(db, entry)
-                let pruned = try CacheTable.enforce(db, retention, keeping: metadata.id)
+                let (metadata, replaced, evictedInPlace) = try CacheTable.upsert(db, entry, retention: retention)
+                var pruned = try CacheTable.enforce(db, retention, keeping: metadata.id)
+                pruned.evicted += evictedInPlace
                 let booked = try AdmissionTable.record(db, bookkeeping)
                 return CacheStoreResult(entry: metadata, replaced: replaced, pruned: pruned, bookkeeping: booked)
             }
