@@ -283,7 +283,9 @@ public final class ETagCache: Sendable {
     /// The stored variant whose `Vary` fields the request matches; the most recently validated
     /// when several do. `Vary: *` never matches.
     static func selectVariant(among candidates: [CacheEntryMetadata], for request: HTTPRequest) -> CacheEntryMetadata? {
-        candidates.filter { candidate in
+        // The common case on a hit: one variant, stored without Vary, which every request matches.
+        if candidates.count == 1, let only = candidates.first, only.vary == nil, only.variantKey.isEmpty { return only }
+        return candidates.filter { candidate in
             let vary = VaryFields(stored: candidate.vary)
             guard vary != .any else { return false }
             return CacheKey.variantKey(for: request, vary: vary.names) == candidate.variantKey
