@@ -210,7 +210,7 @@ CREATE VIEW quota_today AS
 WITH clock AS (
     SELECT pacific_date, now_ms, resets_at FROM pacific_clock
 ), bucket_totals AS (
-    SELECT usage.bucket, SUM(usage.units) AS units
+    SELECT usage.bucket, SUM(usage.units)::bigint AS units
     FROM quota_usage AS usage JOIN clock ON usage.pacific_date = clock.pacific_date
     GROUP BY usage.bucket
 )

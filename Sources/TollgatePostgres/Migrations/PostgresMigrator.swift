@@ -70,7 +70,8 @@ struct PostgresMigrator: Sendable {
     }
 
     /// Creates the history table, in its own transaction: two machines creating it at once make
-    /// one of them fail on PostgreSQL's catalog (23505 or 42P07), and that one finds it made.
+    /// one of them fail on PostgreSQL's catalog (23505, 42P07 or 42710 for its row type), and that
+    /// one finds it made.
     private func createHistoryTable(_ connection: PostgresConnection, logger: Logger) async throws {
         do {
             try await connection.query("""
@@ -81,7 +82,7 @@ struct PostgresMigrator: Sendable {
                     applied_at  timestamptz NOT NULL DEFAULT now()
                 )
                 """, logger: logger)
-        } catch where ["23505", "42P07"].contains(PostgresErrorMapping.sqlState(of: error)) {
+        } catch where ["23505", "42P07", "42710"].contains(PostgresErrorMapping.sqlState(of: error)) {
             return
         }
     }

@@ -7,10 +7,10 @@ import TollgateStore
 /// kept here are the server's message and SQLSTATE, which never contain bound values, and the
 /// network error's text.
 enum PostgresErrorMapping {
+    /// Maps the driver's and the pool's errors; any other error (the store's own, a decoding
+    /// error) is the caller's to see as it is.
     static func map(_ error: any Error, server: String, operation: String) -> any Error {
         switch error {
-        case is StoreError, is PostgresStoreError, is CancellationError:
-            return error
         case let error as PSQLError:
             if error.code == .server {
                 return PostgresStoreError.server(
@@ -20,7 +20,14 @@ enum PostgresErrorMapping {
             }
             return PostgresStoreError.connectionLost(server: server, operation: operation, reason: reason(of: error))
         default:
-            return PostgresStoreError.connectionLost(server: server, operation: operation, reason: reason(of: error))
+            // The pool's own error type lives in an underscored module; matched by name rather than
+            // by importing it. It fails waiting requests once connecting has failed for a while.
+            if String(reflecting: type(of: error)).hasSuffix("ConnectionPoolError") {
+                return PostgresStoreError.unreachable(
+                    server: server, reason: "no connection could be made for \(operation): \(error)"
+                )
+            }
+            return error
         }
     }
 
