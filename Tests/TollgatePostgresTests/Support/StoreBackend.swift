@@ -4,6 +4,9 @@ import TollgatePostgres
 import TollgateStore
 import TollgateTestSupport
 
+/// What both stores implement, as the conformance tests use them.
+typealias ConformingStore = QuotaStorage & CircuitStorage
+
 /// The stores a conformance test runs against: SQLite always, PostgreSQL when
 /// `TOLLGATE_POSTGRES_URL` names a server.
 enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
@@ -17,13 +20,13 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 
     /// Runs `body` with one store on a fresh database.
-    func withStore(_ body: (any QuotaStorage) async throws -> Void) async throws {
+    func withStore(_ body: (any ConformingStore) async throws -> Void) async throws {
         try await withStores(count: 1) { stores in try await body(stores[0]) }
     }
 
     /// Runs `body` with `count` stores sharing one fresh database: several processes' connections
     /// to one file for SQLite, several machines' pools to one database for PostgreSQL.
-    func withStores(count: Int, _ body: ([any QuotaStorage]) async throws -> Void) async throws {
+    func withStores(count: Int, _ body: ([any ConformingStore]) async throws -> Void) async throws {
         switch self {
         case .sqlite:
             let directory = try TemporaryDirectory()
