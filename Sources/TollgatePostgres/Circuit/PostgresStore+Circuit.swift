@@ -160,39 +160,17 @@ extension PostgresStore: CircuitStorage {
         }
     }
 
-    /// Runs one event of the state machine on an endpoint's circuit.
-    ///
-    /// First without a lock: most calls meet a closed circuit and change nothing, and those are
-    /// answered by one read. An event that changes the circuit runs again on the row held FOR
-    /// UPDATE, with the database's clock read after the lock is granted, and its result is the one
-    /// returned.
+    /// Runs one event of the state machine on an endpoint's circuit, in its own transaction.
     private func changeCircuit<Result: Sendable>(
         _ operation: String, endpoint: String,
         _ step: (CircuitRecord?, Date) -> (CircuitStateMachine, [CircuitTransition], Result)
     ) async throws -> Result {
-        let unlocked = try await withConnection(operation) { connection in
-            let record = try await loadCircuit(connection, endpoint: endpoint, lock: false)
-            return (record, try await databaseNow(connection))
-        }
-        let (machine, _, result) = step(unlocked.0, unlocked.1)
-        if !machine.hasChanges { return result }
-        while true {
-            let locked: Result? = try await inTransaction(operation) { connection in
-                let record = try await loadCircuit(connection, endpoint: endpoint, lock: true)
-                let now = try await databaseNow(connection)
-                let (machine, transitions, result) = step(record, now)
-                guard machine.hasChanges else { return result }
-                let saved = try await saveCircuit(
-                    connection, machine.record, existed: record != nil, transitions: transitions
-                )
-                return saved ? result : nil
-            }
-            if let locked { return locked }
-            // Another machine created the row between the read and the insert: run on its row.
+        try await inTransaction(operation) { connection in
+            try await runCircuitEvent(connection, endpoint: endpoint, step)
         }
     }
 
-    private static func validateCircuit(endpoint: String, policy: CircuitPolicy) throws {
+    static func validateCircuit(endpoint: String, policy: CircuitPolicy) throws {
         guard !endpoint.isEmpty else { throw StoreError.invalidArgument("a circuit's endpoint must not be empty") }
         try policy.validate()
     }

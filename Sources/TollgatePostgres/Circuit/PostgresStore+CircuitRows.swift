@@ -87,6 +87,34 @@ extension PostgresStore {
         return true
     }
 
+    /// Another machine created the circuit's row between this transaction's read and its insert:
+    /// the transaction rolls back and runs again, on that row.
+    struct CircuitRowCreatedConcurrently: Error {}
+
+    /// Runs one event of the state machine on an endpoint's circuit inside the caller's transaction.
+    ///
+    /// First without a lock: most calls meet a closed circuit and change nothing, and those are
+    /// answered by one read. An event that changes the circuit runs again on the row held FOR
+    /// UPDATE, with the database's clock read after the lock is granted, and its result is the one
+    /// returned.
+    /// - Throws: ``CircuitRowCreatedConcurrently`` (which ``inTransaction(_:_:)`` retries) when
+    ///   another machine created the row meanwhile.
+    func runCircuitEvent<Result: Sendable>(
+        _ connection: PostgresConnection, endpoint: String,
+        _ step: (CircuitRecord?, Date) -> (CircuitStateMachine, [CircuitTransition], Result)
+    ) async throws -> Result {
+        let unlocked = try await loadCircuit(connection, endpoint: endpoint, lock: false)
+        let (machine, _, result) = step(unlocked, try await databaseNow(connection))
+        if !machine.hasChanges { return result }
+        let record = try await loadCircuit(connection, endpoint: endpoint, lock: true)
+        let (lockedMachine, transitions, lockedResult) = step(record, try await databaseNow(connection))
+        guard lockedMachine.hasChanges else { return lockedResult }
+        guard try await saveCircuit(connection, lockedMachine.record, existed: record != nil, transitions: transitions) else {
+            throw CircuitRowCreatedConcurrently()
+        }
+        return lockedResult
+    }
+
     static func circuitRecord(_ row: PostgresRow) throws -> CircuitRecord {
         let row = row.makeRandomAccess()
         let stateText = try row["state"].decode(String.self)

@@ -17,42 +17,9 @@ extension PostgresStore: QuotaStorage {
     /// - Throws: `StoreError.invalidArgument` for a cost or a limit out of range or an invalid
     ///   endpoint name; ``PostgresStoreError`` when the server fails.
     public func reserveQuota(_ request: QuotaReservationRequest) async throws -> QuotaReservationOutcome {
-        try PostgresQuotaRules.validateCost(request.cost, endpoint: request.endpoint)
-        try PostgresQuotaRules.validateEndpoint(request.endpoint)
-        try PostgresQuotaRules.validateLimit(request.configuredLimit, bucket: request.bucket)
-        for charge in request.additionalCharges {
-            try PostgresQuotaRules.validateCost(charge.cost, endpoint: request.endpoint, bucket: charge.bucket)
-            try PostgresQuotaRules.validateLimit(charge.configuredLimit, bucket: charge.bucket)
-        }
         do {
             return try await inTransaction("reserving quota in \(request.bucket)") { connection in
-                try await synchronizeBucket(connection, bucket: request.bucket, configuredLimit: request.configuredLimit)
-                for charge in request.additionalCharges {
-                    try await synchronizeBucket(connection, bucket: charge.bucket, configuredLimit: charge.configuredLimit)
-                }
-                let primary = try await chargeBucket(
-                    connection, bucket: request.bucket, endpoint: request.endpoint, cost: request.cost,
-                    reservationID: nil, detail: nil
-                )
-                guard case .charged(let reservationID, let day, let usedAfter, let limit, let warned) = primary else {
-                    if case .refused(let refusal) = primary { return .refused(refusal) }
-                    preconditionFailure("a charge is charged or refused")
-                }
-                for charge in request.additionalCharges {
-                    let result = try await chargeBucket(
-                        connection, bucket: charge.bucket, endpoint: request.endpoint, cost: charge.cost,
-                        reservationID: reservationID, detail: "charged with reservation \(reservationID)"
-                    )
-                    if case .refused(let refusal) = result { throw RefusedReservation(refusal: refusal) }
-                }
-                let crossed = PostgresQuotaRules.warningsCrossed(
-                    percents: request.warningPercents, usedAfter: usedAfter, limit: limit, alreadyWarned: warned
-                )
-                try await recordWarnings(connection, bucket: request.bucket, day: day, crossed: crossed)
-                return .reserved(QuotaCharge(
-                    reservationID: reservationID, bucket: request.bucket, endpoint: request.endpoint,
-                    cost: request.cost, day: day, bucketUnitsUsed: usedAfter, limit: limit, warningsCrossed: crossed
-                ))
+                try await reserve(connection, request)
             }
         } catch let refused as RefusedReservation {
             return .refused(refused.refusal)
@@ -86,26 +53,7 @@ extension PostgresStore: QuotaStorage {
         bucket: String, configuredLimit: Int, endpoint: String?, at: Date
     ) async throws -> QuotaExhaustion {
         try await inTransaction("marking \(bucket) exhausted") { connection in
-            try await synchronizeBucket(connection, bucket: bucket, configuredLimit: configuredLimit)
-            let resetMs = try await connection.firstRow(
-                "SELECT tollgate_next_reset_ms(now())", logger: logger
-            )?.decode(Int.self) ?? 0
-            let until = Date(timeIntervalSince1970: TimeInterval(resetMs) / 1000)
-            let detail = "the server said the daily quota is spent; closed until \(PacificDay.localTimeDescription(of: until))"
-            let isNew = try await connection.firstRow("""
-                WITH marked AS (
-                    UPDATE quota_buckets SET exhausted_until_ms = \(resetMs), updated_at_ms = tollgate_ms(now())
-                    WHERE bucket = \(bucket) AND exhausted_until_ms IS DISTINCT FROM \(resetMs)
-                    RETURNING bucket
-                ), event AS (
-                    INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
-                    SELECT tollgate_ms(now()), tollgate_pacific_date(now()), marked.bucket, \(endpoint ?? "*"),
-                           'exhausted', 0, \(detail)
-                    FROM marked
-                )
-                SELECT EXISTS (SELECT 1 FROM marked)
-                """, logger: logger)?.decode(Bool.self) ?? false
-            return QuotaExhaustion(bucket: bucket, until: until, isNew: isNew)
+            try await markExhausted(connection, bucket: bucket, configuredLimit: configuredLimit, endpoint: endpoint)
         }
     }
 

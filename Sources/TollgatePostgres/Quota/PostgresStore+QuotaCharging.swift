@@ -21,6 +21,76 @@ extension PostgresStore {
         let refusal: QuotaRefusal
     }
 
+    /// Checks and charges a request's buckets inside the caller's transaction.
+    /// - Returns: The charge, or the refusal of the primary bucket (nothing charged).
+    /// - Throws: ``RefusedReservation`` when a further bucket refuses after the primary one was
+    ///   charged: the caller rolls back (the transaction, or its savepoint) and reports the refusal.
+    func reserve(_ connection: PostgresConnection, _ request: QuotaReservationRequest) async throws -> QuotaReservationOutcome {
+        try PostgresQuotaRules.validateCost(request.cost, endpoint: request.endpoint)
+        try PostgresQuotaRules.validateEndpoint(request.endpoint)
+        try PostgresQuotaRules.validateLimit(request.configuredLimit, bucket: request.bucket)
+        for charge in request.additionalCharges {
+            try PostgresQuotaRules.validateCost(charge.cost, endpoint: request.endpoint, bucket: charge.bucket)
+            try PostgresQuotaRules.validateLimit(charge.configuredLimit, bucket: charge.bucket)
+        }
+        try await synchronizeBucket(connection, bucket: request.bucket, configuredLimit: request.configuredLimit)
+        for charge in request.additionalCharges {
+            try await synchronizeBucket(connection, bucket: charge.bucket, configuredLimit: charge.configuredLimit)
+        }
+        let primary = try await chargeBucket(
+            connection, bucket: request.bucket, endpoint: request.endpoint, cost: request.cost,
+            reservationID: nil, detail: nil
+        )
+        let reservationID: Int64, day: PacificDay, usedAfter: Int, limit: Int, warned: Int
+        switch primary {
+        case .refused(let refusal):
+            return .refused(refusal)
+        case .charged(let id, let chargedDay, let used, let chargedLimit, let warnedPercent):
+            (reservationID, day, usedAfter, limit, warned) = (id, chargedDay, used, chargedLimit, warnedPercent)
+        }
+        for charge in request.additionalCharges {
+            let result = try await chargeBucket(
+                connection, bucket: charge.bucket, endpoint: request.endpoint, cost: charge.cost,
+                reservationID: reservationID, detail: "charged with reservation \(reservationID)"
+            )
+            if case .refused(let refusal) = result { throw RefusedReservation(refusal: refusal) }
+        }
+        let crossed = PostgresQuotaRules.warningsCrossed(
+            percents: request.warningPercents, usedAfter: usedAfter, limit: limit, alreadyWarned: warned
+        )
+        try await recordWarnings(connection, bucket: request.bucket, day: day, crossed: crossed)
+        return .reserved(QuotaCharge(
+            reservationID: reservationID, bucket: request.bucket, endpoint: request.endpoint,
+            cost: request.cost, day: day, bucketUnitsUsed: usedAfter, limit: limit, warningsCrossed: crossed
+        ))
+    }
+
+    /// Closes a bucket until the database's next Pacific midnight inside the caller's transaction.
+    func markExhausted(
+        _ connection: PostgresConnection, bucket: String, configuredLimit: Int, endpoint: String?
+    ) async throws -> QuotaExhaustion {
+        try await synchronizeBucket(connection, bucket: bucket, configuredLimit: configuredLimit)
+        let resetMs = try await connection.firstRow(
+            "SELECT tollgate_next_reset_ms(now())", logger: logger
+        )?.decode(Int.self) ?? 0
+        let until = Date(timeIntervalSince1970: TimeInterval(resetMs) / 1000)
+        let detail = "the server said the daily quota is spent; closed until \(PacificDay.localTimeDescription(of: until))"
+        let isNew = try await connection.firstRow("""
+            WITH marked AS (
+                UPDATE quota_buckets SET exhausted_until_ms = \(resetMs), updated_at_ms = tollgate_ms(now())
+                WHERE bucket = \(bucket) AND exhausted_until_ms IS DISTINCT FROM \(resetMs)
+                RETURNING bucket
+            ), event AS (
+                INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
+                SELECT tollgate_ms(now()), tollgate_pacific_date(now()), marked.bucket, \(endpoint ?? "*"),
+                       'exhausted', 0, \(detail)
+                FROM marked
+            )
+            SELECT EXISTS (SELECT 1 FROM marked)
+            """, logger: logger)?.decode(Bool.self) ?? false
+        return QuotaExhaustion(bucket: bucket, until: until, isNew: isNew)
+    }
+
     /// Creates the bucket's row from the configuration, or brings a configuration-owned limit up
     /// to date, with a `limit` event for either change, in one statement. Changes nothing (and
     /// locks nothing) when the row is up to date, which is the usual case.

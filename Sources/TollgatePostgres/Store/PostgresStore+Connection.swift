@@ -18,7 +18,8 @@ extension PostgresStore {
     /// returns, rolled back when it throws, and the first error is the one thrown.
     ///
     /// A transaction PostgreSQL chose as a deadlock's victim (40P01) or failed to serialize
-    /// (40001) changed nothing, so it runs again, a few times at most.
+    /// (40001), or one that met a circuit row another machine created meanwhile, changed nothing,
+    /// so it runs again, a few times at most.
     ///
     /// Not `PostgresConnection.withTransaction`: that wraps every error in its own type, and the
     /// operations here throw `StoreError`s that callers match on.
@@ -42,13 +43,20 @@ extension PostgresStore {
                     try await connection.query("COMMIT", logger: logger)
                     return result
                 }
-            } catch where attempt < 4 && ["40P01", "40001"].contains(PostgresErrorMapping.sqlState(of: error)) {
+            } catch where attempt < 4 && Self.isRetryable(error) {
                 attempt += 1
                 logger.debug("transaction retried", metadata: ["operation": "\(operation)", "attempt": "\(attempt)"])
             } catch {
                 throw PostgresErrorMapping.map(error, server: "\(location)", operation: operation)
             }
         }
+    }
+}
+
+extension PostgresStore {
+    static func isRetryable(_ error: any Error) -> Bool {
+        error is CircuitRowCreatedConcurrently
+            || ["40P01", "40001"].contains(PostgresErrorMapping.sqlState(of: error))
     }
 }
 
