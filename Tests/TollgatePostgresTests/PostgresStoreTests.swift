@@ -134,6 +134,26 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("a response stored later by another machine is never overwritten by an older one")
+    func olderResponseNeverWins() async throws {
+        try await PostgresTestDatabase.withStore { store in
+            let roomy = CacheRetention(maxEntries: 100, maxTotalBodyBytes: 1 << 20, expiredBeforeMs: 0)
+            func entry(_ body: String, at nowMs: Int64) -> NewCacheEntry {
+                NewCacheEntry(
+                    resourceKey: "r", variantKey: "", endpoint: "videos.list", method: "GET", url: "https://x/r", vary: nil,
+                    status: 200, headers: [], etag: nil, lastModified: nil, freshUntilMs: nil, nowMs: nowMs,
+                    body: Data(body.utf8)
+                )
+            }
+            _ = try await store.storeCacheEntry(entry("newer", at: 2_000), retention: roomy, activity: CacheActivity())
+            let late = try await store.storeCacheEntry(entry("older", at: 1_000), retention: roomy, activity: CacheActivity())
+            #expect(late.entry.storedAtMs == 2_000)
+            #expect(!late.replaced)
+            let read = try await store.cachedEntry(resourceKey: "r", validatedSinceMs: 0) { $0.first?.id }
+            #expect(read?.body == Data("newer".utf8))
+        }
+    }
+
     @Test("psql users read the same views as sqlite3 users: quota_today shows today's charges")
     func viewsShowTheLedger() async throws {
         try await PostgresTestDatabase.with { database in

@@ -9,7 +9,10 @@ import TollgateStore
 /// circuit's probe lease and counters are changed under its row lock, the throttle's window
 /// under its limits row, the quota's check-and-charge in one conditional upsert. A savepoint makes
 /// the throttle slot and the charge stand or fall together.
-extension PostgresStore: AdmissionStorage {
+///
+/// With the cache, the circuit, the throttle and the quota ledger also implemented, the store is a
+/// `GateStorage`: the gate runs over it unchanged.
+extension PostgresStore: AdmissionStorage, GateStorage {
     /// Asks the circuit, the throttle and the quota ledger, in that order, in one transaction.
     /// - Parameter request: The endpoint and what each step needs; its times are not used (the
     ///   database's clock decides).
