@@ -199,9 +199,11 @@ let package = Package(
             dependencies: [
                 "TollgatePostgres",
                 "TollgateStore",
+                "Tollgate",
                 "TollgateTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .testTarget(
