@@ -154,6 +154,18 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("a circuit's state change is NOTIFY-ed to every listening process at commit")
+    func circuitChangesAreNotified() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            let payload = try await database.firstNotification(on: "tollgate_circuits") {
+                _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .seconds(60), policy: CircuitPolicy(), at: Date())
+            }
+            await store.shutdown()
+            #expect(payload == "videos.list open")
+        }
+    }
+
     @Test("psql users read the same views as sqlite3 users: quota_today shows today's charges")
     func viewsShowTheLedger() async throws {
         try await PostgresTestDatabase.with { database in

@@ -94,6 +94,32 @@ struct PostgresTestDatabase: Sendable {
         }
     }
 
+    /// The payload of the first notification on `channel` after `action`, or nil when none
+    /// arrives within 5 seconds.
+    func firstNotification(
+        on channel: String, after action: @escaping @Sendable () async throws -> Void
+    ) async throws -> String? {
+        let location = self.location
+        return try await withThrowingTaskGroup(of: String?.self) { group in
+            group.addTask {
+                try await Self.withConnection(to: location) { connection in
+                    try await connection.listen(on: channel) { notifications in
+                        try await action()
+                        for try await notification in notifications { return notification.payload }
+                        return nil
+                    }
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(5))
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
     static let quietLogger = Logger(label: "tollgate.postgres.tests") { _ in SwiftLogNoOpLogHandler() }
 
     private static func execute(_ sql: String, on location: PostgresLocation) async throws {
