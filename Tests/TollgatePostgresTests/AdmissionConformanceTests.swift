@@ -61,7 +61,7 @@ struct AdmissionConformanceTests {
                 Issue.record("expected the throttle to refuse")
                 return
             }
-            #expect((throttle.retryAfter ?? 0) > 59)
+            #expect((throttle.retryAfter ?? 0) > 50)
             #expect(try await store.quotaUsage(on: charge.day).map(\.units) == [10])
         }
     }

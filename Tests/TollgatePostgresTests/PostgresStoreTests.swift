@@ -92,6 +92,28 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("when the database goes away after opening, operations fail within the connection wait, naming the server")
+    func serverGoneAfterOpening() async throws {
+        let database = try await PostgresTestDatabase.create()
+        let store = try await PostgresStore(
+            url: database.url, configuration: .init(connectTimeout: .seconds(1), connectionWait: .seconds(2)),
+            logger: PostgresTestDatabase.quietLogger
+        )
+        let request = QuotaReservationRequest(bucket: "b", endpoint: "e.list", cost: 1, configuredLimit: 10, at: Date())
+        _ = try await store.reserveQuota(request)
+        try await database.drop()
+        let started = ContinuousClock.now
+        await #expect {
+            _ = try await store.reserveQuota(request)
+        } throws: { error in
+            guard let error = error as? PostgresStoreError, error.isStorageFailure else { return false }
+            return error.description.contains(database.location.description)
+        }
+        // Far below the pool's own minute.
+        #expect(ContinuousClock.now - started < .seconds(20))
+        await store.shutdown()
+    }
+
     @Test("the Pacific day charged is the database's, whatever time the caller's clock says")
     func databaseClockDecidesTheDay() async throws {
         try await PostgresTestDatabase.with { database in

@@ -30,18 +30,25 @@ public final class PostgresStore: Sendable {
         public var maximumConnections: Int
         /// How long to wait for the server to accept a connection before giving up.
         public var connectTimeout: Duration
+        /// How long an operation waits for a pooled connection before it fails with
+        /// ``PostgresStoreError/unreachable(server:reason:)``, so a server that went away is
+        /// reported in seconds (and the ledger's failure policy applies) rather than after the
+        /// pool's own minute.
+        public var connectionWait: Duration
         /// The migrations to apply; the library's own by default (tests pass others).
         public var migrations: [Migration]
 
         /// Creates a configuration.
         /// - Parameters:
         ///   - maximumConnections: The most connections the pool opens.
-        ///   - connectTimeout: How long to wait for a connection.
+        ///   - connectTimeout: How long to wait for the server to accept a connection.
+        ///   - connectionWait: How long an operation waits for a pooled connection.
         ///   - migrations: The migrations to apply.
         public init(maximumConnections: Int = 20, connectTimeout: Duration = .seconds(10),
-                    migrations: [Migration] = PostgresMigrations.all) {
+                    connectionWait: Duration = .seconds(10), migrations: [Migration] = PostgresMigrations.all) {
             self.maximumConnections = maximumConnections
             self.connectTimeout = connectTimeout
+            self.connectionWait = connectionWait
             self.migrations = migrations
         }
     }
@@ -50,6 +57,7 @@ public final class PostgresStore: Sendable {
     public let location: PostgresLocation
     let client: PostgresClient
     let logger: Logger
+    let connectionWait: Duration
     private let runTask: Task<Void, Never>
 
     /// Opens the store at a `postgresql://` or `postgres://` URL: connects, migrates the schema,
@@ -82,6 +90,7 @@ public final class PostgresStore: Sendable {
     ) async throws {
         self.location = location
         self.logger = logger
+        self.connectionWait = configuration.connectionWait
         // The pool retries a failing server quietly, and its waiting requests only fail long after,
         // without the cause: one plain connection first gives a prompt error that says why.
         let connection = try await Self.connect(location, timeout: configuration.connectTimeout, logger: logger)
