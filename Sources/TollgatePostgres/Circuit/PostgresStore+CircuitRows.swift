@@ -27,6 +27,20 @@ extension PostgresStore {
         return try await connection.firstRow(query, logger: logger).map(Self.circuitRecord)
     }
 
+    /// One circuit's row, unlocked, and the database's clock, in one round trip: the read every
+    /// admission makes.
+    func loadCircuitWithClock(_ connection: PostgresConnection, endpoint: String) async throws -> (CircuitRecord?, Date) {
+        guard let row = try await connection.firstRow("""
+            SELECT tollgate_ms(clock_timestamp()) AS now_ms, \(unescaped: Self.circuitColumns)
+            FROM (SELECT 1) AS one LEFT JOIN circuits ON circuits.endpoint = \(endpoint)
+            """, logger: logger) else {
+            throw StoreError.invalidArgument("the circuit of \(endpoint) returned no row")
+        }
+        let now = Self.date(milliseconds: try row.makeRandomAccess()["now_ms"].decode(Int.self))
+        let record = try row.makeRandomAccess()["endpoint"].decode(String?.self) == nil ? nil : try Self.circuitRecord(row)
+        return (record, now)
+    }
+
     /// Every circuit's row by endpoint; with `lock`, held FOR UPDATE.
     func loadCircuits(_ connection: PostgresConnection, lock: Bool) async throws -> [CircuitRecord] {
         let query: PostgresQuery = lock
@@ -103,8 +117,8 @@ extension PostgresStore {
         _ connection: PostgresConnection, endpoint: String,
         _ step: (CircuitRecord?, Date) -> (CircuitStateMachine, [CircuitTransition], Result)
     ) async throws -> Result {
-        let unlocked = try await loadCircuit(connection, endpoint: endpoint, lock: false)
-        let (machine, _, result) = step(unlocked, try await databaseNow(connection))
+        let (unlocked, unlockedNow) = try await loadCircuitWithClock(connection, endpoint: endpoint)
+        let (machine, _, result) = step(unlocked, unlockedNow)
         if !machine.hasChanges { return result }
         let record = try await loadCircuit(connection, endpoint: endpoint, lock: true)
         let (lockedMachine, transitions, lockedResult) = step(record, try await databaseNow(connection))
