@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "TollgateOpenAPI", targets: ["TollgateOpenAPI"]),
         .library(name: "TollgateFakeAPI", targets: ["TollgateFakeAPI"]),
         .library(name: "TollgateProxy", targets: ["TollgateProxy"]),
+        .library(name: "TollgatePostgres", targets: ["TollgatePostgres"]),
         .executable(name: "tollgate", targets: ["tollgate"]),
     ],
     dependencies: [
@@ -25,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.20.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.0.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.25.0"),
     ],
     targets: [
         // The system SQLite3 (apt: libsqlite3-dev), as GRDB and SwiftPM link it.
@@ -40,6 +43,17 @@ let package = Package(
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The PostgreSQL store for fleets: the same store protocols over a PostgresClient pool.
+        // Nothing in the core depends on it, so a single-machine build never compiles PostgresNIO.
+        .target(
+            name: "TollgatePostgres",
+            dependencies: [
+                "TollgateStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The services and the gate. Depends on nothing heavier than the store.
@@ -176,6 +190,20 @@ let package = Package(
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
+            ]
+        ),
+        // The PostgreSQL store's tests, and the conformance suite that runs against both stores.
+        // The PostgreSQL half needs TOLLGATE_POSTGRES_URL (see Scripts/postgres-cluster.sh).
+        .testTarget(
+            name: "TollgatePostgresTests",
+            dependencies: [
+                "TollgatePostgres",
+                "TollgateStore",
+                "Tollgate",
+                "TollgateTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .testTarget(

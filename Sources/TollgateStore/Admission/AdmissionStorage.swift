@@ -112,6 +112,18 @@ public struct AttemptSettlementResult: Sendable, Hashable {
     public var refund: QuotaRefundOutcome?
     /// The exhaustion mark, when the server said the quota is spent.
     public var exhaustion: QuotaExhaustion?
+
+    /// Creates a settlement's result. Public so that a store in another module (the PostgreSQL
+    /// store) can implement ``AdmissionStorage``.
+    /// - Parameters:
+    ///   - circuit: The circuit's recording of the outcome.
+    ///   - refund: The refund, when one was asked.
+    ///   - exhaustion: The exhaustion mark, when the server said the quota is spent.
+    public init(circuit: CircuitRecording, refund: QuotaRefundOutcome?, exhaustion: QuotaExhaustion?) {
+        self.circuit = circuit
+        self.refund = refund
+        self.exhaustion = exhaustion
+    }
 }
 
 /// The gate's hot path as two store operations per attempt: one admission, one settlement, each a

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL cluster for PostgresStore's tests, on a loopback port.
+#
+#   Scripts/postgres-cluster.sh start   # installs the server if missing, starts, prints the URL
+#   Scripts/postgres-cluster.sh url     # prints the URL of the running cluster
+#   Scripts/postgres-cluster.sh stop    # stops it and removes its directory
+#
+# TOLLGATE_PG_PORT picks the port (default 54329). The cluster lives in a temporary directory
+# named in a state file beside it, so `start` twice reuses the running cluster and `stop` twice
+# does nothing the second time. Run as root (CI), the server runs as the `postgres` user, because
+# PostgreSQL refuses to run as root; run as anyone else, it runs as that user.
+set -euo pipefail
+
+port="${TOLLGATE_PG_PORT:-54329}"
+state_file="${TMPDIR:-/tmp}/tollgate-postgres-${port}.dir"
+database="tollgate"
+url="postgresql://postgres@127.0.0.1:${port}/${database}"
+
+die() { echo "postgres-cluster: $*" >&2; exit 1; }
+
+bindir() {
+  local dir
+  dir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)"
+  if [ -z "$dir" ] && command -v pg_config >/dev/null 2>&1; then dir="$(pg_config --bindir)"; fi
+  if [ -n "$dir" ] && [ -x "$dir/initdb" ]; then echo "$dir"; fi
+}
+
+install_server() {
+  [ -n "$(bindir)" ] && return 0
+  [ "$(id -u)" -eq 0 ] || die "PostgreSQL's server (initdb, pg_ctl) is not installed; as root run: apt-get install -y postgresql"
+  echo "postgres-cluster: installing Debian's PostgreSQL server" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update >&2
+  # The package's own cluster is not used: only its binaries and the postgres user are.
+  apt-get install -y --no-install-recommends postgresql >&2
+  [ -n "$(bindir)" ] || die "apt-get installed postgresql but no initdb was found under /usr/lib/postgresql"
+}
+
+# Runs a server binary as the cluster's owner: `postgres` when we are root, else ourselves.
+as_owner() {
+  if [ "$(id -u)" -eq 0 ]; then
+    id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql --shell /bin/sh postgres
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+running_dir() {
+  [ -f "$state_file" ] || return 1
+  local dir bin
+  dir="$(cat "$state_file")"
+  bin="$(bindir)"
+  [ -n "$dir" ] && [ -d "$dir/data" ] && [ -n "$bin" ] || return 1
+  as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1 || return 1
+  echo "$dir"
+}
+
+start() {
+  if running_dir >/dev/null; then echo "$url"; return 0; fi
+  # A cluster that died left its state file and directory: clear them before starting anew.
+  stop >/dev/null 2>&1 || true
+  install_server
+  local bin dir
+  bin="$(bindir)"
+  dir="$(mktemp -d "${TMPDIR:-/tmp}/tollgate-postgres.XXXXXX")"
+  echo "$dir" > "$state_file"
+  if [ "$(id -u)" -eq 0 ]; then chown postgres: "$dir"; fi
+  chmod 700 "$dir"
+  as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 \
+    >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+  # Loopback only, trust auth (initdb's pg_hba trusts local and 127.0.0.1), the socket in the
+  # cluster's own directory so no system directory must be writable. fsync is off because the
+  # cluster is thrown away: a killed server still loses nothing it committed (the WAL is in the
+  # page cache), only a machine crash would.
+  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -c port=${port} -k ${dir} -c fsync=off -c max_connections=200" start >&2 \
+    || { cat "$dir/server.log" >&2; die "the server did not start on 127.0.0.1:${port} (is the port taken?)"; }
+  local exists
+  exists="$("$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -Atqc \
+    "SELECT 1 FROM pg_database WHERE datname = '${database}'")"
+  if [ "$exists" != "1" ]; then
+    "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qc "CREATE DATABASE ${database}" >&2
+  fi
+  echo "$url"
+}
+
+stop() {
+  [ -f "$state_file" ] || return 0
+  local dir bin
+  dir="$(cat "$state_file")"
+  bin="$(bindir)"
+  if [ -n "$dir" ] && [ -d "$dir/data" ] && [ -n "$bin" ]; then
+    as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  # Only a directory this script made: never whatever a stale state file might name.
+  case "$dir" in
+    "${TMPDIR:-/tmp}"/tollgate-postgres.*) rm -rf -- "$dir" ;;
+  esac
+  rm -f -- "$state_file"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  url) running_dir >/dev/null || die "no cluster is running on port ${port}; run: $0 start"; echo "$url" ;;
+  *) echo "usage: $0 start|stop|url   (port: TOLLGATE_PG_PORT, default 54329)" >&2; exit 2 ;;
+esac

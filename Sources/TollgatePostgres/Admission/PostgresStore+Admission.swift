@@ -1,0 +1,131 @@
+import Foundation
+import PostgresNIO
+import TollgateStore
+
+/// The gate's hot path over PostgreSQL: the circuit, the throttle and the quota in one
+/// transaction per attempt, and the answer's consequences in one more.
+///
+/// Each step is the same statement its own operation runs, so the guarantees compose: the
+/// circuit's probe lease and counters are changed under its row lock, the throttle's window
+/// under its limits row, the quota's check-and-charge in one conditional upsert. A savepoint makes
+/// the throttle slot and the charge stand or fall together.
+///
+/// With the cache, the circuit, the throttle and the quota ledger also implemented, the store is a
+/// `GateStorage`: the gate runs over it unchanged.
+extension PostgresStore: AdmissionStorage, GateStorage {
+    /// Asks the circuit, the throttle and the quota ledger, in that order, in one transaction.
+    /// - Parameter request: The endpoint and what each step needs; its times are not used (the
+    ///   database's clock decides).
+    /// - Returns: Admitted with the charge, or which step refused.
+    /// - Throws: `StoreError.invalidArgument` for invalid arguments; ``PostgresStoreError`` when
+    ///   the server fails.
+    public func admit(_ request: AdmissionRequest) async throws -> AdmissionOutcome {
+        try Self.validateCircuit(endpoint: request.endpoint, policy: request.circuitPolicy)
+        guard request.throttleLimit.isValid else {
+            throw StoreError.invalidArgument("invalid throttle limit for \(request.endpoint): \(request.throttleLimit)")
+        }
+        return try await inTransaction("admitting a request to \(request.endpoint)") { connection in
+            let circuit = try await runCircuitEvent(connection, endpoint: request.endpoint) { record, now in
+                var machine = CircuitStateMachine(
+                    record: record, endpoint: request.endpoint, policy: request.circuitPolicy, now: now
+                )
+                let admission = machine.admit(probeToken: request.probeToken, now: now)
+                return (machine, admission.transitions, admission)
+            }
+            guard circuit.decision.isAllowed else { return .refusedByCircuit(circuit) }
+
+            // The throttle slot and the charge stand or fall together.
+            try await connection.query("SAVEPOINT admission", logger: logger)
+            let throttle = try await admitThrottled(connection, endpoint: request.endpoint, limit: request.throttleLimit)
+            guard throttle.allowed else {
+                try await connection.query("RELEASE SAVEPOINT admission", logger: logger)
+                try await releaseProbe(connection, circuit, request)
+                return .throttled(circuit: circuit, throttle: throttle)
+            }
+            let outcome: QuotaReservationOutcome
+            do {
+                outcome = try await reserve(connection, request.quota)
+            } catch let refused as RefusedReservation {
+                outcome = .refused(refused.refusal)
+            }
+            switch outcome {
+            case .reserved(let charge):
+                try await connection.query("RELEASE SAVEPOINT admission", logger: logger)
+                return .admitted(circuit: circuit, throttle: throttle, charge: charge)
+            case .refused(let refusal):
+                try await connection.query("ROLLBACK TO SAVEPOINT admission", logger: logger)
+                try await connection.query("RELEASE SAVEPOINT admission", logger: logger)
+                try await releaseProbe(connection, circuit, request)
+                return .refusedByQuota(circuit: circuit, refusal: refusal)
+            }
+        }
+    }
+
+    /// Records an attempt's answer in the circuit, refunds its charge and marks the bucket spent,
+    /// as the settlement asks, in one transaction.
+    /// - Parameter settlement: What the answer changes; its time is not used (the database's
+    ///   clock decides).
+    /// - Returns: What changed.
+    /// - Throws: `StoreError.invalidArgument` for invalid arguments or an unknown reservation;
+    ///   ``PostgresStoreError`` when the server fails.
+    public func settleAttempt(_ settlement: AttemptSettlement) async throws -> AttemptSettlementResult {
+        try Self.validateCircuit(endpoint: settlement.endpoint, policy: settlement.circuitPolicy)
+        return try await inTransaction("settling an attempt at \(settlement.endpoint)") { connection in
+            try await settle(connection, settlement)
+        }
+    }
+
+    /// The settlement inside the caller's transaction: on its own, or beside a cache write.
+    func settle(_ connection: PostgresConnection, _ settlement: AttemptSettlement) async throws -> AttemptSettlementResult {
+        let circuit = try await runCircuitEvent(connection, endpoint: settlement.endpoint) { record, now in
+            var machine = CircuitStateMachine(
+                record: record, endpoint: settlement.endpoint, policy: settlement.circuitPolicy, now: now
+            )
+            let recording = machine.record(settlement.outcome, probeToken: settlement.probeToken, now: now)
+            return (machine, recording.transitions, recording)
+        }
+        var refund: QuotaRefundOutcome?
+        if let id = settlement.refundReservationID {
+            refund = try await refundCharge(connection, reservationID: id, reason: settlement.refundReason)
+        }
+        var exhaustion: QuotaExhaustion?
+        if let bucket = settlement.exhaustedBucket {
+            exhaustion = try await markExhausted(
+                connection, bucket: bucket.bucket, configuredLimit: bucket.configuredLimit,
+                endpoint: settlement.endpoint
+            )
+        }
+        return AttemptSettlementResult(circuit: circuit, refund: refund, exhaustion: exhaustion)
+    }
+
+    /// The ledger's writes that follow an answer, inside the caller's transaction (a cache write's).
+    func record(_ connection: PostgresConnection, _ bookkeeping: AnswerBookkeeping) async throws -> AnswerBookkeepingResult {
+        if let settlement = bookkeeping.settlement {
+            try Self.validateCircuit(endpoint: settlement.endpoint, policy: settlement.circuitPolicy)
+        }
+        var result = AnswerBookkeepingResult()
+        if let settlement = bookkeeping.settlement { result.settlement = try await settle(connection, settlement) }
+        if let release = bookkeeping.leaseRelease {
+            _ = try await connection.query(
+                "DELETE FROM cache_leases WHERE resource_key = \(release.resourceKey) AND holder = \(release.holder)",
+                logger: logger
+            )
+        }
+        return result
+    }
+
+    /// A request refused after the circuit chose it as the probe gives the lease back at once, so
+    /// the next caller can probe instead of waiting for the lease to expire.
+    private func releaseProbe(
+        _ connection: PostgresConnection, _ circuit: CircuitAdmission, _ request: AdmissionRequest
+    ) async throws {
+        guard circuit.decision.probe != nil else { return }
+        _ = try await runCircuitEvent(connection, endpoint: request.endpoint) { record, now in
+            var machine = CircuitStateMachine(
+                record: record, endpoint: request.endpoint, policy: request.circuitPolicy, now: now
+            )
+            let recording = machine.record(.neutral, probeToken: request.probeToken, now: now)
+            return (machine, recording.transitions, recording)
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TollgateStore
+
+/// Applies `Migrations/postgres/*.sql` in order, each in its own transaction with its checksum
+/// recorded in `schema_migrations`, and refuses a database whose history is newer than the
+/// library's or differs from it, before writing anything.
+///
+/// Many machines may open a new database at the same moment: each migration's transaction takes
+/// `LOCK TABLE schema_migrations` and re-reads the history under it, so each migration runs once.
+/// The lock is a table lock, held until the transaction ends, never a session advisory lock, so it
+/// behaves the same behind a transaction-pooling PgBouncer.
+struct PostgresMigrator: Sendable {
+    let migrations: [Migration]
+    let location: PostgresLocation
+
+    init(migrations: [Migration] = PostgresMigrations.all, location: PostgresLocation) {
+        self.migrations = migrations.sorted { $0.version < $1.version }
+        self.location = location
+    }
+
+    var libraryVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Applies every pending migration and returns those this call applied.
+    func migrate(_ connection: PostgresConnection, logger: Logger) async throws -> [Migration] {
+        do {
+            // An up-to-date database (the usual case) is checked with reads alone.
+            let alreadyApplied = try await appliedMigrations(connection, logger: logger)
+            try validate(alreadyApplied)
+            if migrations.allSatisfy({ alreadyApplied[$0.version] != nil }) { return [] }
+            try await createHistoryTable(connection, logger: logger)
+            var appliedNow: [Migration] = []
+            for migration in migrations {
+                if try await apply(migration, connection, logger: logger) { appliedNow.append(migration) }
+            }
+            return appliedNow
+        } catch {
+            throw PostgresErrorMapping.map(error, server: "\(location)", operation: "migrating the schema")
+        }
+    }
+
+    private func apply(_ migration: Migration, _ connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        try await connection.query("BEGIN", logger: logger)
+        do {
+            // Waits for a migrator on another machine to finish; readers are not blocked.
+            try await connection.query("LOCK TABLE schema_migrations IN SHARE ROW EXCLUSIVE MODE", logger: logger)
+            let applied = try await appliedMigrations(connection, logger: logger)
+            try validate(applied)
+            guard applied[migration.version] == nil else {
+                try await connection.query("COMMIT", logger: logger)
+                return false
+            }
+            // The extended protocol runs one statement per query, and a migration is a script:
+            // PL/pgSQL's EXECUTE runs it whole, as one statement of this transaction.
+            // Scripts/embed-migrations.py refuses a script that contains these quotes.
+            let script = "DO $tollgate_migration$ BEGIN EXECUTE $tollgate_script$" + migration.sql
+                + "$tollgate_script$; END $tollgate_migration$"
+            try await connection.query(PostgresQuery(unsafeSQL: script), logger: logger)
+            try await connection.query("""
+                INSERT INTO schema_migrations (version, name, checksum)
+                VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                """, logger: logger)
+            try await connection.query("COMMIT", logger: logger)
+            return true
+        } catch {
+            _ = try? await connection.query("ROLLBACK", logger: logger)
+            throw error
+        }
+    }
+
+    /// Creates the history table, in its own transaction: two machines creating it at once make
+    /// one of them fail on PostgreSQL's catalog (23505, 42P07 or 42710 for its row type), and that
+    /// one finds it made.
+    private func createHistoryTable(_ connection: PostgresConnection, logger: Logger) async throws {
+        do {
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version     bigint PRIMARY KEY,
+                    name        text NOT NULL,
+                    checksum    text NOT NULL,
+                    applied_at  timestamptz NOT NULL DEFAULT now()
+                )
+                """, logger: logger)
+        } catch where ["23505", "42P07", "42710"].contains(PostgresErrorMapping.sqlState(of: error)) {
+            return
+        }
+    }
+
+    private struct AppliedMigration {
+        let version: Int
+        let name: String
+        let checksum: String
+    }
+
+    private func appliedMigrations(_ connection: PostgresConnection, logger: Logger) async throws -> [Int: AppliedMigration] {
+        let exists = try await connection.firstRow(
+            "SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger
+        )?.decode(Bool.self) ?? false
+        guard exists else { return [:] }
+        var applied: [Int: AppliedMigration] = [:]
+        for row in try await connection.rows("SELECT version, name, checksum FROM schema_migrations", logger: logger) {
+            let (version, name, checksum) = try row.decode((Int, String, String).self)
+            applied[version] = AppliedMigration(version: version, name: name, checksum: checksum)
+        }
+        return applied
+    }
+
+    private func validate(_ applied: [Int: AppliedMigration]) throws {
+        let known = Set(migrations.map(\.version))
+        if let newest = applied.keys.max(), !applied.keys.allSatisfy(known.contains) {
+            throw StoreError.databaseIsNewer(databaseVersion: newest, libraryVersion: libraryVersion)
+        }
+        for migration in migrations {
+            if let record = applied[migration.version], record.checksum != migration.checksum {
+                throw StoreError.migrationChecksumMismatch(
+                    version: migration.version, name: migration.name,
+                    recorded: record.checksum, expected: migration.checksum
+                )
+            }
+        }
+    }
+}

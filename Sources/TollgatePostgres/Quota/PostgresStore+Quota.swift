@@ -1,0 +1,314 @@
+import Foundation
+import PostgresNIO
+import TollgateStore
+
+/// The quota ledger over PostgreSQL. Each operation is one transaction; the charge itself is one
+/// statement per bucket (see ``chargeBucket(_:bucket:endpoint:cost:reservationID:detail:)``).
+///
+/// The database's clock decides the Pacific day charged, the exhausted mark's end and every event's
+/// time: the `at` of ``QuotaReservationRequest`` and of the other operations is not used for them,
+/// so a fleet whose clocks disagree charges one day. ``quotaBucketStatus(bucket:configuredLimit:at:)``
+/// describes the database's current day for the same reason.
+extension PostgresStore: QuotaStorage {
+    /// Checks and charges the request's buckets, all or nothing, on the database's Pacific day.
+    /// - Parameter request: The bucket, endpoint, cost and configured limit; its `at` is not used
+    ///   (the database's clock decides the day).
+    /// - Returns: The charge, or the refusal (nothing written).
+    /// - Throws: `StoreError.invalidArgument` for a cost or a limit out of range or an invalid
+    ///   endpoint name; ``PostgresStoreError`` when the server fails.
+    public func reserveQuota(_ request: QuotaReservationRequest) async throws -> QuotaReservationOutcome {
+        do {
+            return try await inTransaction("reserving quota in \(request.bucket)") { connection in
+                try await reserve(connection, request)
+            }
+        } catch let refused as RefusedReservation {
+            return .refused(refused.refusal)
+        }
+    }
+
+    /// Gives a charge's units back to the day it was charged, once, whichever machine asks.
+    /// - Parameters:
+    ///   - reservationID: The charge's id.
+    ///   - at: Not used: the event is stamped with the database's clock.
+    ///   - reason: Why, kept in the event's detail.
+    /// - Returns: What was refunded, or `alreadyRefunded`.
+    /// - Throws: `StoreError.invalidArgument` when no charge has that id; ``PostgresStoreError``
+    ///   when the server fails.
+    public func refundQuota(reservationID: Int64, at: Date, reason: String?) async throws -> QuotaRefundOutcome {
+        try await inTransaction("refunding reservation \(reservationID)") { connection in
+            try await refundCharge(connection, reservationID: reservationID, reason: reason)
+        }
+    }
+
+    /// Closes a bucket until the database's next Pacific midnight, with an `exhausted` event.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - configuredLimit: Its configured limit, for a bucket not seen yet.
+    ///   - endpoint: The endpoint whose answer said so, if any.
+    ///   - at: Not used: the database's clock decides the day.
+    /// - Returns: The mark and whether this call set it.
+    /// - Throws: `StoreError.invalidArgument` for a limit out of range; ``PostgresStoreError``
+    ///   when the server fails.
+    public func markQuotaExhausted(
+        bucket: String, configuredLimit: Int, endpoint: String?, at: Date
+    ) async throws -> QuotaExhaustion {
+        try await inTransaction("marking \(bucket) exhausted") { connection in
+            try await markExhausted(connection, bucket: bucket, configuredLimit: configuredLimit, endpoint: endpoint)
+        }
+    }
+
+    /// Every endpoint's usage on a Pacific day, ordered by bucket and endpoint.
+    /// - Parameter day: The day.
+    /// - Returns: The rows of `quota_usage` for that day.
+    /// - Throws: ``PostgresStoreError`` when the server fails.
+    public func quotaUsage(on day: PacificDay) async throws -> [QuotaUsage] {
+        try await withConnection("reading the usage of \(day.key)") { connection in
+            try await connection.rows("""
+                SELECT bucket, endpoint, units, calls FROM quota_usage WHERE pacific_date = \(day.key)
+                ORDER BY bucket, endpoint
+                """, logger: logger).map { row in
+                let (bucket, endpoint, units, calls) = try row.decode((String, String, Int, Int).self)
+                return QuotaUsage(day: day, bucket: bucket, endpoint: endpoint, units: units, calls: calls)
+            }
+        }
+    }
+
+    /// A bucket's limit, usage and exhaustion on the database's current Pacific day.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - configuredLimit: The configured limit, in force unless an operator set one.
+    ///   - at: Not used: the database's clock decides the day.
+    /// - Returns: The status; a bucket never charged shows the configured limit and no usage.
+    /// - Throws: ``PostgresStoreError`` when the server fails.
+    public func quotaBucketStatus(bucket: String, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus {
+        try await withConnection("reading the status of \(bucket)") { connection in
+            try await bucketStatus(connection, bucket: bucket, configuredLimit: configuredLimit)
+        }
+    }
+
+    /// Sets a bucket's daily limit as an operator, or hands it back to the configuration, with a
+    /// `limit` event.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - limit: The operator's limit; nil to follow the configuration again.
+    ///   - configuredLimit: The configured limit.
+    ///   - at: Not used: the event is stamped with the database's clock.
+    /// - Returns: The bucket's status afterwards.
+    /// - Throws: `StoreError.invalidArgument` for a limit out of range; ``PostgresStoreError``
+    ///   when the server fails.
+    public func setQuotaLimit(bucket: String, limit: Int?, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus {
+        let newLimit = limit ?? configuredLimit
+        guard newLimit >= 0 else { throw StoreError.invalidArgument("a daily limit cannot be negative (\(newLimit))") }
+        guard newLimit <= QuotaLimits.maximumUnits else {
+            throw StoreError.invalidArgument("a daily limit must be 0 to 1,000,000,000,000 units, not \(newLimit)")
+        }
+        let source: QuotaBucketStatus.LimitSource = limit == nil ? .configuration : .admin
+        return try await inTransaction("setting the limit of \(bucket)") { connection in
+            let previous = try await connection.firstRow("""
+                SELECT daily_limit, limit_source FROM quota_buckets WHERE bucket = \(bucket) FOR UPDATE
+                """, logger: logger).map { row in try row.decode((Int, String).self) }
+            let from = previous.map { stored, sourceText in
+                let wasAdmin = sourceText == QuotaBucketStatus.LimitSource.admin.rawValue
+                return "\(wasAdmin ? PostgresQuotaRules.clamped(stored) : configuredLimit) (\(sourceText))"
+            } ?? "none"
+            try await connection.query("""
+                WITH changed AS (
+                    INSERT INTO quota_buckets AS b (bucket, daily_limit, limit_source, updated_at_ms)
+                    VALUES (\(bucket), \(newLimit), \(source.rawValue), tollgate_ms(now()))
+                    ON CONFLICT (bucket) DO UPDATE SET daily_limit = excluded.daily_limit,
+                        limit_source = excluded.limit_source, updated_at_ms = excluded.updated_at_ms
+                )
+                INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
+                VALUES (tollgate_ms(now()), tollgate_pacific_date(now()), \(bucket), '*', 'limit', 0,
+                        \("daily limit \(from) → \(newLimit) (\(source.rawValue))"))
+                """, logger: logger)
+            return try await bucketStatus(connection, bucket: bucket, configuredLimit: configuredLimit)
+        }
+    }
+
+    /// Gives back all the units a bucket used on a day, with one `reset` event per endpoint.
+    /// Resetting the database's current day also lifts the server's exhausted mark.
+    /// - Parameters:
+    ///   - day: The Pacific day.
+    ///   - bucket: The bucket.
+    ///   - at: Not used: the database's clock decides which day is today.
+    /// - Returns: What was cleared.
+    /// - Throws: ``PostgresStoreError`` when the server fails.
+    public func resetQuotaDay(_ day: PacificDay, bucket: String, at: Date) async throws -> QuotaDayReset {
+        try await inTransaction("resetting \(bucket) on \(day.key)") { connection in
+            guard let clock = try await connection.firstRow("""
+                SELECT tollgate_pacific_date(now()), tollgate_next_reset_ms(now()),
+                       (SELECT exhausted_until_ms FROM quota_buckets WHERE bucket = \(bucket) FOR UPDATE),
+                       EXISTS (SELECT 1 FROM quota_buckets WHERE bucket = \(bucket))
+                """, logger: logger) else {
+                throw StoreError.invalidArgument("the clock returned no row")
+            }
+            let (todayKey, resetMs, exhaustedUntil, bucketExists) = try clock.decode((String, Int, Int?, Bool).self)
+            _ = try await connection.query("""
+                SELECT 1 FROM quota_bucket_days WHERE pacific_date = \(day.key) AND bucket = \(bucket) FOR UPDATE
+                """, logger: logger)
+            var cleared: [String: Int] = [:]
+            for row in try await connection.rows("""
+                WITH old AS (
+                    SELECT endpoint, units FROM quota_usage
+                    WHERE pacific_date = \(day.key) AND bucket = \(bucket) AND units <> 0
+                ), events AS (
+                    INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
+                    SELECT tollgate_ms(now()), \(day.key), \(bucket), old.endpoint, 'reset', -old.units,
+                           'day reset by an operator'
+                    FROM old
+                ), zeroed AS (
+                    UPDATE quota_usage AS u SET units = 0 FROM old
+                    WHERE u.pacific_date = \(day.key) AND u.bucket = \(bucket) AND u.endpoint = old.endpoint
+                )
+                SELECT endpoint, units FROM old
+                """, logger: logger) {
+                let (endpoint, units) = try row.decode((String, Int).self)
+                cleared[endpoint] = units
+            }
+            try await connection.query("""
+                UPDATE quota_bucket_days SET units = 0, warned_percent = 0
+                WHERE pacific_date = \(day.key) AND bucket = \(bucket)
+                """, logger: logger)
+            let clearsMark = day.key == todayKey && exhaustedUntil == resetMs
+            if bucketExists {
+                try await connection.query("""
+                    UPDATE quota_buckets
+                    SET exhausted_until_ms = CASE WHEN \(clearsMark) THEN NULL ELSE exhausted_until_ms END,
+                        updated_at_ms = tollgate_ms(now())
+                    WHERE bucket = \(bucket)
+                    """, logger: logger)
+            }
+            if cleared.isEmpty || clearsMark {
+                // The operator's action is on record even when it changed no total.
+                let detail = clearsMark
+                    ? "day reset by an operator; exhausted mark lifted" : "day reset by an operator; nothing to clear"
+                try await connection.query("""
+                    INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
+                    VALUES (tollgate_ms(now()), \(day.key), \(bucket), '*', 'reset', 0, \(detail))
+                    """, logger: logger)
+            }
+            return QuotaDayReset(day: day, bucket: bucket, unitsCleared: cleared, clearedExhaustedMark: clearsMark)
+        }
+    }
+
+    /// Compares every total with the sum of its events, and every bucket's day total with the sum
+    /// of its endpoints' totals (reported with the endpoint `(bucket total)`).
+    /// - Returns: The keys whose total differs; empty when the ledger is sound.
+    /// - Throws: ``PostgresStoreError`` when the server fails.
+    public func quotaLedgerDiscrepancies() async throws -> [QuotaLedgerDiscrepancy] {
+        try await withConnection("auditing the quota ledger") { connection in
+            try await connection.rows("""
+                WITH sums AS (
+                    SELECT pacific_date, bucket, endpoint, SUM(units)::bigint AS units
+                    FROM quota_events GROUP BY pacific_date, bucket, endpoint
+                ), bucket_sums AS (
+                    SELECT pacific_date, bucket, SUM(units)::bigint AS units FROM quota_usage GROUP BY pacific_date, bucket
+                )
+                SELECT sums.pacific_date, sums.bucket, sums.endpoint, sums.units, COALESCE(usage.units, 0)
+                FROM sums LEFT JOIN quota_usage AS usage
+                  ON usage.pacific_date = sums.pacific_date AND usage.bucket = sums.bucket
+                 AND usage.endpoint = sums.endpoint
+                WHERE sums.units <> COALESCE(usage.units, 0)
+                UNION ALL
+                SELECT usage.pacific_date, usage.bucket, usage.endpoint, 0, usage.units
+                FROM quota_usage AS usage
+                WHERE usage.units <> 0 AND NOT EXISTS (
+                    SELECT 1 FROM quota_events AS event
+                    WHERE event.pacific_date = usage.pacific_date AND event.bucket = usage.bucket
+                      AND event.endpoint = usage.endpoint)
+                UNION ALL
+                SELECT COALESCE(d.pacific_date, s.pacific_date), COALESCE(d.bucket, s.bucket), '(bucket total)',
+                       COALESCE(s.units, 0), COALESCE(d.units, 0)
+                FROM quota_bucket_days AS d
+                FULL JOIN bucket_sums AS s ON s.pacific_date = d.pacific_date AND s.bucket = d.bucket
+                WHERE COALESCE(s.units, 0) <> COALESCE(d.units, 0)
+                ORDER BY 1, 2, 3
+                """, logger: logger).map { row in
+                let (date, bucket, endpoint, eventUnits, usageUnits) = try row.decode((String, String, String, Int, Int).self)
+                return QuotaLedgerDiscrepancy(
+                    pacificDate: date, bucket: bucket, endpoint: endpoint, eventUnits: eventUnits, usageUnits: usageUnits
+                )
+            }
+        }
+    }
+
+    /// Sets a bucket's count for a day to the provider's, with one event on the endpoint `*` for
+    /// the difference.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - used: The units the provider says were used.
+    ///   - configuredLimit: The bucket's configured limit, for a bucket not seen yet.
+    ///   - day: The Pacific day.
+    ///   - at: Not used: the event is stamped with the database's clock.
+    /// - Returns: What changed.
+    /// - Throws: `StoreError.invalidArgument` for a count out of range; ``PostgresStoreError``
+    ///   when the server fails.
+    public func reconcileQuota(
+        bucket: String, used: Int, configuredLimit: Int, day: PacificDay, at: Date
+    ) async throws -> QuotaReconciliation {
+        guard QuotaLimits.allowedUnits.contains(used) else {
+            throw StoreError.invalidArgument("a reconciled count must be 0 to \(QuotaLimits.maximumUnits) units, not \(used)")
+        }
+        return try await inTransaction("reconciling \(bucket) on \(day.key)") { connection in
+            try await synchronizeBucket(connection, bucket: bucket, configuredLimit: configuredLimit)
+            try await connection.query("""
+                INSERT INTO quota_bucket_days (pacific_date, bucket, units, ceiling) VALUES (\(day.key), \(bucket), 0, 0)
+                ON CONFLICT (pacific_date, bucket) DO NOTHING
+                """, logger: logger)
+            let before = try await connection.firstRow("""
+                SELECT units FROM quota_bucket_days WHERE pacific_date = \(day.key) AND bucket = \(bucket) FOR UPDATE
+                """, logger: logger)?.decode(Int.self) ?? 0
+            let adjustment = used - before
+            try await connection.query("""
+                WITH event AS (
+                    INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
+                    VALUES (tollgate_ms(now()), \(day.key), \(bucket), '*', \(adjustment >= 0 ? "charge" : "reset"),
+                            \(adjustment),
+                            \("reconciled with the provider's count: \(used) units used (the ledger had \(before))"))
+                ), usage AS (
+                    INSERT INTO quota_usage AS u (pacific_date, bucket, endpoint, units, calls)
+                    SELECT \(day.key), \(bucket), '*', \(adjustment), 0 WHERE \(adjustment) <> 0
+                    ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = u.units + excluded.units
+                )
+                UPDATE quota_bucket_days SET units = \(used), ceiling = GREATEST(ceiling, \(used))
+                WHERE pacific_date = \(day.key) AND bucket = \(bucket)
+                """, logger: logger)
+            return QuotaReconciliation(day: day, bucket: bucket, countedBefore: before, used: used)
+        }
+    }
+
+    /// Net units charged to each bucket between two instants, by the events' database times.
+    /// - Parameters:
+    ///   - since: The window's start.
+    ///   - until: The window's end.
+    /// - Returns: One row per bucket charged in the window.
+    /// - Throws: ``PostgresStoreError`` when the server fails.
+    public func quotaBurn(since: Date, until: Date) async throws -> [QuotaBurn] {
+        let windowSeconds = max(1, Int(until.timeIntervalSince(since).rounded()))
+        let sinceMs = Int((since.timeIntervalSince1970 * 1000).rounded(.down))
+        let untilMs = Int((until.timeIntervalSince1970 * 1000).rounded(.down))
+        return try await withConnection("reading the burn rate") { connection in
+            try await connection.rows("""
+                SELECT bucket, GREATEST(COALESCE(SUM(units), 0), 0)::bigint FROM quota_events
+                WHERE at_ms >= \(sinceMs) AND at_ms <= \(untilMs) AND kind IN ('charge', 'refund') AND endpoint <> '*'
+                GROUP BY bucket ORDER BY bucket
+                """, logger: logger).map { row in
+                let (bucket, units) = try row.decode((String, Int).self)
+                return QuotaBurn(bucket: bucket, units: units, windowSeconds: windowSeconds)
+            }
+        }
+    }
+
+    /// Whether any day's usage names `endpoint`.
+    /// - Parameter endpoint: The endpoint.
+    /// - Returns: True when it was ever charged.
+    /// - Throws: ``PostgresStoreError`` when the server fails.
+    public func quotaEndpointCharged(_ endpoint: String) async throws -> Bool {
+        try await withConnection("reading whether \(endpoint) was charged") { connection in
+            try await connection.firstRow(
+                "SELECT EXISTS (SELECT 1 FROM quota_usage WHERE endpoint = \(endpoint))", logger: logger
+            )?.decode(Bool.self) ?? false
+        }
+    }
+}

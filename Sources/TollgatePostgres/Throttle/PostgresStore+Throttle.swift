@@ -1,0 +1,132 @@
+import Foundation
+import PostgresNIO
+import TollgateStore
+
+/// The throttle over PostgreSQL: one `throttle_requests` row per admitted request, timed by the
+/// database's clock, so every machine shares one sliding window per endpoint.
+///
+/// An admission holds the endpoint's `throttle_limits` row (its upsert locks it) while it prunes,
+/// counts and records, so admissions of one endpoint from every machine happen one after the
+/// other and the window never holds more than its limit. The `at:` parameters are not used.
+extension PostgresStore: ThrottleStorage {
+    /// Admits the request when the endpoint's window has room, and records it.
+    /// - Parameters:
+    ///   - endpoint: The endpoint.
+    ///   - limit: Its limit, written to `throttle_limits` for the `throttle_status` view.
+    ///   - at: Not used: the database's clock times the request.
+    /// - Returns: Admitted, or refused with the time until the window has room.
+    /// - Throws: `StoreError.invalidArgument` for an invalid limit; ``PostgresStoreError`` when
+    ///   the server fails.
+    public func admitRequest(endpoint: String, limit: ThrottleLimit, at: Date) async throws -> ThrottleAdmission {
+        guard limit.isValid else { throw StoreError.invalidArgument("invalid throttle limit for \(endpoint): \(limit)") }
+        return try await inTransaction("admitting a request to \(endpoint)") { connection in
+            try await admitThrottled(connection, endpoint: endpoint, limit: limit)
+        }
+    }
+
+    /// Reads an endpoint's window without admitting anything.
+    /// - Parameters:
+    ///   - endpoint: The endpoint.
+    ///   - limit: Its limit.
+    ///   - at: Not used: the database's clock decides the window.
+    /// - Returns: The requests in the window and the time until it has room.
+    /// - Throws: ``PostgresStoreError`` when the server fails.
+    public func throttleWindow(endpoint: String, limit: ThrottleLimit, at: Date) async throws -> ThrottleWindow {
+        let windowMs = Int(limit.windowMilliseconds)
+        return try await withConnection("reading the window of \(endpoint)") { connection in
+            guard let row = try await connection.firstRow("""
+                WITH clock AS (SELECT tollgate_ms(clock_timestamp()) AS now_ms)
+                SELECT clock.now_ms, (SELECT count(*) FROM throttle_requests
+                                       WHERE endpoint = \(endpoint) AND at_ms > clock.now_ms - \(windowMs))
+                FROM clock
+                """, logger: logger) else {
+                throw StoreError.invalidArgument("the window of \(endpoint) returned no row")
+            }
+            let (nowMs, count) = try row.decode((Int, Int).self)
+            let retryAfter = count < limit.requests
+                ? 0
+                : try await timeUntilRoom(connection, endpoint: endpoint, count: count, limit: limit, nowMs: nowMs)
+            return ThrottleWindow(endpoint: endpoint, count: count, limit: limit.requests, retryAfter: retryAfter)
+        }
+    }
+
+    /// Forgets the recorded requests of one endpoint, or of all, and records the reset in
+    /// `admin_events`.
+    /// - Parameters:
+    ///   - endpoint: The endpoint, or nil for every endpoint.
+    ///   - at: Not used: the database's clock stamps the event.
+    /// - Returns: How many recorded requests were forgotten.
+    /// - Throws: ``PostgresStoreError`` when the server fails.
+    @discardableResult
+    public func resetThrottle(endpoint: String?, at: Date) async throws -> Int {
+        try await inTransaction("resetting the throttle") { connection in
+            let removed = try await connection.firstRow("""
+                WITH removed AS (
+                    DELETE FROM throttle_requests WHERE \(endpoint)::text IS NULL OR endpoint = \(endpoint) RETURNING 1
+                )
+                SELECT count(*) FROM removed
+                """, logger: logger)?.decode(Int.self) ?? 0
+            try await connection.query("""
+                INSERT INTO admin_events (at_ms, subject, target, action, detail)
+                VALUES (tollgate_ms(now()), 'throttle', \(endpoint), 'reset',
+                        \("forgot \(removed) recorded \(removed == 1 ? "request" : "requests")"))
+                """, logger: logger)
+            return removed
+        }
+    }
+
+    /// Admits and records, or refuses, inside the caller's transaction.
+    func admitThrottled(_ connection: PostgresConnection, endpoint: String, limit: ThrottleLimit) async throws -> ThrottleAdmission {
+        let windowMs = Int(limit.windowMilliseconds)
+        // The upsert locks the endpoint's limits row even when it changes nothing: the lock that
+        // orders this endpoint's admissions across machines until the transaction ends.
+        try await connection.query("""
+            INSERT INTO throttle_limits AS l (endpoint, request_limit, window_ms, updated_at_ms)
+            VALUES (\(endpoint), \(limit.requests), \(windowMs), tollgate_ms(now()))
+            ON CONFLICT (endpoint) DO UPDATE SET request_limit = excluded.request_limit,
+                window_ms = excluded.window_ms, updated_at_ms = excluded.updated_at_ms
+            WHERE l.request_limit <> excluded.request_limit OR l.window_ms <> excluded.window_ms
+            """, logger: logger)
+        // A new snapshot, taken under the lock: every admission committed before it is counted.
+        guard let row = try await connection.firstRow("""
+            WITH clock AS (
+                SELECT tollgate_ms(clock_timestamp()) AS now_ms
+            ), pruned AS (
+                DELETE FROM throttle_requests AS r USING clock
+                WHERE r.endpoint = \(endpoint) AND r.at_ms <= clock.now_ms - \(windowMs)
+            ), counted AS (
+                SELECT count(*) AS n FROM throttle_requests AS r, clock
+                WHERE r.endpoint = \(endpoint) AND r.at_ms > clock.now_ms - \(windowMs)
+            ), admitted AS (
+                INSERT INTO throttle_requests (endpoint, at_ms)
+                SELECT \(endpoint), clock.now_ms FROM clock, counted WHERE counted.n < \(limit.requests)
+                RETURNING 1
+            )
+            SELECT clock.now_ms, counted.n, EXISTS (SELECT 1 FROM admitted) FROM clock, counted
+            """, logger: logger) else {
+            throw StoreError.invalidArgument("the admission to \(endpoint) returned no row")
+        }
+        let (nowMs, count, admitted) = try row.decode((Int, Int, Bool).self)
+        if admitted {
+            return ThrottleAdmission(allowed: true, count: count + 1, limit: limit.requests, retryAfter: nil)
+        }
+        let retryAfter = try await timeUntilRoom(connection, endpoint: endpoint, count: count, limit: limit, nowMs: nowMs)
+        return ThrottleAdmission(allowed: false, count: count, limit: limit.requests, retryAfter: retryAfter)
+    }
+
+    /// Seconds until the request whose expiry brings the count below the limit leaves the window;
+    /// a limit of zero never has room: one window.
+    private func timeUntilRoom(
+        _ connection: PostgresConnection, endpoint: String, count: Int, limit: ThrottleLimit, nowMs: Int
+    ) async throws -> TimeInterval {
+        let windowMs = Int(limit.windowMilliseconds)
+        guard limit.requests > 0, let expiring = try await connection.firstRow("""
+            SELECT LEAST(at_ms, \(nowMs)) FROM throttle_requests
+            WHERE endpoint = \(endpoint) AND at_ms > \(nowMs - windowMs)
+            ORDER BY at_ms LIMIT 1 OFFSET \(max(count - limit.requests, 0))
+            """, logger: logger)?.decode(Int.self) else {
+            return TimeInterval(windowMs) / 1000
+        }
+        return TimeInterval(max(expiring + windowMs - nowMs, 0)) / 1000
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import HTTPTypes
+import Synchronization
+import Testing
+import Tollgate
+import TollgateStore
+
+/// The services run over either store unchanged: the gate, with its cache, circuit, throttle and
+/// quota ledger, takes requests through a scripted origin.
+@Suite("Gate over each store")
+struct GateOverStoreTests {
+    /// An origin that answers 200 with an ETag, then 304 to a request that carries it.
+    final class ScriptedOrigin: HTTPTransport {
+        let requests = Mutex<[HTTPRequest]>([])
+
+        func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+            requests.withLock { $0.append(request) }
+            if request.headerFields[.ifNoneMatch] == "\"v1\"" {
+                var fields = HTTPFields()
+                fields[.eTag] = "\"v1\""
+                fields[.cacheControl] = "max-age=0"
+                return (HTTPResponse(status: .notModified, headerFields: fields), Data())
+            }
+            var fields = HTTPFields()
+            fields[.eTag] = "\"v1\""
+            fields[.cacheControl] = "max-age=0"
+            fields[.contentType] = "application/json"
+            return (HTTPResponse(status: .ok, headerFields: fields), Data(#"{"items":[]}"#.utf8))
+        }
+    }
+
+    @Test("a request is fetched and charged, then revalidated with its ETag, and the ledger stays sound",
+          arguments: StoreBackend.available)
+    func fetchThenRevalidate(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let origin = ScriptedOrigin()
+            let gate = try Gate(
+                storage: store, transport: origin, configuration: .youTubeDataAPIv3, clock: SystemClock(),
+                logger: PostgresTestDatabase.quietLogger
+            )
+            let request = HTTPRequest(
+                method: .get, scheme: "https", authority: "www.googleapis.com", path: "/youtube/v3/videos?part=id&id=x"
+            )
+            let first = try await gate.send(request, endpoint: "videos.list")
+            #expect(first.source == .network)
+            #expect(first.status == .ok)
+            #expect(first.unitsCharged == 1)
+            let second = try await gate.send(request, endpoint: "videos.list")
+            #expect(second.source == .revalidated)
+            #expect(second.body == Data(#"{"items":[]}"#.utf8))
+            #expect(origin.requests.withLock { $0.count } == 2)
+            #expect(origin.requests.withLock { $0.last?.headerFields[.ifNoneMatch] } == "\"v1\"")
+            try await gate.flush()
+            #expect(try await store.cacheTotals().entries == 1)
+            #expect(try await store.quotaEndpointCharged("videos.list"))
+            #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
+            #expect(try await store.circuit(endpoint: "videos.list") == nil)
+        }
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import Testing
+import TollgatePostgres
+import TollgateStore
+
+@Suite("PostgreSQL store", .enabled(if: PostgresTestDatabase.isConfigured, "TOLLGATE_POSTGRES_URL is not set"))
+struct PostgresStoreTests {
+    @Test("opening a fresh database applies and records every migration once; reopening applies none")
+    func migratesOnce() async throws {
+        try await PostgresTestDatabase.with { database in
+            for _ in 0..<2 {
+                let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+                await store.shutdown()
+            }
+            #expect(try await database.intValue("SELECT count(*)::bigint FROM schema_migrations") == PostgresMigrations.all.count)
+            #expect(try await database.textValue("SELECT checksum FROM schema_migrations WHERE version = 1")
+                == PostgresMigrations.all[0].checksum)
+        }
+    }
+
+    @Test("several machines opening one new database at once migrate it exactly once")
+    func concurrentMigrators() async throws {
+        try await PostgresTestDatabase.with { database in
+            let url = database.url
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<6 {
+                    group.addTask {
+                        let store = try await PostgresStore(url: url, logger: PostgresTestDatabase.quietLogger)
+                        await store.shutdown()
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await database.intValue("SELECT count(*)::bigint FROM schema_migrations") == PostgresMigrations.all.count)
+        }
+    }
+
+    @Test("a database whose history is newer than the library is refused, naming both versions, and nothing is written")
+    func refusesNewerDatabase() async throws {
+        try await PostgresTestDatabase.with { database in
+            try await database.execute("""
+                CREATE TABLE schema_migrations (version bigint PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
+                                                applied_at timestamptz NOT NULL DEFAULT now())
+                """)
+            try await database.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (7, 'future', 'x')")
+            await #expect(throws: StoreError.databaseIsNewer(databaseVersion: 7, libraryVersion: PostgresMigrations.all.count)) {
+                _ = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            }
+            #expect(try await database.textValue("SELECT to_regclass('quota_buckets')::text") == nil)
+            #expect(try await database.intValue("SELECT count(*)::bigint FROM schema_migrations") == 1)
+            let error = StoreError.databaseIsNewer(databaseVersion: 7, libraryVersion: 1)
+            #expect(error.description.contains("version 7") && error.description.contains("version 1"))
+        }
+    }
+
+    @Test("a database migrated from a different script is refused with both checksums, and nothing is written")
+    func refusesDifferentHistory() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            await store.shutdown()
+            try await database.execute("UPDATE schema_migrations SET checksum = 'deadbeef' WHERE version = 1")
+            let library = PostgresMigrations.all[0]
+            await #expect(throws: StoreError.migrationChecksumMismatch(
+                version: 1, name: library.name, recorded: "deadbeef", expected: library.checksum
+            )) {
+                _ = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            }
+            // A library with a migration 2 does not apply it over a history it does not recognise.
+            let next = Migration(version: 2, name: "next", sql: "CREATE TABLE should_not_exist (id integer)")
+            await #expect(throws: StoreError.self) {
+                _ = try await PostgresStore(
+                    url: database.url, configuration: .init(migrations: PostgresMigrations.all + [next]),
+                    logger: PostgresTestDatabase.quietLogger
+                )
+            }
+            #expect(try await database.textValue("SELECT to_regclass('should_not_exist')::text") == nil)
+        }
+    }
+
+    @Test("a database that does not exist is reported as unreachable, naming the server and what to check")
+    func missingDatabase() async throws {
+        var location = try PostgresLocation(url: try #require(PostgresTestDatabase.serverURL))
+        location.database = "tollgate_no_such_database"
+        await #expect {
+            _ = try await PostgresStore(location: location, logger: PostgresTestDatabase.quietLogger)
+        } throws: { error in
+            guard let error = error as? PostgresStoreError, case .unreachable(let server, let reason) = error else {
+                return false
+            }
+            return server == "\(location)" && reason.contains("does not exist")
+                && error.description.contains("Check that the server is running")
+        }
+    }
+
+    @Test("when the database goes away after opening, operations fail within the connection wait, naming the server")
+    func serverGoneAfterOpening() async throws {
+        let database = try await PostgresTestDatabase.create()
+        let store = try await PostgresStore(
+            url: database.url, configuration: .init(connectTimeout: .seconds(1), connectionWait: .seconds(2)),
+            logger: PostgresTestDatabase.quietLogger
+        )
+        let request = QuotaReservationRequest(bucket: "b", endpoint: "e.list", cost: 1, configuredLimit: 10, at: Date())
+        _ = try await store.reserveQuota(request)
+        try await database.drop()
+        let started = ContinuousClock.now
+        await #expect {
+            _ = try await store.reserveQuota(request)
+        } throws: { error in
+            guard let error = error as? PostgresStoreError, error.isStorageFailure else { return false }
+            return error.description.contains(database.location.description)
+        }
+        // Far below the pool's own minute.
+        #expect(ContinuousClock.now - started < .seconds(20))
+        await store.shutdown()
+    }
+
+    @Test("the Pacific day charged is the database's, whatever time the caller's clock says")
+    func databaseClockDecidesTheDay() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            let skewed = Date().addingTimeInterval(-400 * 86_400)
+            let request = QuotaReservationRequest(bucket: "b", endpoint: "e.list", cost: 1, configuredLimit: 10, at: skewed)
+            let outcome = try await store.reserveQuota(request)
+            await store.shutdown()
+            guard case .reserved(let charge) = outcome else {
+                Issue.record("refused")
+                return
+            }
+            let databaseDay = try await database.textValue("SELECT pacific_date FROM pacific_clock")
+            #expect(charge.day.key == databaseDay)
+            #expect(charge.day != PacificDay(containing: skewed))
+        }
+    }
+
+    @Test("the schema itself refuses a bucket day over its ceiling and a second refund of one charge")
+    func schemaBackstops() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            let request = QuotaReservationRequest(bucket: "b", endpoint: "e.list", cost: 10, configuredLimit: 10, at: Date())
+            guard case .reserved(let charge) = try await store.reserveQuota(request) else {
+                Issue.record("refused")
+                await store.shutdown()
+                return
+            }
+            _ = try await store.refundQuota(reservationID: charge.reservationID, at: Date(), reason: nil)
+            await store.shutdown()
+            await #expect(throws: (any Error).self) {
+                try await database.execute("UPDATE quota_bucket_days SET units = ceiling + 1")
+            }
+            await #expect(throws: (any Error).self) {
+                try await database.execute("""
+                    INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id)
+                    VALUES (0, '\(charge.day.key)', 'b', 'e.list', 'refund', -10, \(charge.reservationID))
+                    """)
+            }
+        }
+    }
+
+    @Test("a response stored later by another machine is never overwritten by an older one")
+    func olderResponseNeverWins() async throws {
+        try await PostgresTestDatabase.withStore { store in
+            let roomy = CacheRetention(maxEntries: 100, maxTotalBodyBytes: 1 << 20, expiredBeforeMs: 0)
+            func entry(_ body: String, at nowMs: Int64) -> NewCacheEntry {
+                NewCacheEntry(
+                    resourceKey: "r", variantKey: "", endpoint: "videos.list", method: "GET", url: "https://x/r", vary: nil,
+                    status: 200, headers: [], etag: nil, lastModified: nil, freshUntilMs: nil, nowMs: nowMs,
+                    body: Data(body.utf8)
+                )
+            }
+            _ = try await store.storeCacheEntry(entry("newer", at: 2_000), retention: roomy, activity: CacheActivity())
+            let late = try await store.storeCacheEntry(entry("older", at: 1_000), retention: roomy, activity: CacheActivity())
+            #expect(late.entry.storedAtMs == 2_000)
+            #expect(!late.replaced)
+            let read = try await store.cachedEntry(resourceKey: "r", validatedSinceMs: 0) { $0.first?.id }
+            #expect(read?.body == Data("newer".utf8))
+        }
+    }
+
+    @Test("a circuit's state change is NOTIFY-ed to every listening process at commit")
+    func circuitChangesAreNotified() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            let payload = try await database.firstNotification(on: "tollgate_circuits") {
+                _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .seconds(60), policy: CircuitPolicy(), at: Date())
+            }
+            await store.shutdown()
+            #expect(payload == "videos.list open")
+        }
+    }
+
+    @Test("psql users read the same views as sqlite3 users: quota_today shows today's charges")
+    func viewsShowTheLedger() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            let request = QuotaReservationRequest(bucket: "b", endpoint: "e.list", cost: 7, configuredLimit: 10, at: Date())
+            _ = try await store.reserveQuota(request)
+            await store.shutdown()
+            #expect(try await database.intValue("SELECT units FROM quota_today WHERE endpoint = 'e.list'") == 7)
+            #expect(try await database.intValue("SELECT bucket_remaining FROM quota_today WHERE bucket = 'b'") == 3)
+            #expect(try await database.intValue("SELECT units FROM quota_daily WHERE endpoint = 'e.list'") == 7)
+            for view in ["cache_stats", "circuit_status", "throttle_status"] {
+                #expect(try await database.intValue("SELECT count(*)::bigint FROM \(view)") == 0)
+            }
+        }
+    }
+}
+
+@Suite("PostgreSQL store without a server")
+struct PostgresUnreachableTests {
+    @Test("a server that does not answer is a typed error naming host:port and what to check")
+    func unreachableServer() async throws {
+        // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+        await #expect {
+            _ = try await PostgresStore(
+                url: "postgresql://postgres:hunter2@127.0.0.1:1/tollgate",
+                configuration: .init(connectTimeout: .seconds(3)), logger: PostgresTestDatabase.quietLogger
+            )
+        } throws: { error in
+            guard let error = error as? PostgresStoreError, case .unreachable(let server, _) = error else { return false }
+            let text = error.description
+            return server == "127.0.0.1:1/tollgate" && text.contains("127.0.0.1:1")
+                && text.contains("Check that the server is running") && !text.contains("hunter2")
+        }
+    }
+}

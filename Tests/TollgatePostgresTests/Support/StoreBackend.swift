@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+import TollgatePostgres
+import TollgateStore
+import TollgateTestSupport
+
+/// What both stores implement, as the conformance tests use them.
+typealias ConformingStore = GateStorage & MaintenanceStorage
+
+/// The stores a conformance test runs against: SQLite always, PostgreSQL when
+/// `TOLLGATE_POSTGRES_URL` names a server.
+enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    static var available: [StoreBackend] {
+        PostgresTestDatabase.isConfigured ? [.sqlite, .postgres] : [.sqlite]
+    }
+
+    var testDescription: String { rawValue }
+
+    /// Runs `body` with one store on a fresh database.
+    func withStore(_ body: (any ConformingStore) async throws -> Void) async throws {
+        try await withStores(count: 1) { stores in try await body(stores[0]) }
+    }
+
+    /// Runs `body` with `count` stores sharing one fresh database: several processes' connections
+    /// to one file for SQLite, several machines' pools to one database for PostgreSQL.
+    func withStores(count: Int, _ body: ([any ConformingStore]) async throws -> Void) async throws {
+        switch self {
+        case .sqlite:
+            let directory = try TemporaryDirectory()
+            let path = directory.path("tollgate.sqlite")
+            let stores = try (0..<count).map { _ in try SQLiteStore(path: path, logger: PostgresTestDatabase.quietLogger) }
+            try await body(stores)
+        case .postgres:
+            try await PostgresTestDatabase.with { database in
+                var stores: [PostgresStore] = []
+                do {
+                    for _ in 0..<count {
+                        stores.append(try await PostgresStore(
+                            url: database.url, configuration: .init(maximumConnections: 8),
+                            logger: PostgresTestDatabase.quietLogger
+                        ))
+                    }
+                    try await body(stores)
+                } catch {
+                    for store in stores { await store.shutdown() }
+                    throw error
+                }
+                for store in stores { await store.shutdown() }
+            }
+        }
+    }
+}
