@@ -11,8 +11,10 @@ import Synchronization
 /// open, quota spent, throttled) it can serve ``staleResponse(for:endpoint:)`` and count it with
 /// ``recordStaleServe(_:endpoint:)``.
 ///
-/// Fresh hits are the hot path: each costs one read transaction. Their LRU touches and counts are
-/// buffered in memory and written with the next write of the cache (a store, a `304`), or once
+/// Fresh hits are the hot path: one on an entry read recently reads no row (the store keeps it in
+/// memory while no other connection has committed), any other costs one read transaction. Their
+/// LRU touches and counts are buffered in memory and written with the next write of the cache (a
+/// store, a `304`), or once
 /// ``CacheConfiguration/activityFlushThreshold`` uses have gathered or
 /// ``CacheConfiguration/activityFlushInterval`` has passed. Call ``flush()`` before the process
 /// exits so the last few are not lost.

@@ -18,6 +18,8 @@ final class GateMetrics: Sendable {
     /// `tollgate_requests_total` by endpoint and source, made once each: a counter and its
     /// dimensions cost allocations that a cache hit would otherwise pay every time.
     private let requestCounters = Mutex<[RequestCounterKey: Counter]>([:])
+    /// `tollgate_cache_hit_rate` by endpoint, made once each for the same reason.
+    private let hitRateGauges = Mutex<[String: Gauge]>([:])
 
     private struct RequestCounterKey: Hashable {
         let endpoint: String
@@ -50,7 +52,7 @@ final class GateMetrics: Sendable {
                 counts[endpoint] = entry
                 return Double(entry.served) / Double(entry.total)
             }
-            Gauge(label: "tollgate_cache_hit_rate", dimensions: [("endpoint", endpoint)], factory: factory).record(rate)
+            hitRateGauge(endpoint: endpoint).record(rate)
         }
     }
 
@@ -82,6 +84,16 @@ final class GateMetrics: Sendable {
             counters[key] = counter
         }
         return counter
+    }
+
+    private func hitRateGauge(endpoint: String) -> Gauge {
+        if let known = hitRateGauges.withLock({ $0[endpoint] }) { return known }
+        let gauge = Gauge(label: "tollgate_cache_hit_rate", dimensions: [("endpoint", endpoint)], factory: factory)
+        hitRateGauges.withLock { gauges in
+            if gauges.count >= 4096 { gauges.removeAll(keepingCapacity: true) }
+            gauges[endpoint] = gauge
+        }
+        return gauge
     }
 
     private func refused(endpoint: String, reason: String) {
