@@ -35,10 +35,10 @@ extension PostgresStore: AdmissionStorage, GateStorage {
             guard circuit.decision.isAllowed else { return .refusedByCircuit(circuit) }
 
             // The throttle slot and the charge stand or fall together.
-            try await connection.query("SAVEPOINT admission", logger: logger)
+            try await connection.run("SAVEPOINT admission", logger: logger)
             let throttle = try await admitThrottled(connection, endpoint: request.endpoint, limit: request.throttleLimit)
             guard throttle.allowed else {
-                try await connection.query("RELEASE SAVEPOINT admission", logger: logger)
+                try await connection.run("RELEASE SAVEPOINT admission", logger: logger)
                 try await releaseProbe(connection, circuit, request)
                 return .throttled(circuit: circuit, throttle: throttle)
             }
@@ -50,11 +50,11 @@ extension PostgresStore: AdmissionStorage, GateStorage {
             }
             switch outcome {
             case .reserved(let charge):
-                try await connection.query("RELEASE SAVEPOINT admission", logger: logger)
+                try await connection.run("RELEASE SAVEPOINT admission", logger: logger)
                 return .admitted(circuit: circuit, throttle: throttle, charge: charge)
             case .refused(let refusal):
-                try await connection.query("ROLLBACK TO SAVEPOINT admission", logger: logger)
-                try await connection.query("RELEASE SAVEPOINT admission", logger: logger)
+                try await connection.run("ROLLBACK TO SAVEPOINT admission", logger: logger)
+                try await connection.run("RELEASE SAVEPOINT admission", logger: logger)
                 try await releaseProbe(connection, circuit, request)
                 return .refusedByQuota(circuit: circuit, refusal: refusal)
             }

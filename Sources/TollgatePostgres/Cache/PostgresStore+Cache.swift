@@ -71,7 +71,7 @@ extension PostgresStore: CacheStorage {
             guard !candidates.isEmpty, let revision = revise(candidates),
                   candidates.contains(where: { $0.id == revision.entryID })
             else { return nil }
-            try await connection.query("""
+            try await connection.run("""
                 UPDATE cache_entries SET headers = \(Self.encodeCacheHeaders(revision.headers)), etag = \(revision.etag),
                     last_modified = \(revision.lastModified), fresh_until_ms = \(revision.freshUntilMs),
                     validated_at_ms = \(revision.nowMs), last_access_ms = GREATEST(last_access_ms, \(revision.nowMs)),
@@ -161,7 +161,7 @@ extension PostgresStore: CacheStorage {
             let result = try await enforceCacheRetention(connection, retention)
             let detail = "removed \(result.expired) expired and evicted \(result.evicted) "
                 + "\(result.evicted == 1 ? "entry" : "entries") over the limits"
-            try await connection.query("""
+            try await connection.run("""
                 INSERT INTO admin_events (at_ms, subject, target, action, detail)
                 VALUES (tollgate_ms(now()), 'cache', NULL, 'prune', \(detail))
                 """, logger: logger)
@@ -190,7 +190,7 @@ extension PostgresStore: CacheStorage {
             let result = CacheClearResult(entries: entries, bodyBytes: bytes)
             let detail = "removed \(result.entries) \(result.entries == 1 ? "entry" : "entries") "
                 + "(\(result.bodyBytes) body bytes)"
-            try await connection.query("""
+            try await connection.run("""
                 INSERT INTO admin_events (at_ms, subject, target, action, detail)
                 VALUES (tollgate_ms(now()), 'cache', \(endpoint), 'clear', \(detail))
                 """, logger: logger)
@@ -271,7 +271,7 @@ extension PostgresStore: CacheStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func releaseCoalescingLease(resourceKey: String, holder: String) async throws {
         try await withConnection("giving a coalescing lease back") { connection in
-            _ = try await connection.query(
+            _ = try await connection.run(
                 "DELETE FROM cache_leases WHERE resource_key = \(resourceKey) AND holder = \(holder)", logger: logger
             )
         }

@@ -32,7 +32,7 @@ extension PostgresStore: MaintenanceStorage {
         return try await withConnection("vacuuming the database") { connection in
             let before = try await connection.firstRow(sizeQuery, logger: logger)?.decode(Int.self) ?? 0
             // Outside any transaction: PostgreSQL refuses VACUUM inside one.
-            try await connection.query(
+            try await connection.run(
                 PostgresQuery(unsafeSQL: "VACUUM (ANALYZE) " + Self.tables.joined(separator: ", ")), logger: logger
             )
             let after = try await connection.firstRow(sizeQuery, logger: logger)?.decode(Int.self) ?? 0
@@ -40,7 +40,7 @@ extension PostgresStore: MaintenanceStorage {
                 bytesBefore: Int64(before), bytesAfter: Int64(after), freePagesBefore: 0, checkpointBusy: false,
                 walFrames: 0, checkpointedFrames: 0
             )
-            try await connection.query("""
+            try await connection.run("""
                 INSERT INTO admin_events (at_ms, subject, target, action, detail)
                 VALUES (tollgate_ms(now()), 'database', NULL, 'vacuum',
                         \("VACUUM (ANALYZE) of Tollgate's tables: \(before) → \(after) bytes"))

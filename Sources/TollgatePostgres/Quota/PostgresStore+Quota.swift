@@ -111,7 +111,7 @@ extension PostgresStore: QuotaStorage {
                 let wasAdmin = sourceText == QuotaBucketStatus.LimitSource.admin.rawValue
                 return "\(wasAdmin ? PostgresQuotaRules.clamped(stored) : configuredLimit) (\(sourceText))"
             } ?? "none"
-            try await connection.query("""
+            try await connection.run("""
                 WITH changed AS (
                     INSERT INTO quota_buckets AS b (bucket, daily_limit, limit_source, updated_at_ms)
                     VALUES (\(bucket), \(newLimit), \(source.rawValue), tollgate_ms(now()))
@@ -144,7 +144,7 @@ extension PostgresStore: QuotaStorage {
                 throw StoreError.invalidArgument("the clock returned no row")
             }
             let (todayKey, resetMs, exhaustedUntil, bucketExists) = try clock.decode((String, Int, Int?, Bool).self)
-            _ = try await connection.query("""
+            _ = try await connection.run("""
                 SELECT 1 FROM quota_bucket_days WHERE pacific_date = \(day.key) AND bucket = \(bucket) FOR UPDATE
                 """, logger: logger)
             var cleared: [String: Int] = [:]
@@ -166,13 +166,13 @@ extension PostgresStore: QuotaStorage {
                 let (endpoint, units) = try row.decode((String, Int).self)
                 cleared[endpoint] = units
             }
-            try await connection.query("""
+            try await connection.run("""
                 UPDATE quota_bucket_days SET units = 0, warned_percent = 0
                 WHERE pacific_date = \(day.key) AND bucket = \(bucket)
                 """, logger: logger)
             let clearsMark = day.key == todayKey && exhaustedUntil == resetMs
             if bucketExists {
-                try await connection.query("""
+                try await connection.run("""
                     UPDATE quota_buckets
                     SET exhausted_until_ms = CASE WHEN \(clearsMark) THEN NULL ELSE exhausted_until_ms END,
                         updated_at_ms = tollgate_ms(now())
@@ -183,7 +183,7 @@ extension PostgresStore: QuotaStorage {
                 // The operator's action is on record even when it changed no total.
                 let detail = clearsMark
                     ? "day reset by an operator; exhausted mark lifted" : "day reset by an operator; nothing to clear"
-                try await connection.query("""
+                try await connection.run("""
                     INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
                     VALUES (tollgate_ms(now()), \(day.key), \(bucket), '*', 'reset', 0, \(detail))
                     """, logger: logger)
@@ -252,7 +252,7 @@ extension PostgresStore: QuotaStorage {
         }
         return try await inTransaction("reconciling \(bucket) on \(day.key)") { connection in
             try await synchronizeBucket(connection, bucket: bucket, configuredLimit: configuredLimit)
-            try await connection.query("""
+            try await connection.run("""
                 INSERT INTO quota_bucket_days (pacific_date, bucket, units, ceiling) VALUES (\(day.key), \(bucket), 0, 0)
                 ON CONFLICT (pacific_date, bucket) DO NOTHING
                 """, logger: logger)
@@ -260,7 +260,7 @@ extension PostgresStore: QuotaStorage {
                 SELECT units FROM quota_bucket_days WHERE pacific_date = \(day.key) AND bucket = \(bucket) FOR UPDATE
                 """, logger: logger)?.decode(Int.self) ?? 0
             let adjustment = used - before
-            try await connection.query("""
+            try await connection.run("""
                 WITH event AS (
                     INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
                     VALUES (tollgate_ms(now()), \(day.key), \(bucket), '*', \(adjustment >= 0 ? "charge" : "reset"),

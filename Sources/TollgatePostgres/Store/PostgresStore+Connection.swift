@@ -32,16 +32,18 @@ extension PostgresStore {
         while true {
             do {
                 return try await leased(operation) { connection in
-                    try await connection.query("BEGIN", logger: logger)
+                    // Nothing was sent on a connection found closed here: another one may serve.
+                    guard !connection.isClosed else { throw ClosedBeforeBegin() }
+                    try await connection.run("BEGIN", logger: logger)
                     let result: Result
                     do {
                         result = try await body(connection)
                     } catch {
                         // A broken connection fails the ROLLBACK too; the server rolls back when it notices.
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        _ = try? await connection.run("ROLLBACK", logger: logger)
                         throw error
                     }
-                    try await connection.query("COMMIT", logger: logger)
+                    try await connection.run("COMMIT", logger: logger)
                     return result
                 }
             } catch where attempt < 4 && Self.isRetryable(error) {
@@ -100,15 +102,25 @@ extension PostgresStore {
         }
     }
 
+    /// The pool leased a connection that had closed: the transaction had not begun.
+    struct ClosedBeforeBegin: Error {}
+
     static func isRetryable(_ error: any Error) -> Bool {
-        error is CircuitRowCreatedConcurrently
+        error is CircuitRowCreatedConcurrently || error is ClosedBeforeBegin
             || ["40P01", "40001"].contains(PostgresErrorMapping.sqlState(of: error))
     }
 }
 
 extension PostgresConnection {
-    /// Every row of a query.
-    func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+    /// Runs a statement and returns its rows, refusing a connection that is already closed.
+    ///
+    /// PostgresNIO 1.33 writes a statement to a closed channel without failing it, and the
+    /// statement then waits forever (the server ended the session: `pg_terminate_backend`, a
+    /// restart, an idle timeout). Checking first turns that into an error at once; a connection
+    /// that closes in the instant between the check and the write is not covered.
+    @discardableResult
+    func run(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        guard !isClosed else { throw PostgresConnectionClosed() }
         var rows: [PostgresRow] = []
         for try await row in try await self.query(query, logger: logger) {
             rows.append(row)
@@ -116,10 +128,20 @@ extension PostgresConnection {
         return rows
     }
 
+    /// Every row of a query.
+    func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        try await run(query, logger: logger)
+    }
+
     /// The first row of a query, or nil.
     func firstRow(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRow? {
-        try await rows(query, logger: logger).first
+        try await run(query, logger: logger).first
     }
+}
+
+/// A pooled connection was found closed before a statement was sent on it.
+struct PostgresConnectionClosed: Error, CustomStringConvertible {
+    var description: String { "the connection was already closed" }
 }
 
 /// The operation's body, handed to the child task that runs it.

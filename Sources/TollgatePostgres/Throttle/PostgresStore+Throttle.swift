@@ -66,7 +66,7 @@ extension PostgresStore: ThrottleStorage {
                 )
                 SELECT count(*) FROM removed
                 """, logger: logger)?.decode(Int.self) ?? 0
-            try await connection.query("""
+            try await connection.run("""
                 INSERT INTO admin_events (at_ms, subject, target, action, detail)
                 VALUES (tollgate_ms(now()), 'throttle', \(endpoint), 'reset',
                         \("forgot \(removed) recorded \(removed == 1 ? "request" : "requests")"))
@@ -80,7 +80,7 @@ extension PostgresStore: ThrottleStorage {
         let windowMs = Int(limit.windowMilliseconds)
         // The upsert locks the endpoint's limits row even when it changes nothing: the lock that
         // orders this endpoint's admissions across machines until the transaction ends.
-        try await connection.query("""
+        try await connection.run("""
             INSERT INTO throttle_limits AS l (endpoint, request_limit, window_ms, updated_at_ms)
             VALUES (\(endpoint), \(limit.requests), \(windowMs), tollgate_ms(now()))
             ON CONFLICT (endpoint) DO UPDATE SET request_limit = excluded.request_limit,
