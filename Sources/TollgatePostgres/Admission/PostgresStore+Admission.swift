@@ -24,7 +24,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
         guard request.throttleLimit.isValid else {
             throw StoreError.invalidArgument("invalid throttle limit for \(request.endpoint): \(request.throttleLimit)")
         }
-        return try await inTransaction("admitting a request to \(request.endpoint)") { connection in
+        return try await inTransaction("admitting a request to \(request.endpoint)") { [self] connection in
             let circuit = try await runCircuitEvent(connection, endpoint: request.endpoint) { record, now in
                 var machine = CircuitStateMachine(
                     record: record, endpoint: request.endpoint, policy: request.circuitPolicy, now: now
@@ -70,7 +70,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
     ///   ``PostgresStoreError`` when the server fails.
     public func settleAttempt(_ settlement: AttemptSettlement) async throws -> AttemptSettlementResult {
         try Self.validateCircuit(endpoint: settlement.endpoint, policy: settlement.circuitPolicy)
-        return try await inTransaction("settling an attempt at \(settlement.endpoint)") { connection in
+        return try await inTransaction("settling an attempt at \(settlement.endpoint)") { [self] connection in
             let circuit = try await runCircuitEvent(connection, endpoint: settlement.endpoint) { record, now in
                 var machine = CircuitStateMachine(
                     record: record, endpoint: settlement.endpoint, policy: settlement.circuitPolicy, now: now

@@ -20,7 +20,7 @@ extension PostgresStore: CacheStorage {
         resourceKey: String, validatedSinceMs: Int64,
         selectVariant: @escaping @Sendable ([CacheEntryMetadata]) -> Int64?
     ) async throws -> CacheEntry? {
-        try await withConnection("reading a cached response") { connection in
+        try await withConnection("reading a cached response") { [self] connection in
             let candidates = try await cacheCandidates(
                 connection, resourceKey: resourceKey, validatedSinceMs: validatedSinceMs
             )
@@ -43,7 +43,7 @@ extension PostgresStore: CacheStorage {
     public func storeCacheEntry(
         _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity
     ) async throws -> CacheStoreResult {
-        try await inTransaction("storing a cached response") { connection in
+        try await inTransaction("storing a cached response") { [self] connection in
             try await recordCacheActivity(connection, activity)
             let (metadata, replaced, _) = try await upsertCacheEntry(connection, entry)
             let pruned = try await enforceCacheRetention(connection, retention, keeping: metadata.id)
@@ -63,7 +63,7 @@ extension PostgresStore: CacheStorage {
         resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity,
         revise: @escaping @Sendable ([CacheEntryMetadata]) -> CacheRevision?
     ) async throws -> CacheEntry? {
-        try await inTransaction("revising a cached response") { connection in
+        try await inTransaction("revising a cached response") { [self] connection in
             try await recordCacheActivity(connection, activity)
             let candidates = try await cacheCandidates(
                 connection, resourceKey: resourceKey, validatedSinceMs: validatedSinceMs
@@ -99,7 +99,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: How many entries were removed.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func removeCacheEntries(resourceKey: String, activity: CacheActivity) async throws -> Int {
-        try await inTransaction("removing cached responses") { connection in
+        try await inTransaction("removing cached responses") { [self] connection in
             try await recordCacheActivity(connection, activity)
             return try await connection.firstRow("""
                 WITH removed AS (DELETE FROM cache_entries WHERE resource_key = \(resourceKey) RETURNING 1)
@@ -115,7 +115,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: How many entries were removed.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func invalidateCacheEntries(url: String, activity: CacheActivity) async throws -> Int {
-        try await inTransaction("invalidating cached responses") { connection in
+        try await inTransaction("invalidating cached responses") { [self] connection in
             try await recordCacheActivity(connection, activity)
             return try await connection.firstRow("""
                 WITH removed AS (DELETE FROM cache_entries WHERE url = \(url) RETURNING 1)
@@ -129,7 +129,7 @@ extension PostgresStore: CacheStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails; nothing is written then.
     public func recordCacheActivity(_ activity: CacheActivity) async throws {
         guard !activity.isEmpty else { return }
-        try await inTransaction("recording cache activity") { connection in
+        try await inTransaction("recording cache activity") { [self] connection in
             try await recordCacheActivity(connection, activity)
         }
     }
@@ -141,7 +141,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: What was removed.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func pruneCache(retention: CacheRetention, activity: CacheActivity) async throws -> CachePruneResult {
-        try await inTransaction("pruning the cache") { connection in
+        try await inTransaction("pruning the cache") { [self] connection in
             try await recordCacheActivity(connection, activity)
             return try await enforceCacheRetention(connection, retention)
         }
@@ -156,7 +156,7 @@ extension PostgresStore: CacheStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails; nothing is changed then.
     public func pruneCache(retention: CacheRetention, activity: CacheActivity, recordedAt at: Date) async throws
         -> CachePruneResult {
-        try await inTransaction("pruning the cache") { connection in
+        try await inTransaction("pruning the cache") { [self] connection in
             try await recordCacheActivity(connection, activity)
             let result = try await enforceCacheRetention(connection, retention)
             let detail = "removed \(result.expired) expired and evicted \(result.evicted) "
@@ -178,7 +178,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: What was removed.
     /// - Throws: ``PostgresStoreError`` when the server fails; nothing is changed then.
     public func clearCache(endpoint: String?, activity: CacheActivity, at: Date) async throws -> CacheClearResult {
-        try await inTransaction("clearing the cache") { connection in
+        try await inTransaction("clearing the cache") { [self] connection in
             try await recordCacheActivity(connection, activity)
             guard let row = try await connection.firstRow("""
                 WITH removed AS (
@@ -202,7 +202,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: The totals.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func cacheTotals() async throws -> CacheTotals {
-        try await withConnection("counting the cache") { connection in try await cacheTotals(connection) }
+        try await withConnection("counting the cache") { [self] connection in try await cacheTotals(connection) }
     }
 
     /// Rows of the `cache_stats` view.
@@ -210,7 +210,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: The rows, newest day first, then by endpoint.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func cacheStatistics(pacificDate: String?) async throws -> [CacheDailyStatistics] {
-        try await withConnection("reading the cache statistics") { connection in
+        try await withConnection("reading the cache statistics") { [self] connection in
             try await connection.rows("""
                 SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate::float8, bytes_saved, coalesced
                 FROM cache_stats WHERE \(pacificDate)::text IS NULL OR pacific_date = \(pacificDate)
@@ -238,7 +238,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: The lease in force afterwards: `lease` when it was taken, else the running one.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func acquireCoalescingLease(resourceKey: String, lease: CoalescingLease) async throws -> CoalescingLease {
-        try await withConnection("taking a coalescing lease") { connection in
+        try await withConnection("taking a coalescing lease") { [self] connection in
             // One statement: the upsert takes the lease when it is free or lapsed; otherwise the
             // running lease is read back under the row lock the conflict took.
             let taken = try await connection.firstRow("""
@@ -259,7 +259,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: The lease, or nil when nobody leads a fetch of it.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func coalescingLease(resourceKey: String) async throws -> CoalescingLease? {
-        try await withConnection("reading a coalescing lease") { connection in
+        try await withConnection("reading a coalescing lease") { [self] connection in
             try await coalescingLease(connection, resourceKey: resourceKey)
         }
     }
@@ -270,7 +270,7 @@ extension PostgresStore: CacheStorage {
     ///   - holder: The leading request's token.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func releaseCoalescingLease(resourceKey: String, holder: String) async throws {
-        try await withConnection("giving a coalescing lease back") { connection in
+        try await withConnection("giving a coalescing lease back") { [self] connection in
             _ = try await connection.run(
                 "DELETE FROM cache_leases WHERE resource_key = \(resourceKey) AND holder = \(holder)", logger: logger
             )

@@ -115,7 +115,7 @@ extension PostgresStore {
     ///   another machine created the row meanwhile.
     func runCircuitEvent<Result: Sendable>(
         _ connection: PostgresConnection, endpoint: String,
-        _ step: (CircuitRecord?, Date) -> (CircuitStateMachine, [CircuitTransition], Result)
+        _ step: @escaping @Sendable (CircuitRecord?, Date) -> (CircuitStateMachine, [CircuitTransition], Result)
     ) async throws -> Result {
         let (unlocked, unlockedNow) = try await loadCircuitWithClock(connection, endpoint: endpoint)
         let (machine, _, result) = step(unlocked, unlockedNow)

@@ -6,7 +6,7 @@ import TollgateStore
 extension PostgresStore {
     /// Runs `body` on a pooled connection, mapping driver errors to ``PostgresStoreError``.
     func withConnection<Result: Sendable>(
-        _ operation: String, _ body: (PostgresConnection) async throws -> Result
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         do {
             return try await leased(operation, body)
@@ -25,7 +25,7 @@ extension PostgresStore {
     /// Not `PostgresConnection.withTransaction`: that wraps every error in its own type, and the
     /// operations here throw `StoreError`s that callers match on.
     func inTransaction<Result: Sendable>(
-        _ operation: String, _ body: (PostgresConnection) async throws -> Result
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let logger = self.logger
         var attempt = 1
@@ -57,48 +57,59 @@ extension PostgresStore {
 }
 
 extension PostgresStore {
-    /// Leases a pooled connection for `body`, waiting at most ``Configuration/connectionWait`` for
-    /// one.
+    /// Leases a pooled connection for `body` and returns its result, or fails the operation when
+    /// the database cannot be relied on to ever answer.
     ///
-    /// The pool retries a server that stopped answering quietly, and fails its waiting requests
-    /// only after a minute: without this bound, every gate decision would hang that long before
-    /// the ledger's failure policy could answer. Once a connection is leased, `body` runs to its
-    /// end whatever its duration.
+    /// Two things would otherwise hang the caller (and every gate decision behind it): the pool
+    /// retries a server that stopped answering quietly and fails its waiting requests only after a
+    /// minute, so the lease is given at most ``Configuration/connectionWait``; and PostgresNIO 1.33
+    /// can leave a statement written to a connection that just closed waiting forever, so a
+    /// leased connection found closed while `body` still runs fails the operation a second later.
+    /// `body` runs in a task of its own for that reason: a task stuck in the driver is left behind
+    /// rather than awaited.
     private func leased<Result: Sendable>(
-        _ operation: String, _ body: (PostgresConnection) async throws -> Result
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let wait = connectionWait
         let server = "\(location)"
         let client = self.client
-        return try await withoutActuallyEscaping(body) { body in
-            let work = OnceCalledBody(body)
-            let leased = LeaseFlag()
-            return try await withThrowingTaskGroup(of: Result?.self) { group in
-                group.addTask {
-                    try await client.withConnection { connection in
-                        leased.set()
-                        return try await work.body(connection)
-                    }
+        let race = LeaseRace<Result>()
+        let work = Task {
+            do {
+                let result = try await client.withConnection { connection in
+                    race.leased(connection)
+                    return try await body(connection)
                 }
-                group.addTask {
-                    try await Task.sleep(for: wait)
-                    guard leased.isSet else {
-                        throw PostgresStoreError.unreachable(
-                            server: server,
-                            reason: "no connection for \(operation) within \(wait): the server does not answer, or "
-                                + "every pooled connection stayed busy"
-                        )
-                    }
-                    return nil
-                }
-                while let next = try await group.next() {
-                    if let result = next {
-                        group.cancelAll()
-                        return result
-                    }
-                }
-                preconditionFailure("the leased operation's task ended without a result")
+                race.finish(.success(result))
+            } catch {
+                race.finish(.failure(error))
             }
+        }
+        let watchdog = Task {
+            try await Task.sleep(for: wait)
+            guard race.isLeased else {
+                race.finish(.failure(PostgresStoreError.unreachable(
+                    server: server,
+                    reason: "no connection for \(operation) within \(wait): the server does not answer, or every "
+                        + "pooled connection stayed busy"
+                )))
+                work.cancel()
+                return
+            }
+            while !race.isFinished {
+                try await Task.sleep(for: .seconds(1))
+                if race.connectionIsClosed {
+                    // A statement failing normally on a closed connection has had a second to do so.
+                    try await Task.sleep(for: .seconds(1))
+                    race.finish(.failure(PostgresConnectionClosed()))
+                }
+            }
+        }
+        defer { watchdog.cancel() }
+        return try await withTaskCancellationHandler {
+            try await race.result()
+        } onCancel: {
+            work.cancel()
         }
     }
 
@@ -144,19 +155,44 @@ struct PostgresConnectionClosed: Error, CustomStringConvertible {
     var description: String { "the connection was already closed" }
 }
 
-/// The operation's body, handed to the child task that runs it.
-///
-/// `@unchecked Sendable`, because: the closure is called once, by that one task, while the
-/// calling task waits for the task group to end; `withoutActuallyEscaping` checks that it does
-/// not outlive the call.
-private struct OnceCalledBody<Result>: @unchecked Sendable {
-    let body: (PostgresConnection) async throws -> Result
-    init(_ body: @escaping (PostgresConnection) async throws -> Result) { self.body = body }
-}
+/// One operation's outcome, decided once by whichever comes first: its work, the wait for a
+/// connection running out, or its connection closing under a statement that never ends.
+private final class LeaseRace<Value: Sendable>: Sendable {
+    private struct State {
+        var connection: PostgresConnection?
+        var outcome: Result<Value, any Error>?
+        var waiter: CheckedContinuation<Value, any Error>?
+    }
 
-/// Whether the pool has handed the operation its connection yet.
-private final class LeaseFlag: Sendable {
-    private let value = Mutex(false)
-    func set() { value.withLock { $0 = true } }
-    var isSet: Bool { value.withLock { $0 } }
+    private let state = Mutex(State())
+
+    func leased(_ connection: PostgresConnection) {
+        state.withLock { $0.connection = connection }
+    }
+
+    var isLeased: Bool { state.withLock { $0.connection != nil } }
+    var isFinished: Bool { state.withLock { $0.outcome != nil } }
+    var connectionIsClosed: Bool { state.withLock { $0.connection }?.isClosed ?? false }
+
+    /// Records the outcome unless one was recorded already, and wakes the waiting caller.
+    func finish(_ outcome: Result<Value, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Value, any Error>? in
+            guard state.outcome == nil else { return nil }
+            state.outcome = outcome
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(with: outcome)
+    }
+
+    /// Waits for the outcome.
+    func result() async throws -> Value {
+        try await withCheckedThrowingContinuation { continuation in
+            let outcome = state.withLock { state -> Result<Value, any Error>? in
+                if state.outcome == nil { state.waiter = continuation }
+                return state.outcome
+            }
+            if let outcome { continuation.resume(with: outcome) }
+        }
+    }
 }

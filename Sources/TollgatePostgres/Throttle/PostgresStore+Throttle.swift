@@ -19,7 +19,7 @@ extension PostgresStore: ThrottleStorage {
     ///   the server fails.
     public func admitRequest(endpoint: String, limit: ThrottleLimit, at: Date) async throws -> ThrottleAdmission {
         guard limit.isValid else { throw StoreError.invalidArgument("invalid throttle limit for \(endpoint): \(limit)") }
-        return try await inTransaction("admitting a request to \(endpoint)") { connection in
+        return try await inTransaction("admitting a request to \(endpoint)") { [self] connection in
             try await admitThrottled(connection, endpoint: endpoint, limit: limit)
         }
     }
@@ -33,7 +33,7 @@ extension PostgresStore: ThrottleStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func throttleWindow(endpoint: String, limit: ThrottleLimit, at: Date) async throws -> ThrottleWindow {
         let windowMs = Int(limit.windowMilliseconds)
-        return try await withConnection("reading the window of \(endpoint)") { connection in
+        return try await withConnection("reading the window of \(endpoint)") { [self] connection in
             guard let row = try await connection.firstRow("""
                 WITH clock AS (SELECT tollgate_ms(clock_timestamp()) AS now_ms)
                 SELECT clock.now_ms, (SELECT count(*) FROM throttle_requests
@@ -59,7 +59,7 @@ extension PostgresStore: ThrottleStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails.
     @discardableResult
     public func resetThrottle(endpoint: String?, at: Date) async throws -> Int {
-        try await inTransaction("resetting the throttle") { connection in
+        try await inTransaction("resetting the throttle") { [self] connection in
             let removed = try await connection.firstRow("""
                 WITH removed AS (
                     DELETE FROM throttle_requests WHERE \(endpoint)::text IS NULL OR endpoint = \(endpoint) RETURNING 1
