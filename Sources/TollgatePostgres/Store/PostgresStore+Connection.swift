@@ -1,6 +1,5 @@
 import Logging
 import PostgresNIO
-import Synchronization
 import TollgateStore
 
 extension PostgresStore {
@@ -119,80 +118,5 @@ extension PostgresStore {
     static func isRetryable(_ error: any Error) -> Bool {
         error is CircuitRowCreatedConcurrently || error is ClosedBeforeBegin
             || ["40P01", "40001"].contains(PostgresErrorMapping.sqlState(of: error))
-    }
-}
-
-extension PostgresConnection {
-    /// Runs a statement and returns its rows, refusing a connection that is already closed.
-    ///
-    /// PostgresNIO 1.33 writes a statement to a closed channel without failing it, and the
-    /// statement then waits forever (the server ended the session: `pg_terminate_backend`, a
-    /// restart, an idle timeout). Checking first turns that into an error at once; a connection
-    /// that closes in the instant between the check and the write is not covered.
-    @discardableResult
-    func run(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
-        guard !isClosed else { throw PostgresConnectionClosed() }
-        var rows: [PostgresRow] = []
-        for try await row in try await self.query(query, logger: logger) {
-            rows.append(row)
-        }
-        return rows
-    }
-
-    /// Every row of a query.
-    func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
-        try await run(query, logger: logger)
-    }
-
-    /// The first row of a query, or nil.
-    func firstRow(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRow? {
-        try await run(query, logger: logger).first
-    }
-}
-
-/// A pooled connection was found closed before a statement was sent on it.
-struct PostgresConnectionClosed: Error, CustomStringConvertible {
-    var description: String { "the connection was already closed" }
-}
-
-/// One operation's outcome, decided once by whichever comes first: its work, the wait for a
-/// connection running out, or its connection closing under a statement that never ends.
-private final class LeaseRace<Value: Sendable>: Sendable {
-    private struct State {
-        var connection: PostgresConnection?
-        var outcome: Result<Value, any Error>?
-        var waiter: CheckedContinuation<Value, any Error>?
-    }
-
-    private let state = Mutex(State())
-
-    func leased(_ connection: PostgresConnection) {
-        state.withLock { $0.connection = connection }
-    }
-
-    var isLeased: Bool { state.withLock { $0.connection != nil } }
-    var isFinished: Bool { state.withLock { $0.outcome != nil } }
-    var connectionIsClosed: Bool { state.withLock { $0.connection }?.isClosed ?? false }
-
-    /// Records the outcome unless one was recorded already, and wakes the waiting caller.
-    func finish(_ outcome: Result<Value, any Error>) {
-        let waiter = state.withLock { state -> CheckedContinuation<Value, any Error>? in
-            guard state.outcome == nil else { return nil }
-            state.outcome = outcome
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(with: outcome)
-    }
-
-    /// Waits for the outcome.
-    func result() async throws -> Value {
-        try await withCheckedThrowingContinuation { continuation in
-            let outcome = state.withLock { state -> Result<Value, any Error>? in
-                if state.outcome == nil { state.waiter = continuation }
-                return state.outcome
-            }
-            if let outcome { continuation.resume(with: outcome) }
-        }
     }
 }
