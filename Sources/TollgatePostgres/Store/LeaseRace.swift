@@ -12,11 +12,30 @@ final class LeaseRace<Value: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
-    func leased(_ connection: PostgresConnection) {
-        state.withLock { $0.connection = connection }
+    /// Records the leased connection, unless the operation already failed for want of one.
+    /// - Returns: Whether `body` may run: never after the caller was told the operation failed,
+    ///   so a reservation cannot be charged behind an error.
+    func claim(_ connection: PostgresConnection) -> Bool {
+        state.withLock { state in
+            guard state.outcome == nil else { return false }
+            state.connection = connection
+            return true
+        }
     }
 
-    var isLeased: Bool { state.withLock { $0.connection != nil } }
+    /// Fails the operation unless a connection was leased for it first.
+    /// - Returns: Whether this call failed it.
+    func failUnlessLeased(_ error: any Error) -> Bool {
+        let (failed, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Value, any Error>?) in
+            guard state.connection == nil, state.outcome == nil else { return (false, nil) }
+            state.outcome = .failure(error)
+            defer { state.waiter = nil }
+            return (true, state.waiter)
+        }
+        waiter?.resume(throwing: error)
+        return failed
+    }
+
     var isFinished: Bool { state.withLock { $0.outcome != nil } }
     var connectionIsClosed: Bool { state.withLock { $0.connection }?.isClosed ?? false }
 

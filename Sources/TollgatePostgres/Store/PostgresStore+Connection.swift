@@ -76,7 +76,7 @@ extension PostgresStore {
         let work = Task {
             do {
                 let result = try await client.withConnection { connection in
-                    race.leased(connection)
+                    guard race.claim(connection) else { throw CancellationError() }
                     return try await body(connection)
                 }
                 race.finish(.success(result))
@@ -86,12 +86,12 @@ extension PostgresStore {
         }
         let watchdog = Task {
             try await Task.sleep(for: wait)
-            guard race.isLeased else {
-                race.finish(.failure(PostgresStoreError.unreachable(
-                    server: server,
-                    reason: "no connection for \(operation) within \(wait): the server does not answer, or every "
-                        + "pooled connection stayed busy"
-                )))
+            let unreachable = PostgresStoreError.unreachable(
+                server: server,
+                reason: "no connection for \(operation) within \(wait): the server does not answer, or every "
+                    + "pooled connection stayed busy"
+            )
+            if race.failUnlessLeased(unreachable) {
                 work.cancel()
                 return
             }
