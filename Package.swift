@@ -213,3 +213,12 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Async functions run on their caller's executor unless they say otherwise (SE-0461): a call from
+// the main actor does not hop to the global executor and back for each store operation.
+// Adapters that conform to other packages' protocols (OpenAPI middleware, Hummingbird responders)
+// keep those packages' semantics.
+let callerIsolatedTargets: Set<String> = ["TollgateStore", "Tollgate", "TollgateAsyncHTTPClient"]
+for target in package.targets where callerIsolatedTargets.contains(target.name) {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
+}

@@ -43,3 +43,9 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The scenarios run on their caller's executor, as the library does: the harness times a
+// main-actor caller and a nonisolated one.
+for target in package.targets where target.type != .plugin {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
+}

@@ -151,7 +151,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             case .connectTimeout, .getConnectionFromPoolTimeout, .tlsHandshakeTimeout:
                 return .connectionRefused(String(describing: clientError))
             case .invalidURL, .emptyHost, .emptyScheme, .invalidHeaderFieldNames([]), .invalidHeaderFieldValues([]),
-                 .traceRequestWithBody, .incompatibleHeaders, .bodyLengthMismatch:
+                 .traceRequestWithBody, .bodyLengthMismatch:
                 return .invalidRequest(String(describing: clientError))
             default:
                 let text = String(describing: clientError)

@@ -87,10 +87,10 @@ struct StoreOpeningTests {
                 INSERT INTO circuits (endpoint, state, consecutive_failures, open_until_ms, open_duration_ms, trips, updated_at_ms)
                 VALUES ('videos.list', 'open', 5, ?, 60000, 1, ?)
                 """, [.integer(nowMs + 45_000), .integer(nowMs)])
-            try db.execute("INSERT INTO throttle_limits VALUES ('/api/activities', 10, 60000, ?)", [.integer(nowMs)])
-            for offset in [1_000, 2_000, 90_000] as [Int64] {
-                try db.execute("INSERT INTO throttle_requests (endpoint, at_ms) VALUES ('/api/activities', ?)", [.integer(nowMs - offset)])
-            }
+            try db.execute(
+                "INSERT INTO throttle_limits VALUES ('/api/activities', 10, 60000, ?, json_array(?, ?, ?))",
+                [.integer(nowMs), .integer(nowMs - 90_000), .integer(nowMs - 2_000), .integer(nowMs - 1_000)]
+            )
             try db.execute("INSERT INTO cache_stats_daily (pacific_date, endpoint, hits, revalidations, misses, stale, bytes_saved) VALUES (?, 'videos.list', 6, 3, 1, 0, 1000)", [.text(today)])
         }
 

@@ -35,20 +35,68 @@ struct ThrottleStorageTests {
         }
     }
 
-    @Test("admission uses the endpoint's index, never a scan of the table")
+    @Test("admission and a refund read through indexes, never a scan of a table")
     func admissionUsesTheIndex() throws {
         let store = try SQLiteStore(location: .inMemory)
         let plans = try store.read { db in
             try [
-                "SELECT COUNT(*) FROM throttle_requests WHERE endpoint = ?",
-                "DELETE FROM throttle_requests WHERE endpoint = ? AND at_ms <= ?",
+                "SELECT request_limit, window_ms, admitted_at_ms FROM throttle_limits WHERE endpoint = ?",
                 "SELECT COALESCE(SUM(units), 0) FROM quota_usage WHERE pacific_date = ? AND bucket = ?",
+                // A refund's look-up of the further charges of its reservation.
+                "SELECT id FROM quota_events WHERE reservation_id = ? AND kind = 'charge'",
             ].flatMap { sql in
-                try db.fetchAll("EXPLAIN QUERY PLAN " + sql, sql.contains("quota") ? ["2026-11-21", "b"] : sql.contains("DELETE") ? ["/e", 0] : ["/e"])
+                let arguments: [DatabaseValue] = sql.contains("quota_usage") ? ["2026-11-21", "b"]
+                    : sql.contains("reservation_id") ? [.integer(1)] : ["/e"]
+                return try db.fetchAll("EXPLAIN QUERY PLAN " + sql, arguments)
                     .compactMap { $0[3].string }
             }
         }
         #expect(!plans.isEmpty)
         #expect(plans.allSatisfy { $0.contains("USING") }, "\(plans)")
+    }
+
+    @Test("the window keeps only the admitted times still in it, and a row that says otherwise is repaired")
+    func windowKeepsItsTimes() async throws {
+        let store = try SQLiteStore(location: .inMemory)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let limit = ThrottleLimit(requests: 3, per: .seconds(10))
+        for offset in 0..<3 {
+            _ = try await store.admitRequest(endpoint: "/e", limit: limit, at: start.addingTimeInterval(Double(offset)))
+        }
+        let admitted = { try await store.read { db in
+            try db.fetchValue("SELECT admitted_at_ms FROM throttle_limits WHERE endpoint = '/e'").string
+        } }
+        #expect(try await admitted() == "[1800000000000,1800000001000,1800000002000]")
+        // 10.5 s after the first: it left the window, the others stay, one more fits.
+        let later = try await store.admitRequest(endpoint: "/e", limit: limit, at: start.addingTimeInterval(10.5))
+        #expect(later == ThrottleAdmission(allowed: true, count: 3, limit: 3, retryAfter: nil))
+        #expect(try await admitted() == "[1800000001000,1800000002000,1800000010500]")
+
+        // A hand-edited row: garbage is skipped, an overflowing number too; it throttles less, never more.
+        try await store.write { db in
+            try db.execute("UPDATE throttle_limits SET admitted_at_ms = '[1800000010500, x, 99999999999999999999]'")
+        }
+        let repaired = try await store.admitRequest(endpoint: "/e", limit: limit, at: start.addingTimeInterval(11))
+        #expect(repaired == ThrottleAdmission(allowed: true, count: 2, limit: 3, retryAfter: nil))
+        #expect(try await admitted() == "[1800000010500,1800000011000]")
+    }
+
+    @Test("a file from before the one-row window keeps its requests through the migration")
+    func migrationKeepsTheWindow() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("old.sqlite")
+        let old = try SQLiteStore(path: path, configuration: .init(migrations: Array(Migration.all.prefix(3))))
+        try old.write { db in
+            try db.execute("INSERT INTO throttle_limits VALUES ('/e', 10, 60000, 0)")
+            for at in [3, 1, 2] as [Int64] {
+                try db.execute("INSERT INTO throttle_requests (endpoint, at_ms) VALUES ('/e', ?)", [.integer(at)])
+            }
+            try db.execute("INSERT INTO throttle_limits VALUES ('/idle', 5, 1000, 0)")
+        }
+        let migrated = try SQLiteStore(path: path)
+        let rows = try migrated.read { db in
+            try db.fetchAll("SELECT endpoint, admitted_at_ms FROM throttle_limits ORDER BY endpoint")
+        }
+        #expect(rows == [Row(["/e", "[1,2,3]"]), Row(["/idle", "[]"])])
     }
 }

@@ -14,6 +14,9 @@ public struct CacheScenario: Sendable {
 
     public let store: SQLiteStore
     public let cache: ETagCache
+    /// A gate over the same store and cache rules, for fresh hits through ``Gate/send(_:body:endpoint:options:via:)``.
+    /// Its transport is never reached: every request it is given is answered from the cache.
+    public let gate: Gate
     let hotRequests: [HTTPRequest]
     let endpoint = "videos.list"
 
@@ -28,6 +31,10 @@ public struct CacheScenario: Sendable {
         configuration.maxEntries = maxEntries
         configuration.maxTotalBodyBytes = Int64.max / 2
         cache = try ETagCache(storage: store, configuration: configuration, clock: SystemClock())
+        var gateConfiguration = GateConfiguration.youTubeDataAPIv3
+        gateConfiguration.cache = configuration
+        gate = try Gate(store: store, transport: URLSessionTransport(), configuration: gateConfiguration,
+                        clock: SystemClock())
         hotRequests = (0..<Self.hotEntries).map { Self.request(id: "hot\($0)") }
         for request in hotRequests {
             try await cache.storeResponse(Self.response(), body: Self.body, for: request, endpoint: endpoint)
@@ -66,6 +73,16 @@ public struct CacheScenario: Sendable {
         let lookup = try await cache.lookup(hotRequests[index % hotRequests.count], endpoint: endpoint)
         guard case .fresh(let cached) = lookup, cached.body.count == Self.body.count else {
             throw BenchmarkFailure("expected a fresh hit, got \(lookup)")
+        }
+    }
+
+    /// One fresh hit through the whole gate: the cache answers, nothing is admitted or sent.
+    /// - Parameter index: Chooses which hot entry.
+    /// - Throws: `BenchmarkFailure` when the answer does not come from the cache.
+    public func gateHit(_ index: Int) async throws {
+        let answer = try await gate.send(hotRequests[index % hotRequests.count], endpoint: endpoint)
+        guard answer.source == .cache, answer.body.count == Self.body.count else {
+            throw BenchmarkFailure("expected a fresh hit through the gate, got \(answer.source)")
         }
     }
 

@@ -117,10 +117,17 @@ case "hit", "store":
     let scenario = try await CacheScenario(path: argument(3), maxEntries: 1000)
     try await scenario.fillThroughService(1000 - CacheScenario.hotEntries)
     if command == "hit" {
-        let samples = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { index in
-            try await scenario.hit(index)
+        // Both caller kinds, alternating, each through the cache alone and through the whole gate.
+        for caller in CallerKind.allCases {
+            let hits = try await caller.samples(iterations: iterations, warmup: warmup(iterations)) { index in
+                try await scenario.hit(index)
+            }
+            result("tollgate.hit.\(caller.rawValue)", Timing.median(hits))
+            let gateHits = try await caller.samples(iterations: iterations, warmup: warmup(iterations)) { index in
+                try await scenario.gateHit(index)
+            }
+            result("tollgate.gate_hit.\(caller.rawValue)", Timing.median(gateHits))
         }
-        result("tollgate.hit", Timing.median(samples))
     } else {
         let samples = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { index in
             try await scenario.store(index)

@@ -68,12 +68,23 @@ enum CacheHeaders {
 
     /// The entity tag, verbatim.
     static func etag(_ fields: HTTPFields) -> String? {
-        fields[.eTag].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+        fields[.eTag].flatMap(trimmedOptionalWhitespace)
     }
 
     /// The `Last-Modified` value, verbatim.
     static func lastModified(_ fields: HTTPFields) -> String? {
-        fields[.lastModified].map { $0.trimmingCharacters(in: .whitespaces) }.flatMap { $0.isEmpty ? nil : $0 }
+        fields[.lastModified].flatMap(trimmedOptionalWhitespace)
+    }
+
+    /// A field value without the spaces and tabs around it (RFC 9110's OWS), nil when nothing is
+    /// left. On bytes: Foundation's character-set trimming showed in the profile of every store.
+    private static func trimmedOptionalWhitespace(_ value: String) -> String? {
+        let bytes = value.utf8
+        let isOWS = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        guard let first = bytes.firstIndex(where: { !isOWS($0) }), let last = bytes.lastIndex(where: { !isOWS($0) })
+        else { return nil }
+        if first == bytes.startIndex, last == bytes.index(before: bytes.endIndex) { return value }
+        return String(value[first...last])
     }
 
     /// Weak comparison of entity tags (RFC 9110 §8.8.3.2): equal opaque tags, `W/` or not.

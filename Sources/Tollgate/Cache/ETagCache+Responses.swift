@@ -31,15 +31,26 @@ extension ETagCache {
     public func storeResponse(
         _ response: HTTPResponse, body: Data, for request: HTTPRequest, endpoint: String, requestedAt: Date? = nil
     ) async throws -> CachedResponse? {
+        try await storeResponse(response, body: body, for: request, endpoint: endpoint, requestedAt: requestedAt,
+                                bookkeeping: AnswerBookkeeping()).cached
+    }
+
+    /// ``storeResponse(_:body:for:endpoint:requestedAt:)`` that writes the gate's bookkeeping in
+    /// the same transaction as the entry. `booked` is nil when nothing was stored, and the
+    /// bookkeeping was then not written: the caller writes it.
+    func storeResponse(
+        _ response: HTTPResponse, body: Data, for request: HTTPRequest, endpoint: String, requestedAt: Date?,
+        bookkeeping: AnswerBookkeeping
+    ) async throws -> (cached: CachedResponse?, booked: AnswerBookkeepingResult?) {
         let method = request.method
         let status = response.status.code
-        guard let key = try? key(for: request) else { return nil }
+        guard let key = try? key(for: request) else { return (nil, nil) }
         if !Self.safeMethods.contains(method) {
-            guard (200..<400).contains(status) else { return nil }
+            guard (200..<400).contains(status) else { return (nil, nil) }
             try await invalidate(after: request, response: response, key: key)
-            return nil
+            return (nil, nil)
         }
-        guard method == .get || method == .head, status >= 200, status != 304 else { return nil }
+        guard method == .get || method == .head, status >= 200, status != 304 else { return (nil, nil) }
 
         let now = clock.now()
         let miss = CacheStatisticsCounts(misses: 1)
@@ -63,7 +74,7 @@ extension ETagCache {
                     try await self.storage.removeCacheEntries(resourceKey: key.resourceKey, activity: activity)
                 }
             }
-            return nil
+            return (nil, nil)
         }
         let vary = VaryFields(response.headerFields)
         let etag = CacheHeaders.etag(response.headerFields)
@@ -86,7 +97,7 @@ extension ETagCache {
             logger.debug("cache miss: not stored", metadata: [
                 "cache.url": "\(key.url)", "cache.reason": "\(unstorableReason)", "cache.removed": "\(removed)",
             ])
-            return nil
+            return (nil, nil)
         }
 
         let freshness = CacheHeaders.freshness(
@@ -108,7 +119,8 @@ extension ETagCache {
         )
         let retention = retention(now: now)
         let result = try await withActivity(now: now) { activity in
-            try await self.storage.storeCacheEntry(entry, retention: retention, activity: activity)
+            try await self.storage.storeCacheEntry(entry, retention: retention, activity: activity,
+                                                   bookkeeping: bookkeeping)
         }
         logger.debug("cache miss: stored", metadata: [
             "cache.endpoint": "\(endpoint)", "cache.url": "\(key.url)", "cache.bytes": "\(body.count)",
@@ -119,7 +131,7 @@ extension ETagCache {
                 "cache.evicted": "\(result.pruned.evicted)", "cache.expired": "\(result.pruned.expired)",
             ])
         }
-        return CachedResponse(entry: CacheEntry(metadata: result.entry, body: body), now: now)
+        return (CachedResponse(entry: CacheEntry(metadata: result.entry, body: body), now: now), result.bookkeeping)
     }
 
     /// Handles a `304 Not Modified`: selects the stored response it confirms (RFC 9111 §4.3.4),
@@ -147,8 +159,21 @@ extension ETagCache {
     public func revalidated(
         _ notModified: HTTPResponse, for request: HTTPRequest, endpoint: String, requestedAt: Date? = nil
     ) async throws -> CachedResponse? {
-        guard notModified.status.code == 304 else { return nil }
-        guard Self.isCacheable(request, ignoringAddedValidators: true), let key = try? key(for: request) else { return nil }
+        try await revalidated(notModified, for: request, endpoint: endpoint, requestedAt: requestedAt,
+                              bookkeeping: AnswerBookkeeping()).cached
+    }
+
+    /// ``revalidated(_:for:endpoint:requestedAt:)`` that writes the gate's bookkeeping in the same
+    /// transaction as the revision. `booked` is nil when the `304` could not apply to the cache at
+    /// all, and the bookkeeping was then not written: the caller writes it.
+    func revalidated(
+        _ notModified: HTTPResponse, for request: HTTPRequest, endpoint: String, requestedAt: Date?,
+        bookkeeping: AnswerBookkeeping
+    ) async throws -> (cached: CachedResponse?, booked: AnswerBookkeepingResult?) {
+        guard notModified.status.code == 304 else { return (nil, nil) }
+        guard Self.isCacheable(request, ignoringAddedValidators: true), let key = try? key(for: request) else {
+            return (nil, nil)
+        }
         let now = clock.now()
         let sensitive = configuration.sensitiveHeaders
         let patterns = configuration.sensitiveHeaderPatterns
@@ -168,24 +193,25 @@ extension ETagCache {
             return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now,
                                  heuristics: heuristics, statisticsKey: statisticsKey)
         }
-        let entry = try await withActivity(now: now) { activity in
+        let revision = try await withActivity(now: now) { activity in
             try await self.storage.reviseCacheEntry(
-                resourceKey: key.resourceKey, validatedSinceMs: validatedSinceMs, activity: activity, revise: revise
+                resourceKey: key.resourceKey, validatedSinceMs: validatedSinceMs, activity: activity,
+                bookkeeping: bookkeeping, revise: revise
             )
         }
-        guard let entry else {
+        guard let entry = revision.entry else {
             if let copied = try await adoptVariant(confirmedBy: notModified, for: request, key: key, now: now,
                                                    initialAgeMs: initialAgeMs, endpoint: endpoint) {
-                return copied
+                return (copied, revision.bookkeeping)
             }
             logger.debug("cache: 304 matched no stored response", metadata: ["cache.url": "\(key.url)"])
-            return nil
+            return (nil, revision.bookkeeping)
         }
         countOutcome(CacheStatisticsCounts(revalidations: 1, bytesSaved: entry.metadata.bodySize), endpoint: endpoint)
         logger.debug("cache hit: revalidated", metadata: [
             "cache.endpoint": "\(endpoint)", "cache.url": "\(key.url)", "cache.bytes": "\(entry.body.count)",
         ])
-        return CachedResponse(entry: entry, now: now)
+        return (CachedResponse(entry: entry, now: now), revision.bookkeeping)
     }
 
     /// A stored entry after the server confirmed it with `merged` headers: new validators,

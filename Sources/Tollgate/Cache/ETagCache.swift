@@ -32,6 +32,13 @@ public final class ETagCache: Sendable {
     let logger: Logger
     let buffer = Mutex(CacheActivityBuffer())
     let secretRules: CacheKey.SecretRules
+    /// The keys of recent requests: a request is keyed on the lookup, the coalescing and the store
+    /// of its answer, and a refresh asks for the same URL again and again. Memory only, like the
+    /// secrets a key holds for scrubbing.
+    private let recentKeys = Mutex<[RequestFingerprint: CacheKey]>([:])
+    private static let recentKeysLimit = 512
+    /// The Pacific day of the last use counted: its bounds and its key.
+    private let today = Mutex<(start: Date, end: Date, key: String)?>(nil)
 
     /// Creates a cache over a store.
     /// - Parameters:
@@ -56,7 +63,14 @@ public final class ETagCache: Sendable {
     /// - Returns: Its key.
     /// - Throws: ``CacheError/unkeyableRequest(_:)`` when the request has no URL to key on.
     public func key(for request: HTTPRequest) throws(CacheError) -> CacheKey {
-        try CacheKey(request: request, secretRules: secretRules)
+        let fingerprint = RequestFingerprint(request: request)
+        if let known = recentKeys.withLock({ $0[fingerprint] }) { return known }
+        let key = try CacheKey(request: request, secretRules: secretRules)
+        recentKeys.withLock { keys in
+            if keys.count >= Self.recentKeysLimit { keys.removeAll(keepingCapacity: true) }
+            keys[fingerprint] = key
+        }
+        return key
     }
 
     // MARK: Lookup
@@ -233,7 +247,12 @@ public final class ETagCache: Sendable {
     }
 
     func statisticsKey(_ endpoint: String, now: Date) -> CacheStatisticsKey {
-        CacheStatisticsKey(pacificDate: PacificDay(containing: now).key, endpoint: endpoint)
+        // Every hit is counted under its Pacific day: the day's key is worked out once a day.
+        let known = today.withLock { day in day.flatMap { now >= $0.start && now < $0.end ? $0.key : nil } }
+        if let known { return CacheStatisticsKey(pacificDate: known, endpoint: endpoint) }
+        let day = PacificDay(containing: now)
+        today.withLock { $0 = (day.start, day.nextReset, day.key) }
+        return CacheStatisticsKey(pacificDate: day.key, endpoint: endpoint)
     }
 
     /// The live entry that answers `request`, read in one transaction.
@@ -264,7 +283,9 @@ public final class ETagCache: Sendable {
     /// The stored variant whose `Vary` fields the request matches; the most recently validated
     /// when several do. `Vary: *` never matches.
     static func selectVariant(among candidates: [CacheEntryMetadata], for request: HTTPRequest) -> CacheEntryMetadata? {
-        candidates.filter { candidate in
+        // The common case on a hit: one variant, stored without Vary, which every request matches.
+        if candidates.count == 1, let only = candidates.first, only.vary == nil, only.variantKey.isEmpty { return only }
+        return candidates.filter { candidate in
             let vary = VaryFields(stored: candidate.vary)
             guard vary != .any else { return false }
             return CacheKey.variantKey(for: request, vary: vary.names) == candidate.variantKey

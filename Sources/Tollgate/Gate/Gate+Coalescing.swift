@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Logging
+import Synchronization
 
 extension Gate {
     /// What coalescing decided for a request that would otherwise be sent.
@@ -17,7 +18,31 @@ extension Gate {
     struct Flight {
         let key: String
         let local: RequestCoalescer.Flight
-        let storeLeaseHolder: String?
+        /// The store's lease, when this request holds it: given back with the answer's cache write,
+        /// or by ``Gate/endFlight(_:)`` when that write did not take it.
+        let leaseReturn: LeaseReturn?
+
+        init(key: String, local: RequestCoalescer.Flight, storeLeaseHolder: String?) {
+            self.key = key
+            self.local = local
+            self.leaseReturn = storeLeaseHolder.map {
+                LeaseReturn(AnswerBookkeeping.LeaseRelease(resourceKey: key, holder: $0))
+            }
+        }
+    }
+
+    /// A store lease that two writes may give back — the answer's cache write, in its own
+    /// transaction, or the end of the flight — and exactly one does: whichever takes it first.
+    final class LeaseReturn: Sendable {
+        private let release: AnswerBookkeeping.LeaseRelease
+        private let taken = Atomic<Bool>(false)
+
+        init(_ release: AnswerBookkeeping.LeaseRelease) { self.release = release }
+
+        /// The release, the first time only.
+        func take() -> AnswerBookkeeping.LeaseRelease? {
+            taken.exchange(true, ordering: .acquiringAndReleasing) ? nil : release
+        }
     }
 
     /// Joins or starts the flight of identical requests (same cache key): the first leads, the
@@ -75,9 +100,9 @@ extension Gate {
     /// Ends a flight this request led, once its answer is stored: gives the store's lease back
     /// and wakes the requests waiting in this process.
     func endFlight(_ flight: Flight) async {
-        if let holder = flight.storeLeaseHolder {
+        if let release = flight.leaseReturn?.take() {
             // A lease that cannot be given back lapses on its own.
-            try? await storage.releaseCoalescingLease(resourceKey: flight.key, holder: holder)
+            try? await storage.releaseCoalescingLease(resourceKey: release.resourceKey, holder: release.holder)
         }
         coalescer.finish(flight.key, flight.local)
     }

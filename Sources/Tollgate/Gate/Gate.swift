@@ -222,22 +222,23 @@ public final class Gate: Sendable {
         _ request: HTTPRequest, body: Data?, endpoint: String, options: GateRequestOptions,
         via transport: any HTTPTransport, revalidation: Revalidation, ledger: inout AttemptLedger
     ) async throws -> GateResponse {
-        var logger = self.logger
-        logger[metadataKey: "gate.endpoint"] = "\(endpoint)"
-
         // 1. Cache lookup. A cache that cannot be read never fails the request.
         var lookup: CacheLookup
         do {
             lookup = revalidation == .bypassingCache ? .miss(request) : try await cache.lookup(request, endpoint: endpoint)
         } catch {
-            logger.warning("cache lookup failed; sending without it", metadata: ["error": "\(error)"])
+            self.logger.warning("cache lookup failed; sending without it",
+                                metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])
             lookup = .miss(request)
         }
         if case .fresh(let cached) = lookup {
-            logger.debug("served fresh from cache")
+            self.logger.debug("served fresh from cache", metadata: ["gate.endpoint": "\(endpoint)"])
             return GateResponse(response: cached.response, body: cached.body, source: .cache,
                                 unitsCharged: 0, attempts: 0, age: cached.age)
         }
+        // A handler's metadata is rebuilt on every change: set once the request goes further than a hit.
+        var logger = self.logger
+        logger[metadataKey: "gate.endpoint"] = "\(endpoint)"
         if let early = await answerWithoutSending(request, lookup: lookup, endpoint: endpoint, options: options,
                                                   via: transport, revalidation: revalidation) {
             return early
@@ -262,7 +263,7 @@ public final class Gate: Sendable {
         // The flight ends only once the answer is stored, so that those waiting for it find it.
         do {
             let answer = try await forward(request, body: body, lookup: lookup, endpoint: endpoint, options: options,
-                                           via: transport, ledger: &ledger, logger: logger)
+                                           via: transport, lease: flight.leaseReturn, ledger: &ledger, logger: logger)
             await endFlight(flight)
             return answer
         } catch {
@@ -275,7 +276,7 @@ public final class Gate: Sendable {
     /// the retry policy, then store, revalidate or serve stale.
     private func forward(
         _ request: HTTPRequest, body: Data?, lookup: CacheLookup, endpoint: String, options: GateRequestOptions,
-        via transport: any HTTPTransport, ledger: inout AttemptLedger, logger: Logger
+        via transport: any HTTPTransport, lease: LeaseReturn? = nil, ledger: inout AttemptLedger, logger: Logger
     ) async throws -> GateResponse {
         let stored = options.allowsStale ? lookup.cachedResponse.flatMap { servableOnError($0, for: request) } : nil
         let outgoing = lookup.requestToSend ?? request
@@ -313,7 +314,8 @@ public final class Gate: Sendable {
 
         // 6. Settle: store, revalidate, or serve stale.
         let answer = try await deliver(exchange, request: outgoing, stored: stored, endpoint: endpoint, options: options,
-                                       storesAnswer: !Self.isSafeWithBody(request, body), ledger: ledger, logger: logger)
+                                       storesAnswer: !Self.isSafeWithBody(request, body), lease: lease,
+                                       ledger: &ledger, logger: logger)
         if answer.status.code == 304, answer.source == .network, outgoing != request,
            !request.headerFields.contains(.ifNoneMatch), !request.headerFields.contains(.ifModifiedSince) {
             return try await resendUnconditionally(request, body: body, after: answer, endpoint: endpoint,
@@ -339,6 +341,16 @@ public final class Gate: Sendable {
         var serverSaysQuotaSpent: Bool
         /// When the request left, for the response delay in a stored answer's age (RFC 9111 §4.2.3).
         var sentAt: Date? = nil
+        /// The attempt's settlement, when it can wait for the cache's write of the answer and share
+        /// its transaction (see ``Gate/settlementCanWait(outcome:quotaSpent:admitted:)``).
+        var pendingSettlement: PendingSettlement? = nil
+    }
+
+    /// A settlement written with the answer instead of on its own.
+    struct PendingSettlement: Sendable {
+        var settlement: AttemptSettlement
+        var reservation: QuotaReservation?
+        var refundReason: String
     }
 
     /// What one admission granted.
@@ -434,11 +446,22 @@ public final class Gate: Sendable {
             .isDisjoint(with: Self.dailyQuotaReasons)
         let outcome = configuration.circuit.classifier.outcome(status: status, body: responseBody)
         let refund = status == 304 && quota.price(of: endpoint).refundsNotModified
-        let state = try await settle(endpoint: endpoint, outcome: outcome, admitted: admitted, refund: refund,
+        var pending: PendingSettlement?
+        let state: CircuitState
+        if settlementCanWait(outcome: outcome, quotaSpent: quotaSpent, admitted: admitted) {
+            pending = PendingSettlement(
+                settlement: try settlement(endpoint: endpoint, outcome: outcome, admitted: admitted, refund: refund,
+                                           refundReason: "304 Not Modified", quotaSpent: false),
+                reservation: admitted.reservation, refundReason: "304 Not Modified"
+            )
+            state = .closed
+        } else {
+            state = try await settle(endpoint: endpoint, outcome: outcome, admitted: admitted, refund: refund,
                                      refundReason: "304 Not Modified", quotaSpent: quotaSpent, ledger: &ledger)
+        }
         var result = AttemptResult.response(
             Exchange(response: response, body: responseBody, stream: stream, serverSaysQuotaSpent: quotaSpent,
-                     sentAt: sentAt),
+                     sentAt: sentAt, pendingSettlement: pending),
             status: status,
             retryAfter: response.headerFields[.retryAfter].flatMap(RetryAfter.init(headerValue:)),
             outcome: outcome
@@ -451,29 +474,68 @@ public final class Gate: Sendable {
         return result
     }
 
+    /// Whether an attempt's settlement may wait for the cache's write of its answer: a success (a
+    /// `200`, a `304`) that is not the half-open probe and not the server's "quota spent". Such a
+    /// settlement cannot open the circuit, so the retry loop does not need it first.
+    private func settlementCanWait(outcome: CircuitOutcome, quotaSpent: Bool, admitted: Admitted) -> Bool {
+        outcome == .success && !quotaSpent && admitted.probeToken == nil && admitted.reservation != nil
+    }
+
+    private func settlement(
+        endpoint: String, outcome: CircuitOutcome, admitted: Admitted, refund: Bool, refundReason: String,
+        quotaSpent: Bool
+    ) throws -> AttemptSettlement {
+        let reservation = admitted.reservation
+        let bucket = reservation?.bucket ?? quota.price(of: endpoint).bucket
+        return AttemptSettlement(
+            endpoint: endpoint, outcome: outcome, probeToken: admitted.probeToken,
+            circuitPolicy: configuration.circuit.policy(for: endpoint),
+            refundReservationID: refund ? reservation?.id : nil, refundReason: refundReason,
+            exhaustedBucket: quotaSpent
+                ? .init(bucket: bucket, configuredLimit: try quota.configuredLimit(of: bucket))
+                : nil,
+            at: clock.now()
+        )
+    }
+
     private func settle(
         endpoint: String, outcome: CircuitOutcome, admitted: Admitted, refund: Bool, refundReason: String,
         quotaSpent: Bool, ledger: inout AttemptLedger
     ) async throws -> CircuitState {
-        let reservation = admitted.reservation
-        let bucket = reservation?.bucket ?? quota.price(of: endpoint).bucket
-        let settlement: AttemptSettlementResult
+        let attempt = try settlement(endpoint: endpoint, outcome: outcome, admitted: admitted, refund: refund,
+                                     refundReason: refundReason, quotaSpent: quotaSpent)
+        let result: AttemptSettlementResult
         do {
-            settlement = try await storage.settleAttempt(AttemptSettlement(
-                endpoint: endpoint, outcome: outcome, probeToken: admitted.probeToken,
-                circuitPolicy: configuration.circuit.policy(for: endpoint),
-                refundReservationID: refund ? reservation?.id : nil, refundReason: refundReason,
-                exhaustedBucket: quotaSpent
-                    ? .init(bucket: bucket, configuredLimit: try quota.configuredLimit(of: bucket))
-                    : nil,
-                at: clock.now()
-            ))
+            result = try await storage.settleAttempt(attempt)
         } catch let error where isLedgerFailure(error) && configuration.ledgerFailurePolicy == .failOpen {
             // The answer is here: with a ledger that cannot be written it is delivered unrecorded.
             logger.warning("the ledger cannot be written; the answer is not recorded (ledger failure policy: fail open)",
                            metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])
             return .closed
         }
+        return await report(result, endpoint: endpoint, reservation: admitted.reservation, refundReason: refundReason,
+                            quotaSpent: quotaSpent, ledger: &ledger)
+    }
+
+    /// Writes a settlement that waited for the answer, when the cache's write did not carry it.
+    private func settle(_ pending: PendingSettlement, endpoint: String, ledger: inout AttemptLedger) async throws {
+        let result: AttemptSettlementResult
+        do {
+            result = try await storage.settleAttempt(pending.settlement)
+        } catch let error where isLedgerFailure(error) && configuration.ledgerFailurePolicy == .failOpen {
+            logger.warning("the ledger cannot be written; the answer is not recorded (ledger failure policy: fail open)",
+                           metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])
+            return
+        }
+        _ = await report(result, endpoint: endpoint, reservation: pending.reservation,
+                         refundReason: pending.refundReason, quotaSpent: false, ledger: &ledger)
+    }
+
+    /// Logs and counts what a settlement did, wherever it was written.
+    private func report(
+        _ settlement: AttemptSettlementResult, endpoint: String, reservation: QuotaReservation?, refundReason: String,
+        quotaSpent: Bool, ledger: inout AttemptLedger
+    ) async -> CircuitState {
         if let reservation, let refunded = settlement.refund,
            case .refunded(let units) = quota.report(refunded, of: reservation, reason: refundReason) {
             ledger.refunded(units)
@@ -501,7 +563,8 @@ public final class Gate: Sendable {
     /// its answer must not answer the same URL without it (a GET with a body, such as a search).
     private func deliver(
         _ exchange: Exchange, request: HTTPRequest, stored: CachedResponse?, endpoint: String,
-        options: GateRequestOptions, storesAnswer: Bool, ledger: AttemptLedger, logger: Logger
+        options: GateRequestOptions, storesAnswer: Bool, lease: LeaseReturn?, ledger: inout AttemptLedger,
+        logger: Logger
     ) async throws -> GateResponse {
         let status = exchange.response.status.code
         if exchange.serverSaysQuotaSpent {
@@ -512,8 +575,14 @@ public final class Gate: Sendable {
             return try await serveStale(stored, because: refusal, endpoint: endpoint, ledger: ledger, logger: logger)
         }
         if status == 304 {
-            if let revalidated = try? await cache.revalidated(exchange.response, for: request, endpoint: endpoint,
-                                                              requestedAt: exchange.sentAt) {
+            // The revision, the attempt's settlement and the lease: one transaction after the answer.
+            let bookkeeping = AnswerBookkeeping(settlement: exchange.pendingSettlement?.settlement,
+                                                leaseRelease: lease?.take())
+            let written = try? await cache.revalidated(exchange.response, for: request, endpoint: endpoint,
+                                                       requestedAt: exchange.sentAt, bookkeeping: bookkeeping)
+            try await finish(bookkeeping, written: written?.booked, pending: exchange.pendingSettlement,
+                             endpoint: endpoint, ledger: &ledger)
+            if let revalidated = written?.cached {
                 return GateResponse(response: revalidated.response, body: revalidated.body, source: .revalidated,
                                     unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: revalidated.age)
             }
@@ -527,16 +596,41 @@ public final class Gate: Sendable {
             logger.debug("cache miss: not stored", metadata: [
                 "cache.reason": "\(storesAnswer ? "the body is larger than the cache's maxBodySize" : "the request has a body")",
             ])
+            try await finish(AnswerBookkeeping(), written: nil, pending: exchange.pendingSettlement, endpoint: endpoint,
+                             ledger: &ledger)
             return Self.networkAnswer(exchange, ledger)
         }
+        let bookkeeping = AnswerBookkeeping(settlement: exchange.pendingSettlement?.settlement, leaseRelease: lease?.take())
+        var booked: AnswerBookkeepingResult?
         do {
-            try await cache.storeResponse(exchange.response, body: exchange.body, for: request, endpoint: endpoint,
-                                          requestedAt: exchange.sentAt)
+            booked = try await cache.storeResponse(exchange.response, body: exchange.body, for: request, endpoint: endpoint,
+                                                   requestedAt: exchange.sentAt, bookkeeping: bookkeeping).booked
         } catch {
             // A cache that cannot be written never fails the request.
             logger.warning("could not store the response in the cache", metadata: ["error": "\(error)"])
         }
+        try await finish(bookkeeping, written: booked, pending: exchange.pendingSettlement, endpoint: endpoint,
+                         ledger: &ledger)
         return Self.networkAnswer(exchange, ledger)
+    }
+
+    /// Reports bookkeeping the cache's write carried, or writes on its own what it did not carry.
+    private func finish(
+        _ bookkeeping: AnswerBookkeeping, written: AnswerBookkeepingResult?, pending: PendingSettlement?,
+        endpoint: String, ledger: inout AttemptLedger
+    ) async throws {
+        if let written {
+            if let pending, let result = written.settlement {
+                _ = await report(result, endpoint: endpoint, reservation: pending.reservation,
+                                 refundReason: pending.refundReason, quotaSpent: false, ledger: &ledger)
+            }
+            return
+        }
+        if let pending { try await settle(pending, endpoint: endpoint, ledger: &ledger) }
+        if let release = bookkeeping.leaseRelease {
+            // A lease that cannot be given back lapses on its own.
+            try? await storage.releaseCoalescingLease(resourceKey: release.resourceKey, holder: release.holder)
+        }
     }
 
     /// A GET or HEAD with a body: the cache key cannot see the body, so such a request is neither

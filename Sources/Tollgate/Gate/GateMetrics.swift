@@ -15,14 +15,21 @@ import Synchronization
 final class GateMetrics: Sendable {
     private let factory: any MetricsFactory
     private let cacheCounts = Mutex<[String: (served: Int, total: Int)]>([:])
+    /// `tollgate_requests_total` by endpoint and source, made once each: a counter and its
+    /// dimensions cost allocations that a cache hit would otherwise pay every time.
+    private let requestCounters = Mutex<[RequestCounterKey: Counter]>([:])
+
+    private struct RequestCounterKey: Hashable {
+        let endpoint: String
+        let source: ResponseSource
+    }
 
     init(factory: any MetricsFactory) {
         self.factory = factory
     }
 
     func record(_ answer: GateResponse, endpoint: String) {
-        Counter(label: "tollgate_requests_total", dimensions: [("endpoint", endpoint), ("source", Self.label(answer.source))],
-                factory: factory).increment()
+        requestsCounter(endpoint: endpoint, source: answer.source).increment()
         if answer.unitsCharged != 0 {
             Counter(label: "tollgate_quota_units_total", dimensions: [("endpoint", endpoint)], factory: factory)
                 .increment(by: Int64(answer.unitsCharged))
@@ -62,6 +69,19 @@ final class GateMetrics: Sendable {
         case .open: 2
         }
         Gauge(label: "tollgate_circuit_state", dimensions: [("endpoint", endpoint)], factory: factory).record(value)
+    }
+
+    private func requestsCounter(endpoint: String, source: ResponseSource) -> Counter {
+        let key = RequestCounterKey(endpoint: endpoint, source: source)
+        if let known = requestCounters.withLock({ $0[key] }) { return known }
+        let counter = Counter(label: "tollgate_requests_total",
+                              dimensions: [("endpoint", endpoint), ("source", Self.label(source))], factory: factory)
+        requestCounters.withLock { counters in
+            // Endpoints come from callers; a bound keeps hostile names from growing this without end.
+            if counters.count >= 4096 { counters.removeAll(keepingCapacity: true) }
+            counters[key] = counter
+        }
+        return counter
     }
 
     private func refused(endpoint: String, reason: String) {

@@ -71,26 +71,47 @@ extension PostgresStore: AdmissionStorage, GateStorage {
     public func settleAttempt(_ settlement: AttemptSettlement) async throws -> AttemptSettlementResult {
         try Self.validateCircuit(endpoint: settlement.endpoint, policy: settlement.circuitPolicy)
         return try await inTransaction("settling an attempt at \(settlement.endpoint)") { [self] connection in
-            let circuit = try await runCircuitEvent(connection, endpoint: settlement.endpoint) { record, now in
-                var machine = CircuitStateMachine(
-                    record: record, endpoint: settlement.endpoint, policy: settlement.circuitPolicy, now: now
-                )
-                let recording = machine.record(settlement.outcome, probeToken: settlement.probeToken, now: now)
-                return (machine, recording.transitions, recording)
-            }
-            var refund: QuotaRefundOutcome?
-            if let id = settlement.refundReservationID {
-                refund = try await refundCharge(connection, reservationID: id, reason: settlement.refundReason)
-            }
-            var exhaustion: QuotaExhaustion?
-            if let bucket = settlement.exhaustedBucket {
-                exhaustion = try await markExhausted(
-                    connection, bucket: bucket.bucket, configuredLimit: bucket.configuredLimit,
-                    endpoint: settlement.endpoint
-                )
-            }
-            return AttemptSettlementResult(circuit: circuit, refund: refund, exhaustion: exhaustion)
+            try await settle(connection, settlement)
         }
+    }
+
+    /// The settlement inside the caller's transaction: on its own, or beside a cache write.
+    func settle(_ connection: PostgresConnection, _ settlement: AttemptSettlement) async throws -> AttemptSettlementResult {
+        let circuit = try await runCircuitEvent(connection, endpoint: settlement.endpoint) { record, now in
+            var machine = CircuitStateMachine(
+                record: record, endpoint: settlement.endpoint, policy: settlement.circuitPolicy, now: now
+            )
+            let recording = machine.record(settlement.outcome, probeToken: settlement.probeToken, now: now)
+            return (machine, recording.transitions, recording)
+        }
+        var refund: QuotaRefundOutcome?
+        if let id = settlement.refundReservationID {
+            refund = try await refundCharge(connection, reservationID: id, reason: settlement.refundReason)
+        }
+        var exhaustion: QuotaExhaustion?
+        if let bucket = settlement.exhaustedBucket {
+            exhaustion = try await markExhausted(
+                connection, bucket: bucket.bucket, configuredLimit: bucket.configuredLimit,
+                endpoint: settlement.endpoint
+            )
+        }
+        return AttemptSettlementResult(circuit: circuit, refund: refund, exhaustion: exhaustion)
+    }
+
+    /// The ledger's writes that follow an answer, inside the caller's transaction (a cache write's).
+    func record(_ connection: PostgresConnection, _ bookkeeping: AnswerBookkeeping) async throws -> AnswerBookkeepingResult {
+        if let settlement = bookkeeping.settlement {
+            try Self.validateCircuit(endpoint: settlement.endpoint, policy: settlement.circuitPolicy)
+        }
+        var result = AnswerBookkeepingResult()
+        if let settlement = bookkeeping.settlement { result.settlement = try await settle(connection, settlement) }
+        if let release = bookkeeping.leaseRelease {
+            _ = try await connection.run(
+                "DELETE FROM cache_leases WHERE resource_key = \(release.resourceKey) AND holder = \(release.holder)",
+                logger: logger
+            )
+        }
+        return result
     }
 
     /// A request refused after the circuit chose it as the probe gives the lease back at once, so

@@ -38,16 +38,18 @@ extension PostgresStore: CacheStorage {
     ///   - entry: The response.
     ///   - retention: The limits to enforce.
     ///   - activity: Buffered touches and statistics to apply first.
-    /// - Returns: The entry in force and what was removed.
+    ///   - bookkeeping: The ledger's writes that follow the answer, in the same transaction.
+    /// - Returns: The entry in force, what was removed, and the bookkeeping's result.
     /// - Throws: ``PostgresStoreError`` when the server fails; nothing is changed then.
     public func storeCacheEntry(
-        _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity
+        _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity, bookkeeping: AnswerBookkeeping
     ) async throws -> CacheStoreResult {
         try await inTransaction("storing a cached response") { [self] connection in
             try await recordCacheActivity(connection, activity)
             let (metadata, replaced, _) = try await upsertCacheEntry(connection, entry)
             let pruned = try await enforceCacheRetention(connection, retention, keeping: metadata.id)
-            return CacheStoreResult(entry: metadata, replaced: replaced, pruned: pruned)
+            let booked = try await record(connection, bookkeeping)
+            return CacheStoreResult(entry: metadata, replaced: replaced, pruned: pruned, bookkeeping: booked)
         }
     }
 
@@ -56,21 +58,24 @@ extension PostgresStore: CacheStorage {
     ///   - resourceKey: The resource's digest.
     ///   - validatedSinceMs: Expired entries are not candidates.
     ///   - activity: Buffered touches and statistics to apply first.
+    ///   - bookkeeping: The ledger's writes that follow the `304`, in the same transaction whether or
+    ///     not an entry matches.
     ///   - revise: Returns the change to make, or nil when no entry matches the `304`.
-    /// - Returns: The updated entry with its body, or nil when nothing matched.
+    /// - Returns: The updated entry with its body (nil when nothing matched), and the bookkeeping's result.
     /// - Throws: ``PostgresStoreError`` when the server fails; nothing is changed then.
     public func reviseCacheEntry(
-        resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity,
+        resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity, bookkeeping: AnswerBookkeeping,
         revise: @escaping @Sendable ([CacheEntryMetadata]) -> CacheRevision?
-    ) async throws -> CacheEntry? {
+    ) async throws -> CacheRevisionResult {
         try await inTransaction("revising a cached response") { [self] connection in
             try await recordCacheActivity(connection, activity)
+            let booked = try await record(connection, bookkeeping)
             let candidates = try await cacheCandidates(
                 connection, resourceKey: resourceKey, validatedSinceMs: validatedSinceMs
             )
             guard !candidates.isEmpty, let revision = revise(candidates),
                   candidates.contains(where: { $0.id == revision.entryID })
-            else { return nil }
+            else { return CacheRevisionResult(entry: nil, bookkeeping: booked) }
             try await connection.run("""
                 UPDATE cache_entries SET headers = \(Self.encodeCacheHeaders(revision.headers)), etag = \(revision.etag),
                     last_modified = \(revision.lastModified), fresh_until_ms = \(revision.freshUntilMs),
@@ -81,14 +86,14 @@ extension PostgresStore: CacheStorage {
                 """, logger: logger)
             guard let metadata = try await cacheEntryMetadata(connection, id: revision.entryID),
                   let body = try await cacheBody(connection, entryID: revision.entryID)
-            else { return nil }
+            else { return CacheRevisionResult(entry: nil, bookkeeping: booked) }
             if revision.countsAsRevalidation {
                 try await countCacheStatistics(
                     connection, CacheStatisticsCounts(revalidations: 1, bytesSaved: metadata.bodySize),
                     for: revision.statisticsKey
                 )
             }
-            return CacheEntry(metadata: metadata, body: body)
+            return CacheRevisionResult(entry: CacheEntry(metadata: metadata, body: body), bookkeeping: booked)
         }
     }
 

@@ -2,11 +2,11 @@ import Foundation
 
 extension SQLiteStore: AdmissionStorage, GateStorage {
     public func admit(_ request: AdmissionRequest) async throws -> AdmissionOutcome {
-        try await write { db in try AdmissionTable.admit(db, request) }
+        try await writeKeepingRecentEntries { db in try AdmissionTable.admit(db, request) }
     }
 
     public func settleAttempt(_ settlement: AttemptSettlement) async throws -> AttemptSettlementResult {
-        try await write { db in try AdmissionTable.settle(db, settlement) }
+        try await writeKeepingRecentEntries { db in try AdmissionTable.settle(db, settlement) }
     }
 }
 
@@ -19,21 +19,21 @@ enum AdmissionTable {
                                              probeToken: request.probeToken, now: now)
         guard circuit.decision.isAllowed else { return .refusedByCircuit(circuit) }
 
-        // The throttle slot and the charge stand or fall together.
-        try db.execute("SAVEPOINT admission")
-        let throttle = try ThrottleTable.admit(db, endpoint: request.endpoint, limit: request.throttleLimit, at: now)
+        // The throttle slot and the charge stand or fall together: the window is read first and
+        // written only once the quota has paid, so a refusal needs no savepoint to undo it.
+        let window = try ThrottleTable.evaluate(db, endpoint: request.endpoint, limit: request.throttleLimit, at: now)
+        let throttle = window.admission
         guard throttle.allowed else {
-            try db.execute("RELEASE admission")
+            try ThrottleTable.save(db, window, admitting: false)
             try releaseProbe(db, circuit, request)
             return .throttled(circuit: circuit, throttle: throttle)
         }
         switch try QuotaTable.reserve(db, request.quota) {
         case .reserved(let charge):
-            try db.execute("RELEASE admission")
+            try ThrottleTable.save(db, window, admitting: true)
             return .admitted(circuit: circuit, throttle: throttle, charge: charge)
         case .refused(let refusal):
-            try db.execute("ROLLBACK TO admission")
-            try db.execute("RELEASE admission")
+            try ThrottleTable.save(db, window, admitting: false)
             try releaseProbe(db, circuit, request)
             return .refusedByQuota(circuit: circuit, refusal: refusal)
         }

@@ -44,16 +44,38 @@ public struct CacheStoreResult: Sendable, Hashable {
     public var replaced: Bool
     /// What the limits removed in the same transaction.
     public var pruned: CachePruneResult
+    /// What the bookkeeping written beside the entry did.
+    public var bookkeeping: AnswerBookkeepingResult
 
     /// Creates a result.
     /// - Parameters:
     ///   - entry: The stored entry.
     ///   - replaced: Whether it replaced one.
     ///   - pruned: What the limits removed.
-    public init(entry: CacheEntryMetadata, replaced: Bool, pruned: CachePruneResult) {
+    ///   - bookkeeping: What the bookkeeping written beside it did.
+    public init(entry: CacheEntryMetadata, replaced: Bool, pruned: CachePruneResult,
+                bookkeeping: AnswerBookkeepingResult = AnswerBookkeepingResult()) {
         self.entry = entry
         self.replaced = replaced
         self.pruned = pruned
+        self.bookkeeping = bookkeeping
+    }
+}
+
+/// The outcome of applying a `304`.
+public struct CacheRevisionResult: Sendable, Hashable {
+    /// The updated entry with its body, or nil when no stored entry matched the `304`.
+    public var entry: CacheEntry?
+    /// What the bookkeeping written beside it did.
+    public var bookkeeping: AnswerBookkeepingResult
+
+    /// Creates a result.
+    /// - Parameters:
+    ///   - entry: The updated entry, or nil.
+    ///   - bookkeeping: What the bookkeeping did.
+    public init(entry: CacheEntry?, bookkeeping: AnswerBookkeepingResult = AnswerBookkeepingResult()) {
+        self.entry = entry
+        self.bookkeeping = bookkeeping
     }
 }
 

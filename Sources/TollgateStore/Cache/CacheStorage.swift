@@ -27,10 +27,11 @@ public protocol CacheStorage: Sendable {
     ///   - entry: The response.
     ///   - retention: The limits to enforce.
     ///   - activity: Buffered touches and statistics to apply first.
-    /// - Returns: The stored entry and what was removed.
+    ///   - bookkeeping: The ledger's writes that follow the answer, made in the same transaction.
+    /// - Returns: The stored entry, what was removed, and the bookkeeping's result.
     /// - Throws: A storage error; nothing is changed then.
     func storeCacheEntry(
-        _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity
+        _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity, bookkeeping: AnswerBookkeeping
     ) async throws -> CacheStoreResult
 
     /// Applies a `304` to one stored entry, chosen by `revise` among the resource's live variants:
@@ -40,13 +41,15 @@ public protocol CacheStorage: Sendable {
     ///   - resourceKey: The resource's digest.
     ///   - validatedSinceMs: Expired entries are not candidates.
     ///   - activity: Buffered touches and statistics to apply first.
+    ///   - bookkeeping: The ledger's writes that follow the `304`, made in the same transaction
+    ///     whether or not an entry matches.
     ///   - revise: Returns the change to make, or nil when no entry matches the `304`.
-    /// - Returns: The updated entry with its body, or nil when nothing matched.
+    /// - Returns: The updated entry with its body (nil when nothing matched), and the bookkeeping's result.
     /// - Throws: A storage error; nothing is changed then.
     func reviseCacheEntry(
-        resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity,
+        resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity, bookkeeping: AnswerBookkeeping,
         revise: @escaping @Sendable ([CacheEntryMetadata]) -> CacheRevision?
-    ) async throws -> CacheEntry?
+    ) async throws -> CacheRevisionResult
 
     /// Removes every variant of a resource (a `no-store` answer, an unstorable replacement).
     /// - Parameters:
@@ -132,4 +135,37 @@ public protocol CacheStorage: Sendable {
     ///   - holder: The leading request's token.
     /// - Throws: A storage error.
     func releaseCoalescingLease(resourceKey: String, holder: String) async throws
+}
+
+extension CacheStorage {
+    /// Stores a response with no bookkeeping beside it. See
+    /// ``storeCacheEntry(_:retention:activity:bookkeeping:)``.
+    /// - Parameters:
+    ///   - entry: The response.
+    ///   - retention: The limits to enforce.
+    ///   - activity: Buffered touches and statistics to apply first.
+    /// - Returns: The stored entry and what was removed.
+    /// - Throws: A storage error; nothing is changed then.
+    public func storeCacheEntry(
+        _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity
+    ) async throws -> CacheStoreResult {
+        try await storeCacheEntry(entry, retention: retention, activity: activity, bookkeeping: AnswerBookkeeping())
+    }
+
+    /// Applies a `304` with no bookkeeping beside it. See
+    /// ``reviseCacheEntry(resourceKey:validatedSinceMs:activity:bookkeeping:revise:)``.
+    /// - Parameters:
+    ///   - resourceKey: The resource's digest.
+    ///   - validatedSinceMs: Expired entries are not candidates.
+    ///   - activity: Buffered touches and statistics to apply first.
+    ///   - revise: Returns the change to make, or nil when no entry matches the `304`.
+    /// - Returns: The updated entry with its body, or nil when nothing matched.
+    /// - Throws: A storage error; nothing is changed then.
+    public func reviseCacheEntry(
+        resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity,
+        revise: @escaping @Sendable ([CacheEntryMetadata]) -> CacheRevision?
+    ) async throws -> CacheEntry? {
+        try await reviseCacheEntry(resourceKey: resourceKey, validatedSinceMs: validatedSinceMs, activity: activity,
+                                   bookkeeping: AnswerBookkeeping(), revise: revise).entry
+    }
 }

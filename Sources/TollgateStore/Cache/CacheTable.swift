@@ -61,7 +61,12 @@ enum CacheTable {
 
     /// Inserts or replaces an entry and its body; returns the stored metadata and whether it
     /// replaced an entry with the same keys.
-    static func upsert(_ db: Database, _ entry: NewCacheEntry) throws -> (metadata: CacheEntryMetadata, replaced: Bool) {
+    /// At capacity (`retention`'s entry limit reached), a new resource takes over the least recently
+    /// used entry's rows in place — the same id, table row and body row rewritten — instead of a
+    /// row inserted and another deleted: fewer pages, no freelist churn. `evictedInPlace` is 1 then.
+    static func upsert(
+        _ db: Database, _ entry: NewCacheEntry, retention: CacheRetention? = nil
+    ) throws -> (metadata: CacheEntryMetadata, replaced: Bool, evictedInPlace: Int) {
         // One probe of the unique index finds the same variant and any variant stored under another
         // Vary, which would match requests this response no longer describes.
         var existing: (id: Int64, hitCount: Int64)?
@@ -83,7 +88,25 @@ enum CacheTable {
         let headers = DatabaseValue.text(encode(entry.headers))
         let size = Int64(entry.body.count)
         let id: Int64
-        if let existing {
+        var evictedInPlace = 0
+        if existing == nil, let retention, let victim = try victimToReplace(db, retention, adding: size) {
+            try db.cachedStatement(
+                """
+                UPDATE cache_entries SET resource_key = ?, variant_key = ?, endpoint = ?, method = ?, url = ?, vary = ?,
+                    status = ?, headers = ?, etag = ?, last_modified = ?, body_size = ?, stored_at_ms = ?,
+                    validated_at_ms = ?, fresh_until_ms = ?, last_access_ms = ?, hit_count = 0, initial_age_ms = ?
+                WHERE id = ?
+                """
+            ).execute([.text(entry.resourceKey), .text(entry.variantKey), .text(entry.endpoint), .text(entry.method),
+                       .text(entry.url), .optionalText(entry.vary), .int(entry.status), headers,
+                       .optionalText(entry.etag), .optionalText(entry.lastModified), .integer(size), .integer(entry.nowMs),
+                       .integer(entry.nowMs), .optionalInt(entry.freshUntilMs), .integer(entry.nowMs),
+                       .integer(max(0, entry.initialAgeMs)), .integer(victim)])
+            try db.cachedStatement("UPDATE cache_bodies SET body = ? WHERE entry_id = ?")
+                .execute([.blob(entry.body), .integer(victim)])
+            id = victim
+            evictedInPlace = 1
+        } else if let existing {
             try db.execute(
                 """
                 UPDATE cache_entries SET endpoint = ?, method = ?, url = ?, status = ?, headers = ?,
@@ -122,7 +145,19 @@ enum CacheTable {
             validatedAtMs: entry.nowMs, freshUntilMs: entry.freshUntilMs, lastAccessMs: entry.nowMs,
             hitCount: existing?.hitCount ?? 0, initialAgeMs: max(0, entry.initialAgeMs)
         )
-        return (metadata, existing != nil)
+        return (metadata, existing != nil, evictedInPlace)
+    }
+
+    /// The entry a new one replaces in place: the least recently used, when the cache is at its
+    /// entry limit and the bytes stay within budget once the victim's body is swapped for the new one.
+    private static func victimToReplace(_ db: Database, _ retention: CacheRetention, adding size: Int64) throws -> Int64? {
+        let current = try totals(db)
+        guard retention.maxEntries > 0, current.entries >= retention.maxEntries else { return nil }
+        guard let victim = try db.cachedStatement(
+            "SELECT id, body_size FROM cache_entries ORDER BY last_access_ms, id LIMIT 1"
+        ).fetchOne(), let id = victim[0].int64 else { return nil }
+        let bodyBytes = current.bodyBytes - (victim[1].int64 ?? 0) + size
+        return bodyBytes <= retention.maxTotalBodyBytes ? id : nil
     }
 
     /// Applies a `304`'s revision: metadata only, never the body.

@@ -3,14 +3,14 @@ import Foundation
 extension SQLiteStore: CircuitStorage {
     public func admitCircuitRequest(endpoint: String, policy: CircuitPolicy, probeToken: String,
                                     at now: Date) async throws -> CircuitAdmission {
-        try await write { db in
+        try await writeKeepingRecentEntries { db in
             try CircuitTable.admit(db, endpoint: endpoint, policy: policy, probeToken: probeToken, now: now)
         }
     }
 
     public func recordCircuitOutcome(_ outcome: CircuitOutcome, endpoint: String, probeToken: String?,
                                      policy: CircuitPolicy, at now: Date) async throws -> CircuitRecording {
-        try await write { db in
+        try await writeKeepingRecentEntries { db in
             try CircuitTable.record(db, outcome: outcome, endpoint: endpoint, probeToken: probeToken,
                                     policy: policy, now: now)
         }
@@ -25,12 +25,12 @@ extension SQLiteStore: CircuitStorage {
     }
 
     public func resetCircuits(endpoint: String?, at now: Date) async throws -> [CircuitTransition] {
-        try await write { db in try CircuitTable.reset(db, endpoint: endpoint, now: now) }
+        try await writeKeepingRecentEntries { db in try CircuitTable.reset(db, endpoint: endpoint, now: now) }
     }
 
     public func forceOpenCircuit(endpoint: String, duration: Duration, policy: CircuitPolicy,
                                  at now: Date) async throws -> CircuitTransition {
-        try await write { db in
+        try await writeKeepingRecentEntries { db in
             try CircuitTable.forceOpen(db, endpoint: endpoint, duration: duration, policy: policy, now: now)
         }
     }

@@ -20,7 +20,7 @@ extension SQLiteStore: MaintenanceStorage {
             checkpointBusy: (sizes.checkpoint?[0].int ?? 0) != 0,
             walFrames: max(sizes.checkpoint?[1].int ?? 0, 0), checkpointedFrames: max(sizes.checkpoint?[2].int ?? 0, 0)
         )
-        try await write { db in
+        try await writeKeepingRecentEntries { db in
             _ = try AdminEventTable.record(
                 db, at: at, subject: "database", target: nil, action: "vacuum",
                 detail: "\(result.bytesBefore) → \(result.bytesAfter) bytes (\(result.freePagesBefore) free pages); "

@@ -18,6 +18,8 @@ enum QuotaTable {
         var exhaustedUntilMs: Int64?
         var warnedDate: String?
         var warnedPercent: Int
+        /// The units the bucket used on the day asked for with the row, when one was.
+        var unitsUsed: Int? = nil
 
         /// The server's mark holds for the Pacific day it was set on, and only that day: it ends at
         /// that day's midnight, and a wall clock set back to an earlier day does not extend it.
@@ -41,8 +43,9 @@ enum QuotaTable {
         try EndpointName.validate(request.endpoint)
         let day = PacificDay(containing: request.at)
         let nowMs = request.at.quotaMilliseconds
-        let bucket = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit, nowMs: nowMs)
-        let used = try bucketUnits(db, bucket: request.bucket, day: day)
+        let bucket = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit, nowMs: nowMs,
+                                           day: day)
+        let used = try bucket.unitsUsed ?? bucketUnits(db, bucket: request.bucket, day: day)
         func refusal(_ reason: QuotaRefusal.Reason) -> QuotaReservationOutcome {
             .refused(QuotaRefusal(
                 reason: reason, bucket: request.bucket, endpoint: request.endpoint, cost: request.cost,
@@ -279,11 +282,23 @@ enum QuotaTable {
     // MARK: Parts
 
     /// The bucket's row with the limit in force: an operator's limit wins; otherwise the configured one.
-    static func bucketRow(_ db: Database, _ bucket: String, configuredLimit: Int) throws -> BucketRow? {
-        guard let row = try db.fetchOne("""
-            SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent
-            FROM quota_buckets WHERE bucket = ?
-            """, [.text(bucket)]) else { return nil }
+    /// - Parameter day: A day whose usage to read with the row, in the same statement.
+    static func bucketRow(_ db: Database, _ bucket: String, configuredLimit: Int, unitsOn day: PacificDay? = nil)
+        throws -> BucketRow? {
+        let found = if let day {
+            try db.fetchOne("""
+                SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent,
+                       (SELECT COALESCE(SUM(MIN(MAX(units, -?), ?)), 0) FROM quota_usage
+                        WHERE pacific_date = ? AND bucket = quota_buckets.bucket)
+                FROM quota_buckets WHERE bucket = ?
+                """, [.int(QuotaLimits.maximumUnits), .int(QuotaLimits.maximumUnits), .text(day.key), .text(bucket)])
+        } else {
+            try db.fetchOne("""
+                SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent
+                FROM quota_buckets WHERE bucket = ?
+                """, [.text(bucket)])
+        }
+        guard let row = found else { return nil }
         let source = QuotaBucketStatus.LimitSource(rawValue: row[1].string ?? "") ?? .configuration
         // A limit stored before limits were checked (or by hand) is read as the nearest allowed one.
         let stored = QuotaLimits.clamped(row[0].int ?? 0)
@@ -293,13 +308,17 @@ enum QuotaTable {
             limitSource: source,
             exhaustedUntilMs: row[2].int64,
             warnedDate: row[3].string,
-            warnedPercent: row[4].int ?? 0
+            warnedPercent: row[4].int ?? 0,
+            unitsUsed: day == nil ? nil : row[5].int
         )
     }
 
     /// Creates the bucket's row from the configuration, or brings a configuration-owned limit up to
     /// date, recording either change as a `limit` event.
-    static func synchronizeBucket(_ db: Database, _ bucket: String, configuredLimit: Int, nowMs: Int64) throws -> BucketRow {
+    /// - Parameter usageDay: A day whose usage to read with the row (``BucketRow/unitsUsed``).
+    static func synchronizeBucket(
+        _ db: Database, _ bucket: String, configuredLimit: Int, nowMs: Int64, day usageDay: PacificDay? = nil
+    ) throws -> BucketRow {
         guard configuredLimit >= 0 else {
             throw StoreError.invalidArgument("a daily limit cannot be negative (\(bucket): \(configuredLimit))")
         }
@@ -309,7 +328,7 @@ enum QuotaTable {
             )
         }
         let day = PacificDay(containing: Date(timeIntervalSince1970: TimeInterval(nowMs) / 1000))
-        guard let row = try bucketRow(db, bucket, configuredLimit: configuredLimit) else {
+        guard let row = try bucketRow(db, bucket, configuredLimit: configuredLimit, unitsOn: usageDay) else {
             try db.execute(
                 "INSERT INTO quota_buckets (bucket, daily_limit, limit_source, updated_at_ms) VALUES (?, ?, 'configuration', ?)",
                 [.text(bucket), .int(configuredLimit), .integer(nowMs)]

@@ -2,17 +2,17 @@ import Foundation
 
 extension SQLiteStore: QuotaStorage {
     public func reserveQuota(_ request: QuotaReservationRequest) async throws -> QuotaReservationOutcome {
-        try await write { db in try QuotaTable.reserve(db, request) }
+        try await writeKeepingRecentEntries { db in try QuotaTable.reserve(db, request) }
     }
 
     public func refundQuota(reservationID: Int64, at: Date, reason: String?) async throws -> QuotaRefundOutcome {
-        try await write { db in try QuotaTable.refund(db, reservationID: reservationID, at: at, reason: reason) }
+        try await writeKeepingRecentEntries { db in try QuotaTable.refund(db, reservationID: reservationID, at: at, reason: reason) }
     }
 
     public func markQuotaExhausted(
         bucket: String, configuredLimit: Int, endpoint: String?, at: Date
     ) async throws -> QuotaExhaustion {
-        try await write { db in
+        try await writeKeepingRecentEntries { db in
             try QuotaTable.markExhausted(db, bucket: bucket, configuredLimit: configuredLimit, endpoint: endpoint, at: at)
         }
     }
@@ -26,13 +26,13 @@ extension SQLiteStore: QuotaStorage {
     }
 
     public func setQuotaLimit(bucket: String, limit: Int?, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus {
-        try await write { db in
+        try await writeKeepingRecentEntries { db in
             try QuotaTable.setLimit(db, bucket: bucket, limit: limit, configuredLimit: configuredLimit, at: at)
         }
     }
 
     public func resetQuotaDay(_ day: PacificDay, bucket: String, at: Date) async throws -> QuotaDayReset {
-        try await write { db in try QuotaTable.resetDay(db, day, bucket: bucket, at: at) }
+        try await writeKeepingRecentEntries { db in try QuotaTable.resetDay(db, day, bucket: bucket, at: at) }
     }
 
     public func quotaLedgerDiscrepancies() async throws -> [QuotaLedgerDiscrepancy] {
@@ -42,7 +42,7 @@ extension SQLiteStore: QuotaStorage {
     public func reconcileQuota(
         bucket: String, used: Int, configuredLimit: Int, day: PacificDay, at: Date
     ) async throws -> QuotaReconciliation {
-        try await write { db in
+        try await writeKeepingRecentEntries { db in
             try QuotaTable.reconcile(db, bucket: bucket, used: used, configuredLimit: configuredLimit, day: day, at: at)
         }
     }

@@ -130,6 +130,15 @@ public final class Database {
         try fetchOne(sql, arguments)?[0] ?? .null
     }
 
+    /// SQLite's counter of commits by other connections (`PRAGMA data_version`): it changes
+    /// exactly when another connection — another process, or another store on the same file —
+    /// committed since this connection last looked, never for this connection's own commits.
+    /// - Returns: The counter; compare it with an earlier value, its size means nothing.
+    /// - Throws: ``DatabaseError`` when SQLite cannot read the file's header.
+    public func dataVersion() throws(DatabaseError) -> Int64 {
+        try cachedStatement("PRAGMA data_version").fetchInt64() ?? 0
+    }
+
     /// The prepared statement for `sql`, prepared on first use and reused afterwards.
     /// - Parameter sql: One SQL statement.
     /// - Returns: The cached statement, reset and ready to bind.

@@ -50,6 +50,14 @@ final class SerializedDatabase: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` at once when no other work holds the connection; nil, without waiting, when
+    /// some does. For quick looks (a pragma) that have a slower way round.
+    func runIfFree<T>(_ body: (Database) throws -> T) rethrows -> T? {
+        guard access.try() else { return nil }
+        defer { access.unlock() }
+        return try body(database)
+    }
+
     /// The inline attempt: nil when the connection is taken, or when SQLite's lock is.
     private func runIfFreeWithoutWaiting<T>(_ body: (Database) throws -> T) throws -> T? {
         guard access.try() else { return nil }

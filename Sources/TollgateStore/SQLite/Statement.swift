@@ -109,6 +109,17 @@ public final class Statement {
         return try step() ? currentRow() : nil
     }
 
+    /// Runs a statement without arguments and returns the integer in the first column of its first
+    /// row, without building a ``Row``: for counters read on a hot path.
+    /// - Returns: The integer, or nil when there is no row or the value is NULL.
+    /// - Throws: ``DatabaseError`` when SQLite fails.
+    public func fetchInt64() throws(DatabaseError) -> Int64? {
+        sqlite3_reset(handle)
+        defer { sqlite3_reset(handle) }
+        guard try step(), sqlite3_column_type(handle, 0) != SQLITE_NULL else { return nil }
+        return sqlite3_column_int64(handle, 0)
+    }
+
     /// Runs the statement and calls `body` with each row, without collecting them.
     /// - Parameters:
     ///   - arguments: One value per `?` placeholder.

@@ -69,11 +69,10 @@ enum SnapshotQueries {
         }
         let throttles = try db.fetchAll("""
             SELECT limits.endpoint, limits.request_limit, limits.window_ms,
-                   (SELECT COUNT(*) FROM throttle_requests AS request
-                     WHERE request.endpoint = limits.endpoint AND request.at_ms > ? - limits.window_ms
-                       AND request.at_ms <= ?)
+                   (SELECT COUNT(*) FROM json_each(limits.admitted_at_ms) AS admitted
+                     WHERE admitted.value > ? - limits.window_ms)
             FROM throttle_limits AS limits ORDER BY limits.endpoint
-            """, [.integer(nowMs), .integer(nowMs)]).map { row -> DashboardSnapshot.Throttle in
+            """, [.integer(nowMs)]).map { row -> DashboardSnapshot.Throttle in
             let limit = row[1].int ?? 0
             let count = row[3].int ?? 0
             return DashboardSnapshot.Throttle(

@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 import Logging
+import Synchronization
 
 /// The SQLite file that holds every piece of Tollgate's state.
 ///
@@ -80,6 +81,8 @@ public final class SQLiteStore: Sendable {
     let writer: SerializedDatabase
     private let reader: SerializedDatabase
     private let logger: Logger
+    /// Cache entries read recently, served without a read while the file has not changed under them.
+    let recentCacheEntries = Mutex(RecentCacheEntries())
 
     /// Opens, or creates, the database at `path` and applies its pending migrations.
     /// - Parameters:
@@ -176,10 +179,25 @@ public final class SQLiteStore: Sendable {
     /// - Returns: What `updates` returns.
     /// - Throws: What `updates` throws, or ``DatabaseError``.
     public func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        // Any row may change: cache entries read earlier are read again.
+        defer { recentCacheEntries.withLock { $0.forgetAll() } }
+        return try await writeKeepingRecentEntries(updates)
+    }
+
+    /// ``write(_:)`` for the store's own operations, which know which cache rows they change:
+    /// they forget those recent entries themselves, and ledger, circuit and throttle writes none.
+    func writeKeepingRecentEntries<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try requireWritable()
         return try await translatingErrors {
             try await writer.run { db in try db.inTransaction(.immediate) { try updates(db) } }
         }
+    }
+
+    /// What has not changed since this store last looked: `PRAGMA data_version` on the connection
+    /// whose own commits it does not count (the writer; the reader of a read-only store). Nil when
+    /// that connection is busy, so a look never waits.
+    func dataVersionIfFree() -> Int64? {
+        (isReadOnly ? reader : writer).runIfFree { db in try? db.dataVersion() } ?? nil
     }
 
     /// Runs `updates` in a `BEGIN IMMEDIATE` transaction, blocking the calling thread. For
@@ -188,6 +206,7 @@ public final class SQLiteStore: Sendable {
     /// - Returns: What `updates` returns.
     /// - Throws: What `updates` throws, or ``DatabaseError``.
     public func write<T>(_ updates: (Database) throws -> T) throws -> T {
+        defer { recentCacheEntries.withLock { $0.forgetAll() } }
         try requireWritable()
         return try Self.translatingErrors(path: locationPath, busyTimeout: busyTimeout) {
             try writer.sync { db in try db.inTransaction(.immediate) { try updates(db) } }

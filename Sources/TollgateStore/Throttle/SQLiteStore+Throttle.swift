@@ -2,7 +2,7 @@ import Foundation
 
 extension SQLiteStore: ThrottleStorage {
     public func admitRequest(endpoint: String, limit: ThrottleLimit, at: Date) async throws -> ThrottleAdmission {
-        try await write { db in try ThrottleTable.admit(db, endpoint: endpoint, limit: limit, at: at) }
+        try await writeKeepingRecentEntries { db in try ThrottleTable.admit(db, endpoint: endpoint, limit: limit, at: at) }
     }
 
     public func throttleWindow(endpoint: String, limit: ThrottleLimit, at: Date) async throws -> ThrottleWindow {
@@ -11,6 +11,6 @@ extension SQLiteStore: ThrottleStorage {
 
     @discardableResult
     public func resetThrottle(endpoint: String?, at: Date) async throws -> Int {
-        try await write { db in try ThrottleTable.reset(db, endpoint: endpoint, at: at) }
+        try await writeKeepingRecentEntries { db in try ThrottleTable.reset(db, endpoint: endpoint, at: at) }
     }
 }

@@ -27,7 +27,9 @@ private struct Fixture {
     }
 
     func storedRequests() async throws -> Int {
-        try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM throttle_requests").int ?? -1 }
+        try await store.read { db in
+            try db.fetchValue("SELECT COALESCE(SUM(json_array_length(admitted_at_ms)), 0) FROM throttle_limits").int ?? -1
+        }
     }
 }
 
