@@ -7,12 +7,15 @@
 #
 # TOLLGATE_PG_PORT picks the port (default 54329). The cluster lives in a temporary directory
 # named in a state file beside it, so `start` twice reuses the running cluster and `stop` twice
-# does nothing the second time. Run as root (CI), the server runs as the `postgres` user, because
+# does nothing the second time. Only the checkout that started a cluster stops it: another
+# checkout on the same machine (a second worktree, its CI run) that finds it running uses it and
+# leaves it running. Run as root (CI), the server runs as the `postgres` user, because
 # PostgreSQL refuses to run as root; run as anyone else, it runs as that user.
 set -euo pipefail
 
 port="${TOLLGATE_PG_PORT:-54329}"
 state_file="${TMPDIR:-/tmp}/tollgate-postgres-${port}.dir"
+checkout="$(cd "$(dirname "$0")/.." && pwd -P)"
 database="tollgate"
 url="postgresql://postgres@127.0.0.1:${port}/${database}"
 
@@ -49,7 +52,7 @@ as_owner() {
 running_dir() {
   [ -f "$state_file" ] || return 1
   local dir bin
-  dir="$(cat "$state_file")"
+  dir="$(sed -n 1p "$state_file")"
   bin="$(bindir)"
   [ -n "$dir" ] && [ -d "$dir/data" ] && [ -n "$bin" ] || return 1
   as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1 || return 1
@@ -64,7 +67,7 @@ start() {
   local bin dir
   bin="$(bindir)"
   dir="$(mktemp -d "${TMPDIR:-/tmp}/tollgate-postgres.XXXXXX")"
-  echo "$dir" > "$state_file"
+  printf '%s\n%s\n' "$dir" "$checkout" > "$state_file"
   if [ "$(id -u)" -eq 0 ]; then chown postgres: "$dir"; fi
   chmod 700 "$dir"
   as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 \
@@ -87,8 +90,13 @@ start() {
 
 stop() {
   [ -f "$state_file" ] || return 0
-  local dir bin
-  dir="$(cat "$state_file")"
+  local dir bin owner
+  dir="$(sed -n 1p "$state_file")"
+  owner="$(sed -n 2p "$state_file")"
+  if [ -n "$owner" ] && [ "$owner" != "$checkout" ] && running_dir >/dev/null; then
+    echo "postgres-cluster: left running: the cluster on port ${port} was started by ${owner}" >&2
+    return 0
+  fi
   bin="$(bindir)"
   if [ -n "$dir" ] && [ -d "$dir/data" ] && [ -n "$bin" ]; then
     as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true

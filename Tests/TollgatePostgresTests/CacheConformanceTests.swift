@@ -210,4 +210,43 @@ struct CacheConformanceTests {
             #expect(try await stores[0].cacheTotals().entries == 1)
         }
     }
+
+    @Test("a cache write carries the answer's bookkeeping in its transaction: circuit outcome, refund, lease release",
+          arguments: StoreBackend.available)
+    func bookkeepingBesideTheCacheWrite(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            guard case .reserved(let charge) = try await store.reserveQuota(QuotaReservationRequest(
+                bucket: "youtube", endpoint: "videos.list", cost: 5, configuredLimit: 100, at: Date()
+            )) else {
+                Issue.record("refused")
+                return
+            }
+            let lease = CoalescingLease(holder: "leader", startedMs: 1_000, expiresMs: 2_000)
+            _ = try await store.acquireCoalescingLease(resourceKey: "a", lease: lease)
+            let settlement = AttemptSettlement(
+                endpoint: "videos.list", outcome: .failure, probeToken: nil, circuitPolicy: CircuitPolicy(),
+                refundReservationID: charge.reservationID, refundReason: "304", at: Date()
+            )
+            let stored = try await store.storeCacheEntry(
+                newEntry("a"), retention: roomy, activity: CacheActivity(),
+                bookkeeping: AnswerBookkeeping(
+                    settlement: settlement, leaseRelease: .init(resourceKey: "a", holder: "leader")
+                )
+            )
+            #expect(stored.bookkeeping.settlement?.refund == .refunded(units: 5, day: charge.day))
+            #expect(stored.bookkeeping.settlement?.circuit.record.consecutiveFailures == 1)
+            #expect(try await store.coalescingLease(resourceKey: "a") == nil)
+            #expect(try await store.quotaBucketStatus(bucket: "youtube", configuredLimit: 100, at: Date()).unitsUsed == 0)
+            // A 304 that matches no entry still books its settlement.
+            let revised = try await store.reviseCacheEntry(
+                resourceKey: "missing", validatedSinceMs: 0, activity: CacheActivity(),
+                bookkeeping: AnswerBookkeeping(settlement: AttemptSettlement(
+                    endpoint: "videos.list", outcome: .failure, probeToken: nil, circuitPolicy: CircuitPolicy(), at: Date()
+                ))
+            ) { _ in nil }
+            #expect(revised.entry == nil)
+            #expect(try await store.circuit(endpoint: "videos.list")?.consecutiveFailures == 2)
+            #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
+        }
+    }
 }

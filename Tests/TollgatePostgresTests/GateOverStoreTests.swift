@@ -3,6 +3,7 @@ import HTTPTypes
 import Synchronization
 import Testing
 import Tollgate
+import TollgatePostgres
 import TollgateStore
 
 /// The services run over either store unchanged: the gate, with its cache, circuit, throttle and
@@ -56,5 +57,41 @@ struct GateOverStoreTests {
             #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
             #expect(try await store.circuit(endpoint: "videos.list") == nil)
         }
+    }
+
+    @Test("when the database is gone, the gate fails closed by default, naming the server, and fails open when asked",
+          .enabled(if: PostgresTestDatabase.isConfigured, "TOLLGATE_POSTGRES_URL is not set"),
+          arguments: [LedgerFailurePolicy.failClosed, .failOpen])
+    func databaseGone(policy: LedgerFailurePolicy) async throws {
+        let database = try await PostgresTestDatabase.create()
+        let store = try await PostgresStore(
+            url: database.url, configuration: .init(connectTimeout: .seconds(1), connectionWait: .seconds(1)),
+            logger: PostgresTestDatabase.quietLogger
+        )
+        try await database.drop()
+        let origin = ScriptedOrigin()
+        var configuration = GateConfiguration.youTubeDataAPIv3
+        configuration.ledgerFailurePolicy = policy
+        let gate = try Gate(
+            storage: store, transport: origin, configuration: configuration, clock: SystemClock(),
+            logger: PostgresTestDatabase.quietLogger
+        )
+        let request = HTTPRequest(
+            method: .get, scheme: "https", authority: "www.googleapis.com", path: "/youtube/v3/videos?part=id&id=x"
+        )
+        switch policy {
+        case .failClosed:
+            await #expect {
+                _ = try await gate.send(request, endpoint: "videos.list")
+            } throws: { error in
+                (error as? PostgresStoreError)?.description.contains(database.location.description) == true
+            }
+            #expect(origin.requests.withLock { $0.count } == 0)
+        case .failOpen:
+            let answer = try await gate.send(request, endpoint: "videos.list")
+            #expect(answer.status == .ok)
+            #expect(origin.requests.withLock { $0.count } == 1)
+        }
+        await store.shutdown()
     }
 }

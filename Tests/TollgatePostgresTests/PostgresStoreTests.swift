@@ -114,6 +114,58 @@ struct PostgresStoreTests {
         await store.shutdown()
     }
 
+    @Test("connections killed mid-reservation lose no returned charge, fail with typed errors, and leave the ledger sound")
+    func connectionsKilledMidRun() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(
+                url: database.url, configuration: .init(maximumConnections: 6, connectionWait: .seconds(5)),
+                logger: PostgresTestDatabase.quietLogger
+            )
+            let killing = Task {
+                for _ in 0..<15 {
+                    try? await Task.sleep(for: .milliseconds(60))
+                    try? await database.execute("""
+                        SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                        WHERE datname = current_database() AND pid <> pg_backend_pid()
+                        """)
+                }
+            }
+            let outcomes = await withTaskGroup(of: (charged: Int, failed: Int, untyped: Int).self) { group in
+                for worker in 0..<6 {
+                    group.addTask {
+                        var tally = (charged: 0, failed: 0, untyped: 0)
+                        for _ in 0..<40 {
+                            let request = QuotaReservationRequest(
+                                bucket: "b", endpoint: "e\(worker).list", cost: 1, configuredLimit: 1_000_000, at: Date()
+                            )
+                            do {
+                                if case .reserved = try await store.reserveQuota(request) { tally.charged += 1 }
+                            } catch let error as PostgresStoreError where error.isStorageFailure {
+                                tally.failed += 1
+                            } catch {
+                                tally.untyped += 1
+                            }
+                        }
+                        return tally
+                    }
+                }
+                return await group.reduce(into: (charged: 0, failed: 0, untyped: 0)) {
+                    $0.charged += $1.charged
+                    $0.failed += $1.failed
+                    $0.untyped += $1.untyped
+                }
+            }
+            await killing.value
+            #expect(outcomes.untyped == 0)
+            // A reservation whose connection broke after COMMIT was sent may have been charged.
+            let used = try await store.quotaBucketStatus(bucket: "b", configuredLimit: 1_000_000, at: Date()).unitsUsed
+            #expect(used >= outcomes.charged)
+            #expect(used <= outcomes.charged + outcomes.failed)
+            #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
+            await store.shutdown()
+        }
+    }
+
     @Test("the Pacific day charged is the database's, whatever time the caller's clock says")
     func databaseClockDecidesTheDay() async throws {
         try await PostgresTestDatabase.with { database in

@@ -24,7 +24,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
         guard request.throttleLimit.isValid else {
             throw StoreError.invalidArgument("invalid throttle limit for \(request.endpoint): \(request.throttleLimit)")
         }
-        return try await inTransaction("admitting a request to \(request.endpoint)") { connection in
+        return try await inTransaction("admitting a request to \(request.endpoint)") { [self] connection in
             let circuit = try await runCircuitEvent(connection, endpoint: request.endpoint) { record, now in
                 var machine = CircuitStateMachine(
                     record: record, endpoint: request.endpoint, policy: request.circuitPolicy, now: now
@@ -35,10 +35,10 @@ extension PostgresStore: AdmissionStorage, GateStorage {
             guard circuit.decision.isAllowed else { return .refusedByCircuit(circuit) }
 
             // The throttle slot and the charge stand or fall together.
-            try await connection.query("SAVEPOINT admission", logger: logger)
+            try await connection.run("SAVEPOINT admission", logger: logger)
             let throttle = try await admitThrottled(connection, endpoint: request.endpoint, limit: request.throttleLimit)
             guard throttle.allowed else {
-                try await connection.query("RELEASE SAVEPOINT admission", logger: logger)
+                try await connection.run("RELEASE SAVEPOINT admission", logger: logger)
                 try await releaseProbe(connection, circuit, request)
                 return .throttled(circuit: circuit, throttle: throttle)
             }
@@ -50,11 +50,11 @@ extension PostgresStore: AdmissionStorage, GateStorage {
             }
             switch outcome {
             case .reserved(let charge):
-                try await connection.query("RELEASE SAVEPOINT admission", logger: logger)
+                try await connection.run("RELEASE SAVEPOINT admission", logger: logger)
                 return .admitted(circuit: circuit, throttle: throttle, charge: charge)
             case .refused(let refusal):
-                try await connection.query("ROLLBACK TO SAVEPOINT admission", logger: logger)
-                try await connection.query("RELEASE SAVEPOINT admission", logger: logger)
+                try await connection.run("ROLLBACK TO SAVEPOINT admission", logger: logger)
+                try await connection.run("RELEASE SAVEPOINT admission", logger: logger)
                 try await releaseProbe(connection, circuit, request)
                 return .refusedByQuota(circuit: circuit, refusal: refusal)
             }
@@ -70,7 +70,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
     ///   ``PostgresStoreError`` when the server fails.
     public func settleAttempt(_ settlement: AttemptSettlement) async throws -> AttemptSettlementResult {
         try Self.validateCircuit(endpoint: settlement.endpoint, policy: settlement.circuitPolicy)
-        return try await inTransaction("settling an attempt at \(settlement.endpoint)") { connection in
+        return try await inTransaction("settling an attempt at \(settlement.endpoint)") { [self] connection in
             try await settle(connection, settlement)
         }
     }
@@ -106,7 +106,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
         var result = AnswerBookkeepingResult()
         if let settlement = bookkeeping.settlement { result.settlement = try await settle(connection, settlement) }
         if let release = bookkeeping.leaseRelease {
-            _ = try await connection.query(
+            _ = try await connection.run(
                 "DELETE FROM cache_leases WHERE resource_key = \(release.resourceKey) AND holder = \(release.holder)",
                 logger: logger
             )

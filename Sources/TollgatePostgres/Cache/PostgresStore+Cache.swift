@@ -20,7 +20,7 @@ extension PostgresStore: CacheStorage {
         resourceKey: String, validatedSinceMs: Int64,
         selectVariant: @escaping @Sendable ([CacheEntryMetadata]) -> Int64?
     ) async throws -> CacheEntry? {
-        try await withConnection("reading a cached response") { connection in
+        try await withConnection("reading a cached response") { [self] connection in
             let candidates = try await cacheCandidates(
                 connection, resourceKey: resourceKey, validatedSinceMs: validatedSinceMs
             )
@@ -44,7 +44,7 @@ extension PostgresStore: CacheStorage {
     public func storeCacheEntry(
         _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity, bookkeeping: AnswerBookkeeping
     ) async throws -> CacheStoreResult {
-        try await inTransaction("storing a cached response") { connection in
+        try await inTransaction("storing a cached response") { [self] connection in
             try await recordCacheActivity(connection, activity)
             let (metadata, replaced, _) = try await upsertCacheEntry(connection, entry)
             let pruned = try await enforceCacheRetention(connection, retention, keeping: metadata.id)
@@ -67,7 +67,7 @@ extension PostgresStore: CacheStorage {
         resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity, bookkeeping: AnswerBookkeeping,
         revise: @escaping @Sendable ([CacheEntryMetadata]) -> CacheRevision?
     ) async throws -> CacheRevisionResult {
-        try await inTransaction("revising a cached response") { connection in
+        try await inTransaction("revising a cached response") { [self] connection in
             try await recordCacheActivity(connection, activity)
             let booked = try await record(connection, bookkeeping)
             let candidates = try await cacheCandidates(
@@ -76,7 +76,7 @@ extension PostgresStore: CacheStorage {
             guard !candidates.isEmpty, let revision = revise(candidates),
                   candidates.contains(where: { $0.id == revision.entryID })
             else { return CacheRevisionResult(entry: nil, bookkeeping: booked) }
-            try await connection.query("""
+            try await connection.run("""
                 UPDATE cache_entries SET headers = \(Self.encodeCacheHeaders(revision.headers)), etag = \(revision.etag),
                     last_modified = \(revision.lastModified), fresh_until_ms = \(revision.freshUntilMs),
                     validated_at_ms = \(revision.nowMs), last_access_ms = GREATEST(last_access_ms, \(revision.nowMs)),
@@ -104,7 +104,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: How many entries were removed.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func removeCacheEntries(resourceKey: String, activity: CacheActivity) async throws -> Int {
-        try await inTransaction("removing cached responses") { connection in
+        try await inTransaction("removing cached responses") { [self] connection in
             try await recordCacheActivity(connection, activity)
             return try await connection.firstRow("""
                 WITH removed AS (DELETE FROM cache_entries WHERE resource_key = \(resourceKey) RETURNING 1)
@@ -120,7 +120,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: How many entries were removed.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func invalidateCacheEntries(url: String, activity: CacheActivity) async throws -> Int {
-        try await inTransaction("invalidating cached responses") { connection in
+        try await inTransaction("invalidating cached responses") { [self] connection in
             try await recordCacheActivity(connection, activity)
             return try await connection.firstRow("""
                 WITH removed AS (DELETE FROM cache_entries WHERE url = \(url) RETURNING 1)
@@ -134,7 +134,7 @@ extension PostgresStore: CacheStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails; nothing is written then.
     public func recordCacheActivity(_ activity: CacheActivity) async throws {
         guard !activity.isEmpty else { return }
-        try await inTransaction("recording cache activity") { connection in
+        try await inTransaction("recording cache activity") { [self] connection in
             try await recordCacheActivity(connection, activity)
         }
     }
@@ -146,7 +146,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: What was removed.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func pruneCache(retention: CacheRetention, activity: CacheActivity) async throws -> CachePruneResult {
-        try await inTransaction("pruning the cache") { connection in
+        try await inTransaction("pruning the cache") { [self] connection in
             try await recordCacheActivity(connection, activity)
             return try await enforceCacheRetention(connection, retention)
         }
@@ -161,12 +161,12 @@ extension PostgresStore: CacheStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails; nothing is changed then.
     public func pruneCache(retention: CacheRetention, activity: CacheActivity, recordedAt at: Date) async throws
         -> CachePruneResult {
-        try await inTransaction("pruning the cache") { connection in
+        try await inTransaction("pruning the cache") { [self] connection in
             try await recordCacheActivity(connection, activity)
             let result = try await enforceCacheRetention(connection, retention)
             let detail = "removed \(result.expired) expired and evicted \(result.evicted) "
                 + "\(result.evicted == 1 ? "entry" : "entries") over the limits"
-            try await connection.query("""
+            try await connection.run("""
                 INSERT INTO admin_events (at_ms, subject, target, action, detail)
                 VALUES (tollgate_ms(now()), 'cache', NULL, 'prune', \(detail))
                 """, logger: logger)
@@ -183,7 +183,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: What was removed.
     /// - Throws: ``PostgresStoreError`` when the server fails; nothing is changed then.
     public func clearCache(endpoint: String?, activity: CacheActivity, at: Date) async throws -> CacheClearResult {
-        try await inTransaction("clearing the cache") { connection in
+        try await inTransaction("clearing the cache") { [self] connection in
             try await recordCacheActivity(connection, activity)
             guard let row = try await connection.firstRow("""
                 WITH removed AS (
@@ -195,7 +195,7 @@ extension PostgresStore: CacheStorage {
             let result = CacheClearResult(entries: entries, bodyBytes: bytes)
             let detail = "removed \(result.entries) \(result.entries == 1 ? "entry" : "entries") "
                 + "(\(result.bodyBytes) body bytes)"
-            try await connection.query("""
+            try await connection.run("""
                 INSERT INTO admin_events (at_ms, subject, target, action, detail)
                 VALUES (tollgate_ms(now()), 'cache', \(endpoint), 'clear', \(detail))
                 """, logger: logger)
@@ -207,7 +207,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: The totals.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func cacheTotals() async throws -> CacheTotals {
-        try await withConnection("counting the cache") { connection in try await cacheTotals(connection) }
+        try await withConnection("counting the cache") { [self] connection in try await cacheTotals(connection) }
     }
 
     /// Rows of the `cache_stats` view.
@@ -215,7 +215,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: The rows, newest day first, then by endpoint.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func cacheStatistics(pacificDate: String?) async throws -> [CacheDailyStatistics] {
-        try await withConnection("reading the cache statistics") { connection in
+        try await withConnection("reading the cache statistics") { [self] connection in
             try await connection.rows("""
                 SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate::float8, bytes_saved, coalesced
                 FROM cache_stats WHERE \(pacificDate)::text IS NULL OR pacific_date = \(pacificDate)
@@ -243,7 +243,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: The lease in force afterwards: `lease` when it was taken, else the running one.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func acquireCoalescingLease(resourceKey: String, lease: CoalescingLease) async throws -> CoalescingLease {
-        try await withConnection("taking a coalescing lease") { connection in
+        try await withConnection("taking a coalescing lease") { [self] connection in
             // One statement: the upsert takes the lease when it is free or lapsed; otherwise the
             // running lease is read back under the row lock the conflict took.
             let taken = try await connection.firstRow("""
@@ -264,7 +264,7 @@ extension PostgresStore: CacheStorage {
     /// - Returns: The lease, or nil when nobody leads a fetch of it.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func coalescingLease(resourceKey: String) async throws -> CoalescingLease? {
-        try await withConnection("reading a coalescing lease") { connection in
+        try await withConnection("reading a coalescing lease") { [self] connection in
             try await coalescingLease(connection, resourceKey: resourceKey)
         }
     }
@@ -275,8 +275,8 @@ extension PostgresStore: CacheStorage {
     ///   - holder: The leading request's token.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func releaseCoalescingLease(resourceKey: String, holder: String) async throws {
-        try await withConnection("giving a coalescing lease back") { connection in
-            _ = try await connection.query(
+        try await withConnection("giving a coalescing lease back") { [self] connection in
+            _ = try await connection.run(
                 "DELETE FROM cache_leases WHERE resource_key = \(resourceKey) AND holder = \(holder)", logger: logger
             )
         }

@@ -44,7 +44,7 @@ extension PostgresStore {
     func recordCacheActivity(_ connection: PostgresConnection, _ activity: CacheActivity) async throws {
         if !activity.touches.isEmpty {
             let touches = activity.touches.sorted { $0.key < $1.key }
-            try await connection.query("""
+            try await connection.run("""
                 UPDATE cache_entries AS entry
                 SET last_access_ms = GREATEST(entry.last_access_ms, touch.at_ms), hit_count = entry.hit_count + touch.hits
                 FROM unnest(\(touches.map(\.key))::bigint[], \(touches.map(\.value.lastAccessMs))::bigint[],
@@ -64,7 +64,7 @@ extension PostgresStore {
     func countCacheStatistics(
         _ connection: PostgresConnection, _ counts: CacheStatisticsCounts, for key: CacheStatisticsKey
     ) async throws {
-        try await connection.query("""
+        try await connection.run("""
             INSERT INTO cache_stats_daily AS s (pacific_date, endpoint, hits, revalidations, misses, stale, bytes_saved,
                                                 coalesced)
             VALUES (\(key.pacificDate), \(key.endpoint), \(counts.hits), \(counts.revalidations), \(counts.misses),
@@ -85,7 +85,7 @@ extension PostgresStore {
         _ connection: PostgresConnection, _ entry: NewCacheEntry
     ) async throws -> (metadata: CacheEntryMetadata, replaced: Bool, written: Bool) {
         // A variant stored under another Vary would match requests this response no longer describes.
-        try await connection.query("""
+        try await connection.run("""
             DELETE FROM cache_entries WHERE resource_key = \(entry.resourceKey) AND vary IS DISTINCT FROM \(entry.vary)
             """, logger: logger)
         let headers = Self.encodeCacheHeaders(entry.headers)
@@ -118,7 +118,7 @@ extension PostgresStore {
             return (kept, false, false)
         }
         let (id, hitCount, inserted) = try row.decode((Int64, Int64, Bool).self)
-        try await connection.query("""
+        try await connection.run("""
             INSERT INTO cache_bodies (entry_id, body) VALUES (\(id), \(entry.body))
             ON CONFLICT (entry_id) DO UPDATE SET body = excluded.body
             """, logger: logger)

@@ -61,7 +61,7 @@ extension PostgresStore: CircuitStorage {
     /// - Returns: Its row, or nil when the endpoint has never failed.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func circuit(endpoint: String) async throws -> CircuitRecord? {
-        try await withConnection("reading the circuit of \(endpoint)") { connection in
+        try await withConnection("reading the circuit of \(endpoint)") { [self] connection in
             try await loadCircuit(connection, endpoint: endpoint, lock: false)
         }
     }
@@ -70,7 +70,7 @@ extension PostgresStore: CircuitStorage {
     /// - Returns: The rows.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func allCircuits() async throws -> [CircuitRecord] {
-        try await withConnection("reading the circuits") { connection in
+        try await withConnection("reading the circuits") { [self] connection in
             try await loadCircuits(connection, lock: false)
         }
     }
@@ -83,7 +83,7 @@ extension PostgresStore: CircuitStorage {
     /// - Returns: The transitions recorded.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func resetCircuits(endpoint: String?, at now: Date) async throws -> [CircuitTransition] {
-        try await inTransaction("resetting circuits") { connection in
+        try await inTransaction("resetting circuits") { [self] connection in
             let records: [CircuitRecord]
             if let endpoint {
                 records = try await loadCircuit(connection, endpoint: endpoint, lock: true).map { [$0] } ?? []
@@ -136,7 +136,7 @@ extension PostgresStore: CircuitStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func circuitTransitions(endpoint: String?, limit: Int) async throws -> [CircuitTransition] {
         let limit = max(limit, 0)
-        return try await withConnection("reading the circuit history") { connection in
+        return try await withConnection("reading the circuit history") { [self] connection in
             let query: PostgresQuery = if let endpoint {
                 """
                 SELECT endpoint, at_ms, from_state, to_state, reason FROM circuit_transitions
@@ -163,9 +163,9 @@ extension PostgresStore: CircuitStorage {
     /// Runs one event of the state machine on an endpoint's circuit, in its own transaction.
     private func changeCircuit<Result: Sendable>(
         _ operation: String, endpoint: String,
-        _ step: (CircuitRecord?, Date) -> (CircuitStateMachine, [CircuitTransition], Result)
+        _ step: @escaping @Sendable (CircuitRecord?, Date) -> (CircuitStateMachine, [CircuitTransition], Result)
     ) async throws -> Result {
-        try await inTransaction(operation) { connection in
+        try await inTransaction(operation) { [self] connection in
             try await runCircuitEvent(connection, endpoint: endpoint, step)
         }
     }

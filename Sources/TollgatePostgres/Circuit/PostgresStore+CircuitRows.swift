@@ -64,7 +64,7 @@ extension PostgresStore {
         // The generation counts state changes, so a machine can tell that what it read is stale.
         let generationStep = transitions.isEmpty ? 0 : 1
         if existed {
-            try await connection.query("""
+            try await connection.run("""
                 UPDATE circuits SET state = \(record.state.rawValue), consecutive_failures = \(record.consecutiveFailures),
                     consecutive_rate_limits = \(record.consecutiveRateLimits), failure_threshold = \(record.failureThreshold),
                     opened_at_ms = \(openedAt), open_until_ms = \(openUntil), open_duration_ms = \(openDuration),
@@ -86,7 +86,7 @@ extension PostgresStore {
             if inserted == nil { return false }
         }
         for transition in transitions {
-            try await connection.query("""
+            try await connection.run("""
                 INSERT INTO circuit_transitions (endpoint, at_ms, from_state, to_state, reason)
                 VALUES (\(transition.endpoint), \(Self.milliseconds(transition.at)), \(transition.from.rawValue),
                         \(transition.to.rawValue), \(transition.reason))
@@ -94,7 +94,7 @@ extension PostgresStore {
         }
         if let last = transitions.last {
             // Delivered at commit to every process that LISTENs; the others poll.
-            try await connection.query(
+            try await connection.run(
                 "SELECT pg_notify('tollgate_circuits', \(last.endpoint + " " + last.to.rawValue))", logger: logger
             )
         }
@@ -115,7 +115,7 @@ extension PostgresStore {
     ///   another machine created the row meanwhile.
     func runCircuitEvent<Result: Sendable>(
         _ connection: PostgresConnection, endpoint: String,
-        _ step: (CircuitRecord?, Date) -> (CircuitStateMachine, [CircuitTransition], Result)
+        _ step: @escaping @Sendable (CircuitRecord?, Date) -> (CircuitStateMachine, [CircuitTransition], Result)
     ) async throws -> Result {
         let (unlocked, unlockedNow) = try await loadCircuitWithClock(connection, endpoint: endpoint)
         let (machine, _, result) = step(unlocked, unlockedNow)

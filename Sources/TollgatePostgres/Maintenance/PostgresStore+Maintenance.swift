@@ -29,10 +29,10 @@ extension PostgresStore: MaintenanceStorage {
     public func vacuum(at: Date) async throws -> VacuumResult {
         let sizeQuery = PostgresQuery(unsafeSQL: "SELECT COALESCE(SUM(pg_total_relation_size(name::regclass)), 0)::bigint "
             + "FROM unnest(ARRAY['\(Self.tables.joined(separator: "','"))']) AS name")
-        return try await withConnection("vacuuming the database") { connection in
+        return try await withConnection("vacuuming the database") { [self] connection in
             let before = try await connection.firstRow(sizeQuery, logger: logger)?.decode(Int.self) ?? 0
             // Outside any transaction: PostgreSQL refuses VACUUM inside one.
-            try await connection.query(
+            try await connection.run(
                 PostgresQuery(unsafeSQL: "VACUUM (ANALYZE) " + Self.tables.joined(separator: ", ")), logger: logger
             )
             let after = try await connection.firstRow(sizeQuery, logger: logger)?.decode(Int.self) ?? 0
@@ -40,7 +40,7 @@ extension PostgresStore: MaintenanceStorage {
                 bytesBefore: Int64(before), bytesAfter: Int64(after), freePagesBefore: 0, checkpointBusy: false,
                 walFrames: 0, checkpointedFrames: 0
             )
-            try await connection.query("""
+            try await connection.run("""
                 INSERT INTO admin_events (at_ms, subject, target, action, detail)
                 VALUES (tollgate_ms(now()), 'database', NULL, 'vacuum',
                         \("VACUUM (ANALYZE) of Tollgate's tables: \(before) → \(after) bytes"))
@@ -57,7 +57,7 @@ extension PostgresStore: MaintenanceStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func adminEvents(subject: String?, limit: Int) async throws -> [AdminEvent] {
         let limit = max(limit, 0)
-        return try await withConnection("reading the administrative events") { connection in
+        return try await withConnection("reading the administrative events") { [self] connection in
             try await connection.rows("""
                 SELECT id, at_ms, subject, target, action, detail FROM admin_events
                 WHERE \(subject)::text IS NULL OR subject = \(subject)

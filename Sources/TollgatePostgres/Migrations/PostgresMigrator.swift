@@ -41,14 +41,14 @@ struct PostgresMigrator: Sendable {
     }
 
     private func apply(_ migration: Migration, _ connection: PostgresConnection, logger: Logger) async throws -> Bool {
-        try await connection.query("BEGIN", logger: logger)
+        try await connection.run("BEGIN", logger: logger)
         do {
             // Waits for a migrator on another machine to finish; readers are not blocked.
-            try await connection.query("LOCK TABLE schema_migrations IN SHARE ROW EXCLUSIVE MODE", logger: logger)
+            try await connection.run("LOCK TABLE schema_migrations IN SHARE ROW EXCLUSIVE MODE", logger: logger)
             let applied = try await appliedMigrations(connection, logger: logger)
             try validate(applied)
             guard applied[migration.version] == nil else {
-                try await connection.query("COMMIT", logger: logger)
+                try await connection.run("COMMIT", logger: logger)
                 return false
             }
             // The extended protocol runs one statement per query, and a migration is a script:
@@ -56,15 +56,15 @@ struct PostgresMigrator: Sendable {
             // Scripts/embed-migrations.py refuses a script that contains these quotes.
             let script = "DO $tollgate_migration$ BEGIN EXECUTE $tollgate_script$" + migration.sql
                 + "$tollgate_script$; END $tollgate_migration$"
-            try await connection.query(PostgresQuery(unsafeSQL: script), logger: logger)
-            try await connection.query("""
+            try await connection.run(PostgresQuery(unsafeSQL: script), logger: logger)
+            try await connection.run("""
                 INSERT INTO schema_migrations (version, name, checksum)
                 VALUES (\(migration.version), \(migration.name), \(migration.checksum))
                 """, logger: logger)
-            try await connection.query("COMMIT", logger: logger)
+            try await connection.run("COMMIT", logger: logger)
             return true
         } catch {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
+            _ = try? await connection.run("ROLLBACK", logger: logger)
             throw error
         }
     }
@@ -74,7 +74,7 @@ struct PostgresMigrator: Sendable {
     /// one finds it made.
     private func createHistoryTable(_ connection: PostgresConnection, logger: Logger) async throws {
         do {
-            try await connection.query("""
+            try await connection.run("""
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version     bigint PRIMARY KEY,
                     name        text NOT NULL,

@@ -18,7 +18,7 @@ extension PostgresStore: QuotaStorage {
     ///   endpoint name; ``PostgresStoreError`` when the server fails.
     public func reserveQuota(_ request: QuotaReservationRequest) async throws -> QuotaReservationOutcome {
         do {
-            return try await inTransaction("reserving quota in \(request.bucket)") { connection in
+            return try await inTransaction("reserving quota in \(request.bucket)") { [self] connection in
                 try await reserve(connection, request)
             }
         } catch let refused as RefusedReservation {
@@ -35,7 +35,7 @@ extension PostgresStore: QuotaStorage {
     /// - Throws: `StoreError.invalidArgument` when no charge has that id; ``PostgresStoreError``
     ///   when the server fails.
     public func refundQuota(reservationID: Int64, at: Date, reason: String?) async throws -> QuotaRefundOutcome {
-        try await inTransaction("refunding reservation \(reservationID)") { connection in
+        try await inTransaction("refunding reservation \(reservationID)") { [self] connection in
             try await refundCharge(connection, reservationID: reservationID, reason: reason)
         }
     }
@@ -52,7 +52,7 @@ extension PostgresStore: QuotaStorage {
     public func markQuotaExhausted(
         bucket: String, configuredLimit: Int, endpoint: String?, at: Date
     ) async throws -> QuotaExhaustion {
-        try await inTransaction("marking \(bucket) exhausted") { connection in
+        try await inTransaction("marking \(bucket) exhausted") { [self] connection in
             try await markExhausted(connection, bucket: bucket, configuredLimit: configuredLimit, endpoint: endpoint)
         }
     }
@@ -62,7 +62,7 @@ extension PostgresStore: QuotaStorage {
     /// - Returns: The rows of `quota_usage` for that day.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func quotaUsage(on day: PacificDay) async throws -> [QuotaUsage] {
-        try await withConnection("reading the usage of \(day.key)") { connection in
+        try await withConnection("reading the usage of \(day.key)") { [self] connection in
             try await connection.rows("""
                 SELECT bucket, endpoint, units, calls FROM quota_usage WHERE pacific_date = \(day.key)
                 ORDER BY bucket, endpoint
@@ -81,7 +81,7 @@ extension PostgresStore: QuotaStorage {
     /// - Returns: The status; a bucket never charged shows the configured limit and no usage.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func quotaBucketStatus(bucket: String, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus {
-        try await withConnection("reading the status of \(bucket)") { connection in
+        try await withConnection("reading the status of \(bucket)") { [self] connection in
             try await bucketStatus(connection, bucket: bucket, configuredLimit: configuredLimit)
         }
     }
@@ -103,7 +103,7 @@ extension PostgresStore: QuotaStorage {
             throw StoreError.invalidArgument("a daily limit must be 0 to 1,000,000,000,000 units, not \(newLimit)")
         }
         let source: QuotaBucketStatus.LimitSource = limit == nil ? .configuration : .admin
-        return try await inTransaction("setting the limit of \(bucket)") { connection in
+        return try await inTransaction("setting the limit of \(bucket)") { [self] connection in
             let previous = try await connection.firstRow("""
                 SELECT daily_limit, limit_source FROM quota_buckets WHERE bucket = \(bucket) FOR UPDATE
                 """, logger: logger).map { row in try row.decode((Int, String).self) }
@@ -111,7 +111,7 @@ extension PostgresStore: QuotaStorage {
                 let wasAdmin = sourceText == QuotaBucketStatus.LimitSource.admin.rawValue
                 return "\(wasAdmin ? PostgresQuotaRules.clamped(stored) : configuredLimit) (\(sourceText))"
             } ?? "none"
-            try await connection.query("""
+            try await connection.run("""
                 WITH changed AS (
                     INSERT INTO quota_buckets AS b (bucket, daily_limit, limit_source, updated_at_ms)
                     VALUES (\(bucket), \(newLimit), \(source.rawValue), tollgate_ms(now()))
@@ -135,7 +135,7 @@ extension PostgresStore: QuotaStorage {
     /// - Returns: What was cleared.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func resetQuotaDay(_ day: PacificDay, bucket: String, at: Date) async throws -> QuotaDayReset {
-        try await inTransaction("resetting \(bucket) on \(day.key)") { connection in
+        try await inTransaction("resetting \(bucket) on \(day.key)") { [self] connection in
             guard let clock = try await connection.firstRow("""
                 SELECT tollgate_pacific_date(now()), tollgate_next_reset_ms(now()),
                        (SELECT exhausted_until_ms FROM quota_buckets WHERE bucket = \(bucket) FOR UPDATE),
@@ -144,7 +144,7 @@ extension PostgresStore: QuotaStorage {
                 throw StoreError.invalidArgument("the clock returned no row")
             }
             let (todayKey, resetMs, exhaustedUntil, bucketExists) = try clock.decode((String, Int, Int?, Bool).self)
-            _ = try await connection.query("""
+            _ = try await connection.run("""
                 SELECT 1 FROM quota_bucket_days WHERE pacific_date = \(day.key) AND bucket = \(bucket) FOR UPDATE
                 """, logger: logger)
             var cleared: [String: Int] = [:]
@@ -166,13 +166,13 @@ extension PostgresStore: QuotaStorage {
                 let (endpoint, units) = try row.decode((String, Int).self)
                 cleared[endpoint] = units
             }
-            try await connection.query("""
+            try await connection.run("""
                 UPDATE quota_bucket_days SET units = 0, warned_percent = 0
                 WHERE pacific_date = \(day.key) AND bucket = \(bucket)
                 """, logger: logger)
             let clearsMark = day.key == todayKey && exhaustedUntil == resetMs
             if bucketExists {
-                try await connection.query("""
+                try await connection.run("""
                     UPDATE quota_buckets
                     SET exhausted_until_ms = CASE WHEN \(clearsMark) THEN NULL ELSE exhausted_until_ms END,
                         updated_at_ms = tollgate_ms(now())
@@ -183,7 +183,7 @@ extension PostgresStore: QuotaStorage {
                 // The operator's action is on record even when it changed no total.
                 let detail = clearsMark
                     ? "day reset by an operator; exhausted mark lifted" : "day reset by an operator; nothing to clear"
-                try await connection.query("""
+                try await connection.run("""
                     INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
                     VALUES (tollgate_ms(now()), \(day.key), \(bucket), '*', 'reset', 0, \(detail))
                     """, logger: logger)
@@ -197,7 +197,7 @@ extension PostgresStore: QuotaStorage {
     /// - Returns: The keys whose total differs; empty when the ledger is sound.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func quotaLedgerDiscrepancies() async throws -> [QuotaLedgerDiscrepancy] {
-        try await withConnection("auditing the quota ledger") { connection in
+        try await withConnection("auditing the quota ledger") { [self] connection in
             try await connection.rows("""
                 WITH sums AS (
                     SELECT pacific_date, bucket, endpoint, SUM(units)::bigint AS units
@@ -250,9 +250,9 @@ extension PostgresStore: QuotaStorage {
         guard QuotaLimits.allowedUnits.contains(used) else {
             throw StoreError.invalidArgument("a reconciled count must be 0 to \(QuotaLimits.maximumUnits) units, not \(used)")
         }
-        return try await inTransaction("reconciling \(bucket) on \(day.key)") { connection in
+        return try await inTransaction("reconciling \(bucket) on \(day.key)") { [self] connection in
             try await synchronizeBucket(connection, bucket: bucket, configuredLimit: configuredLimit)
-            try await connection.query("""
+            try await connection.run("""
                 INSERT INTO quota_bucket_days (pacific_date, bucket, units, ceiling) VALUES (\(day.key), \(bucket), 0, 0)
                 ON CONFLICT (pacific_date, bucket) DO NOTHING
                 """, logger: logger)
@@ -260,7 +260,7 @@ extension PostgresStore: QuotaStorage {
                 SELECT units FROM quota_bucket_days WHERE pacific_date = \(day.key) AND bucket = \(bucket) FOR UPDATE
                 """, logger: logger)?.decode(Int.self) ?? 0
             let adjustment = used - before
-            try await connection.query("""
+            try await connection.run("""
                 WITH event AS (
                     INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
                     VALUES (tollgate_ms(now()), \(day.key), \(bucket), '*', \(adjustment >= 0 ? "charge" : "reset"),
@@ -288,7 +288,7 @@ extension PostgresStore: QuotaStorage {
         let windowSeconds = max(1, Int(until.timeIntervalSince(since).rounded()))
         let sinceMs = Int((since.timeIntervalSince1970 * 1000).rounded(.down))
         let untilMs = Int((until.timeIntervalSince1970 * 1000).rounded(.down))
-        return try await withConnection("reading the burn rate") { connection in
+        return try await withConnection("reading the burn rate") { [self] connection in
             try await connection.rows("""
                 SELECT bucket, GREATEST(COALESCE(SUM(units), 0), 0)::bigint FROM quota_events
                 WHERE at_ms >= \(sinceMs) AND at_ms <= \(untilMs) AND kind IN ('charge', 'refund') AND endpoint <> '*'
@@ -305,7 +305,7 @@ extension PostgresStore: QuotaStorage {
     /// - Returns: True when it was ever charged.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func quotaEndpointCharged(_ endpoint: String) async throws -> Bool {
-        try await withConnection("reading whether \(endpoint) was charged") { connection in
+        try await withConnection("reading whether \(endpoint) was charged") { [self] connection in
             try await connection.firstRow(
                 "SELECT EXISTS (SELECT 1 FROM quota_usage WHERE endpoint = \(endpoint))", logger: logger
             )?.decode(Bool.self) ?? false

@@ -96,7 +96,7 @@ extension PostgresStore {
     /// locks nothing) when the row is up to date, which is the usual case.
     func synchronizeBucket(_ connection: PostgresConnection, bucket: String, configuredLimit: Int) async throws {
         try PostgresQuotaRules.validateLimit(configuredLimit, bucket: bucket)
-        try await connection.query("""
+        try await connection.run("""
             WITH clock AS (
                 SELECT tollgate_pacific_date(now()) AS day, tollgate_ms(now()) AS now_ms
             ), existing AS (
@@ -190,7 +190,7 @@ extension PostgresStore {
         _ connection: PostgresConnection, bucket: String, day: PacificDay, crossed: [Int]
     ) async throws {
         guard let highest = crossed.last else { return }
-        try await connection.query("""
+        try await connection.run("""
             UPDATE quota_bucket_days SET warned_percent = GREATEST(warned_percent, \(highest))
             WHERE pacific_date = \(day.key) AND bucket = \(bucket)
             """, logger: logger)
@@ -222,7 +222,7 @@ extension PostgresStore {
             """, logger: logger)?.decode(Int.self) ?? 0
         // A reset or a reconciliation may have given units back already: never refund below zero.
         let units = min(cost, max(current, 0), max(bucketTotal, 0))
-        try await connection.query("""
+        try await connection.run("""
             WITH event AS (
                 INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail)
                 VALUES (tollgate_ms(now()), \(dayKey), \(bucket), \(endpoint), 'refund', \(-units), \(id), \(reason))

@@ -12,6 +12,12 @@ enum PostgresErrorMapping {
     static func map(_ error: any Error, server: String, operation: String) -> any Error {
         switch error {
         case let error as PSQLError:
+            if error.code == .server, let state = error.serverInfo?[.sqlState],
+               state.hasPrefix("08") || state.hasPrefix("57P") {
+                // Connection exceptions and the server shutting down or terminating the session:
+                // the connection is gone, not the statement refused.
+                return PostgresStoreError.connectionLost(server: server, operation: operation, reason: reason(of: error))
+            }
             if error.code == .server {
                 return PostgresStoreError.server(
                     server: server, operation: operation,
@@ -19,6 +25,10 @@ enum PostgresErrorMapping {
                 )
             }
             return PostgresStoreError.connectionLost(server: server, operation: operation, reason: reason(of: error))
+        case is PostgresConnectionClosed, is PostgresStore.ClosedBeforeBegin:
+            return PostgresStoreError.connectionLost(
+                server: server, operation: operation, reason: "the server had closed the connection"
+            )
         default:
             // The pool's own error type lives in an underscored module; matched by name rather than
             // by importing it. It fails waiting requests once connecting has failed for a while.

@@ -1,12 +1,11 @@
 import Logging
 import PostgresNIO
-import Synchronization
 import TollgateStore
 
 extension PostgresStore {
     /// Runs `body` on a pooled connection, mapping driver errors to ``PostgresStoreError``.
     func withConnection<Result: Sendable>(
-        _ operation: String, _ body: (PostgresConnection) async throws -> Result
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         do {
             return try await leased(operation, body)
@@ -25,23 +24,25 @@ extension PostgresStore {
     /// Not `PostgresConnection.withTransaction`: that wraps every error in its own type, and the
     /// operations here throw `StoreError`s that callers match on.
     func inTransaction<Result: Sendable>(
-        _ operation: String, _ body: (PostgresConnection) async throws -> Result
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let logger = self.logger
         var attempt = 1
         while true {
             do {
                 return try await leased(operation) { connection in
-                    try await connection.query("BEGIN", logger: logger)
+                    // Nothing was sent on a connection found closed here: another one may serve.
+                    guard !connection.isClosed else { throw ClosedBeforeBegin() }
+                    try await connection.run("BEGIN", logger: logger)
                     let result: Result
                     do {
                         result = try await body(connection)
                     } catch {
                         // A broken connection fails the ROLLBACK too; the server rolls back when it notices.
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        _ = try? await connection.run("ROLLBACK", logger: logger)
                         throw error
                     }
-                    try await connection.query("COMMIT", logger: logger)
+                    try await connection.run("COMMIT", logger: logger)
                     return result
                 }
             } catch where attempt < 4 && Self.isRetryable(error) {
@@ -55,86 +56,67 @@ extension PostgresStore {
 }
 
 extension PostgresStore {
-    /// Leases a pooled connection for `body`, waiting at most ``Configuration/connectionWait`` for
-    /// one.
+    /// Leases a pooled connection for `body` and returns its result, or fails the operation when
+    /// the database cannot be relied on to ever answer.
     ///
-    /// The pool retries a server that stopped answering quietly, and fails its waiting requests
-    /// only after a minute: without this bound, every gate decision would hang that long before
-    /// the ledger's failure policy could answer. Once a connection is leased, `body` runs to its
-    /// end whatever its duration.
+    /// Two things would otherwise hang the caller (and every gate decision behind it): the pool
+    /// retries a server that stopped answering quietly and fails its waiting requests only after a
+    /// minute, so the lease is given at most ``Configuration/connectionWait``; and PostgresNIO 1.33
+    /// can leave a statement written to a connection that just closed waiting forever, so a
+    /// leased connection found closed while `body` still runs fails the operation a second later.
+    /// `body` runs in a task of its own for that reason: a task stuck in the driver is left behind
+    /// rather than awaited.
     private func leased<Result: Sendable>(
-        _ operation: String, _ body: (PostgresConnection) async throws -> Result
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let wait = connectionWait
         let server = "\(location)"
         let client = self.client
-        return try await withoutActuallyEscaping(body) { body in
-            let work = OnceCalledBody(body)
-            let leased = LeaseFlag()
-            return try await withThrowingTaskGroup(of: Result?.self) { group in
-                group.addTask {
-                    try await client.withConnection { connection in
-                        leased.set()
-                        return try await work.body(connection)
-                    }
+        let race = LeaseRace<Result>()
+        let work = Task {
+            do {
+                let result = try await client.withConnection { connection in
+                    guard race.claim(connection) else { throw CancellationError() }
+                    return try await body(connection)
                 }
-                group.addTask {
-                    try await Task.sleep(for: wait)
-                    guard leased.isSet else {
-                        throw PostgresStoreError.unreachable(
-                            server: server,
-                            reason: "no connection for \(operation) within \(wait): the server does not answer, or "
-                                + "every pooled connection stayed busy"
-                        )
-                    }
-                    return nil
-                }
-                while let next = try await group.next() {
-                    if let result = next {
-                        group.cancelAll()
-                        return result
-                    }
-                }
-                preconditionFailure("the leased operation's task ended without a result")
+                race.finish(.success(result))
+            } catch {
+                race.finish(.failure(error))
             }
         }
+        let watchdog = Task {
+            try await Task.sleep(for: wait)
+            let unreachable = PostgresStoreError.unreachable(
+                server: server,
+                reason: "no connection for \(operation) within \(wait): the server does not answer, or every "
+                    + "pooled connection stayed busy"
+            )
+            if race.failUnlessLeased(unreachable) {
+                work.cancel()
+                return
+            }
+            while !race.isFinished {
+                try await Task.sleep(for: .seconds(1))
+                if race.connectionIsClosed {
+                    // A statement failing normally on a closed connection has had a second to do so.
+                    try await Task.sleep(for: .seconds(1))
+                    race.finish(.failure(PostgresConnectionClosed()))
+                }
+            }
+        }
+        defer { watchdog.cancel() }
+        return try await withTaskCancellationHandler {
+            try await race.result()
+        } onCancel: {
+            work.cancel()
+        }
     }
+
+    /// The pool leased a connection that had closed: the transaction had not begun.
+    struct ClosedBeforeBegin: Error {}
 
     static func isRetryable(_ error: any Error) -> Bool {
-        error is CircuitRowCreatedConcurrently
+        error is CircuitRowCreatedConcurrently || error is ClosedBeforeBegin
             || ["40P01", "40001"].contains(PostgresErrorMapping.sqlState(of: error))
     }
-}
-
-extension PostgresConnection {
-    /// Every row of a query.
-    func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
-        var rows: [PostgresRow] = []
-        for try await row in try await self.query(query, logger: logger) {
-            rows.append(row)
-        }
-        return rows
-    }
-
-    /// The first row of a query, or nil.
-    func firstRow(_ query: PostgresQuery, logger: Logger) async throws -> PostgresRow? {
-        try await rows(query, logger: logger).first
-    }
-}
-
-/// The operation's body, handed to the child task that runs it.
-///
-/// `@unchecked Sendable`, because: the closure is called once, by that one task, while the
-/// calling task waits for the task group to end; `withoutActuallyEscaping` checks that it does
-/// not outlive the call.
-private struct OnceCalledBody<Result>: @unchecked Sendable {
-    let body: (PostgresConnection) async throws -> Result
-    init(_ body: @escaping (PostgresConnection) async throws -> Result) { self.body = body }
-}
-
-/// Whether the pool has handed the operation its connection yet.
-private final class LeaseFlag: Sendable {
-    private let value = Mutex(false)
-    func set() { value.withLock { $0 = true } }
-    var isSet: Bool { value.withLock { $0 } }
 }

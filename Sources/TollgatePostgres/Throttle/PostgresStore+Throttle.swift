@@ -19,7 +19,7 @@ extension PostgresStore: ThrottleStorage {
     ///   the server fails.
     public func admitRequest(endpoint: String, limit: ThrottleLimit, at: Date) async throws -> ThrottleAdmission {
         guard limit.isValid else { throw StoreError.invalidArgument("invalid throttle limit for \(endpoint): \(limit)") }
-        return try await inTransaction("admitting a request to \(endpoint)") { connection in
+        return try await inTransaction("admitting a request to \(endpoint)") { [self] connection in
             try await admitThrottled(connection, endpoint: endpoint, limit: limit)
         }
     }
@@ -33,7 +33,7 @@ extension PostgresStore: ThrottleStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func throttleWindow(endpoint: String, limit: ThrottleLimit, at: Date) async throws -> ThrottleWindow {
         let windowMs = Int(limit.windowMilliseconds)
-        return try await withConnection("reading the window of \(endpoint)") { connection in
+        return try await withConnection("reading the window of \(endpoint)") { [self] connection in
             guard let row = try await connection.firstRow("""
                 WITH clock AS (SELECT tollgate_ms(clock_timestamp()) AS now_ms)
                 SELECT clock.now_ms, (SELECT count(*) FROM throttle_requests
@@ -59,14 +59,14 @@ extension PostgresStore: ThrottleStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails.
     @discardableResult
     public func resetThrottle(endpoint: String?, at: Date) async throws -> Int {
-        try await inTransaction("resetting the throttle") { connection in
+        try await inTransaction("resetting the throttle") { [self] connection in
             let removed = try await connection.firstRow("""
                 WITH removed AS (
                     DELETE FROM throttle_requests WHERE \(endpoint)::text IS NULL OR endpoint = \(endpoint) RETURNING 1
                 )
                 SELECT count(*) FROM removed
                 """, logger: logger)?.decode(Int.self) ?? 0
-            try await connection.query("""
+            try await connection.run("""
                 INSERT INTO admin_events (at_ms, subject, target, action, detail)
                 VALUES (tollgate_ms(now()), 'throttle', \(endpoint), 'reset',
                         \("forgot \(removed) recorded \(removed == 1 ? "request" : "requests")"))
@@ -80,7 +80,7 @@ extension PostgresStore: ThrottleStorage {
         let windowMs = Int(limit.windowMilliseconds)
         // The upsert locks the endpoint's limits row even when it changes nothing: the lock that
         // orders this endpoint's admissions across machines until the transaction ends.
-        try await connection.query("""
+        try await connection.run("""
             INSERT INTO throttle_limits AS l (endpoint, request_limit, window_ms, updated_at_ms)
             VALUES (\(endpoint), \(limit.requests), \(windowMs), tollgate_ms(now()))
             ON CONFLICT (endpoint) DO UPDATE SET request_limit = excluded.request_limit,

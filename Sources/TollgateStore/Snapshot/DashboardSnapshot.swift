@@ -21,6 +21,25 @@ public struct DashboardSnapshot: Sendable, Hashable, Codable {
         public var exhaustedUntil: Date?
         /// Usage per endpoint today, largest first.
         public var endpoints: [EndpointUsage]
+
+        /// Creates a value. Public so that a store in another module (the PostgreSQL store) can build snapshots.
+        /// - Parameters:
+        ///   - bucket: The bucket's name.
+        ///   - limit: Its daily limit in units.
+        ///   - used: Units used today.
+        ///   - remaining: Units left today (0 while the server's exhaustion mark holds).
+        ///   - exhaustedUntil: Until when the server's "quota exhausted" answer blocks the bucket, if it does.
+        ///   - endpoints: Usage per endpoint today, largest first.
+        public init(
+            bucket: String, limit: Int, used: Int, remaining: Int, exhaustedUntil: Date?, endpoints: [EndpointUsage]
+        ) {
+            self.bucket = bucket
+            self.limit = limit
+            self.used = used
+            self.remaining = remaining
+            self.exhaustedUntil = exhaustedUntil
+            self.endpoints = endpoints
+        }
     }
 
     /// One endpoint's consumption today.
@@ -31,6 +50,17 @@ public struct DashboardSnapshot: Sendable, Hashable, Codable {
         public var units: Int
         /// Calls charged today.
         public var calls: Int
+
+        /// Creates a value. Public so that a store in another module (the PostgreSQL store) can build snapshots.
+        /// - Parameters:
+        ///   - endpoint: The endpoint's name.
+        ///   - units: Units charged today, net of refunds.
+        ///   - calls: Calls charged today.
+        public init(endpoint: String, units: Int, calls: Int) {
+            self.endpoint = endpoint
+            self.units = units
+            self.calls = calls
+        }
     }
 
     /// One endpoint's circuit.
@@ -47,6 +77,26 @@ public struct DashboardSnapshot: Sendable, Hashable, Codable {
         public var retryInSeconds: Int
         /// How many times it has opened.
         public var trips: Int
+
+        /// Creates a value. Public so that a store in another module (the PostgreSQL store) can build snapshots.
+        /// - Parameters:
+        ///   - endpoint: The endpoint's name.
+        ///   - state: `closed`, `open` or `half_open` (an open circuit whose time is up is `half_open`).
+        ///   - consecutiveFailures: Failures in a row.
+        ///   - failureThreshold: Failures in a row that open it.
+        ///   - retryInSeconds: Seconds until an open circuit admits a probe.
+        ///   - trips: How many times it has opened.
+        public init(
+            endpoint: String, state: String, consecutiveFailures: Int, failureThreshold: Int, retryInSeconds: Int,
+            trips: Int
+        ) {
+            self.endpoint = endpoint
+            self.state = state
+            self.consecutiveFailures = consecutiveFailures
+            self.failureThreshold = failureThreshold
+            self.retryInSeconds = retryInSeconds
+            self.trips = trips
+        }
     }
 
     /// One endpoint's throttle window.
@@ -61,6 +111,21 @@ public struct DashboardSnapshot: Sendable, Hashable, Codable {
         public var count: Int
         /// Requests still admitted in the window.
         public var remaining: Int
+
+        /// Creates a value. Public so that a store in another module (the PostgreSQL store) can build snapshots.
+        /// - Parameters:
+        ///   - endpoint: The endpoint's name.
+        ///   - limit: Requests admitted per window.
+        ///   - windowSeconds: The window's length in seconds.
+        ///   - count: Requests in the window now.
+        ///   - remaining: Requests still admitted in the window.
+        public init(endpoint: String, limit: Int, windowSeconds: Double, count: Int, remaining: Int) {
+            self.endpoint = endpoint
+            self.limit = limit
+            self.windowSeconds = windowSeconds
+            self.count = count
+            self.remaining = remaining
+        }
     }
 
     /// The cache's day for one endpoint.
@@ -79,6 +144,28 @@ public struct DashboardSnapshot: Sendable, Hashable, Codable {
         public var bytesSaved: Int
         /// (hits + revalidations) / (hits + revalidations + misses), nil before any request.
         public var hitRate: Double?
+
+        /// Creates a value. Public so that a store in another module (the PostgreSQL store) can build snapshots.
+        /// - Parameters:
+        ///   - endpoint: The endpoint's name.
+        ///   - hits: Fresh hits: served with no request.
+        ///   - revalidations: 304 answers that reused the stored body.
+        ///   - misses: Full answers.
+        ///   - stale: Stored answers served while the circuit, throttle or quota refused.
+        ///   - bytesSaved: Body bytes not downloaded thanks to the cache.
+        ///   - hitRate: (hits + revalidations) / (hits + revalidations + misses), nil before any request.
+        public init(
+            endpoint: String, hits: Int, revalidations: Int, misses: Int, stale: Int, bytesSaved: Int,
+            hitRate: Double?
+        ) {
+            self.endpoint = endpoint
+            self.hits = hits
+            self.revalidations = revalidations
+            self.misses = misses
+            self.stale = stale
+            self.bytesSaved = bytesSaved
+            self.hitRate = hitRate
+        }
     }
 
     /// One entry of the quota ledger.
@@ -93,6 +180,21 @@ public struct DashboardSnapshot: Sendable, Hashable, Codable {
         public var kind: String
         /// Units, negative for refunds and resets.
         public var units: Int
+
+        /// Creates a value. Public so that a store in another module (the PostgreSQL store) can build snapshots.
+        /// - Parameters:
+        ///   - at: When it was recorded.
+        ///   - bucket: The bucket.
+        ///   - endpoint: The endpoint.
+        ///   - kind: `charge`, `refund`, `reset`, `exhausted` or `limit`.
+        ///   - units: Units, negative for refunds and resets.
+        public init(at: Date, bucket: String, endpoint: String, kind: String, units: Int) {
+            self.at = at
+            self.bucket = bucket
+            self.endpoint = endpoint
+            self.kind = kind
+            self.units = units
+        }
     }
 
     /// One circuit transition.
@@ -107,6 +209,21 @@ public struct DashboardSnapshot: Sendable, Hashable, Codable {
         public var to: String
         /// Why.
         public var reason: String
+
+        /// Creates a value. Public so that a store in another module (the PostgreSQL store) can build snapshots.
+        /// - Parameters:
+        ///   - at: When it happened.
+        ///   - endpoint: The endpoint.
+        ///   - from: The state before.
+        ///   - to: The state after.
+        ///   - reason: Why.
+        public init(at: Date, endpoint: String, from: String, to: String, reason: String) {
+            self.at = at
+            self.endpoint = endpoint
+            self.from = from
+            self.to = to
+            self.reason = reason
+        }
     }
 
     /// When the snapshot was taken.
@@ -131,6 +248,37 @@ public struct DashboardSnapshot: Sendable, Hashable, Codable {
     public var recentLedgerEvents: [LedgerEvent]
     /// The latest circuit transitions, newest first.
     public var recentCircuitTransitions: [CircuitTransition]
+
+    /// Creates a value. Public so that a store in another module (the PostgreSQL store) can build snapshots.
+    /// - Parameters:
+    ///   - takenAt: When the snapshot was taken.
+    ///   - pacificDate: Today's Pacific date, `YYYY-MM-DD`.
+    ///   - resetsAt: When today's quotas reset: the next Pacific midnight.
+    ///   - buckets: Every bucket, by name.
+    ///   - circuits: Every circuit, by endpoint.
+    ///   - throttles: Every throttle window, by endpoint.
+    ///   - cache: Today's cache statistics, by endpoint.
+    ///   - cacheEntries: Entries in the cache now.
+    ///   - cacheBodyBytes: Body bytes the cache holds now.
+    ///   - recentLedgerEvents: The latest quota events, newest first.
+    ///   - recentCircuitTransitions: The latest circuit transitions, newest first.
+    public init(
+        takenAt: Date, pacificDate: String, resetsAt: Date, buckets: [Bucket], circuits: [Circuit],
+        throttles: [Throttle], cache: [CacheDay], cacheEntries: Int, cacheBodyBytes: Int,
+        recentLedgerEvents: [LedgerEvent], recentCircuitTransitions: [CircuitTransition]
+    ) {
+        self.takenAt = takenAt
+        self.pacificDate = pacificDate
+        self.resetsAt = resetsAt
+        self.buckets = buckets
+        self.circuits = circuits
+        self.throttles = throttles
+        self.cache = cache
+        self.cacheEntries = cacheEntries
+        self.cacheBodyBytes = cacheBodyBytes
+        self.recentLedgerEvents = recentLedgerEvents
+        self.recentCircuitTransitions = recentCircuitTransitions
+    }
 
     /// Today's cache hit rate over every endpoint, nil before any request.
     public var cacheHitRate: Double? {

@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+import TollgateStore
+
+/// The dashboard's snapshot, written once and run against every available store.
+@Suite("Dashboard snapshot conformance")
+struct SnapshotConformanceTests {
+    @Test("the snapshot shows today's quota, circuits, throttle windows, cache day and recent events",
+          arguments: StoreBackend.available)
+    func snapshotDescribesTheState(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let today = PacificDay(containing: Date())
+            _ = try await store.reserveQuota(QuotaReservationRequest(
+                bucket: "youtube", endpoint: "videos.list", cost: 30, configuredLimit: 100, at: Date()
+            ))
+            _ = try await store.forceOpenCircuit(endpoint: "search.list", duration: .seconds(60), policy: CircuitPolicy(), at: Date())
+            _ = try await store.admitRequest(endpoint: "videos.list", limit: ThrottleLimit(requests: 10, per: .seconds(60)), at: Date())
+            var activity = CacheActivity()
+            activity.count(
+                CacheStatisticsCounts(hits: 3, misses: 1), for: CacheStatisticsKey(pacificDate: today.key, endpoint: "videos.list")
+            )
+            try await store.recordCacheActivity(activity)
+
+            let snapshot = try await store.dashboardSnapshot(at: Date(), recentEvents: 5)
+            #expect(snapshot.pacificDate == today.key)
+            #expect(snapshot.resetsAt == today.nextReset)
+            #expect(snapshot.buckets.map(\.bucket) == ["youtube"])
+            #expect(snapshot.buckets.first?.used == 30)
+            #expect(snapshot.buckets.first?.remaining == 70)
+            #expect(snapshot.buckets.first?.endpoints.map(\.endpoint) == ["videos.list"])
+            #expect(snapshot.circuits.map(\.state) == ["open"])
+            #expect((snapshot.circuits.first?.retryInSeconds ?? 0) > 55)
+            #expect(snapshot.throttles.map(\.count) == [1])
+            #expect(snapshot.throttles.first?.remaining == 9)
+            #expect(snapshot.cache.first?.hitRate == 0.75)
+            #expect(snapshot.cacheEntries == 0)
+            #expect(snapshot.recentLedgerEvents.map(\.kind) == ["charge", "limit"])
+            #expect(snapshot.recentCircuitTransitions.map(\.to) == ["open"])
+        }
+    }
+}
