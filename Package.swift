@@ -120,6 +120,7 @@ let package = Package(
                 "TollgateFakeAPI",
                 "TollgateProxy",
                 "TollgateAsyncHTTPClient",
+                "TollgatePostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),

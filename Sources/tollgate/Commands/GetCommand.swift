@@ -101,7 +101,6 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     private func send(logger: Logger) async throws {
-        let path = try database.preparedPath()
         var request = HTTPRequest(url: URL(string: url)!)
         for field in header {
             if let (name, value) = Self.parseHeader(field) { request.headerFields.append(HTTPField(name: name, value: value)) }
@@ -113,8 +112,20 @@ struct GetCommand: AsyncParsableCommand {
         }
         let endpoint = endpoint ?? EndpointNaming.youTubeDataAPIv3.endpoint(for: request)
         // AsyncHTTPClient, like curl, sends the request as written and returns the bytes as sent.
-        let gate = try Gate(store: try SQLiteStore(path: path, logger: logger), transport: AsyncHTTPClientTransport(),
-                            configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger)
+        let (gate, _, close) = try await database.openGate(
+            transport: AsyncHTTPClientTransport(),
+            configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger
+        )
+        do {
+            try await send(request, body: body, endpoint: endpoint, through: gate)
+            await close()
+        } catch {
+            await close()
+            throw error
+        }
+    }
+
+    private func send(_ request: HTTPRequest, body: Data?, endpoint: String, through gate: Gate) async throws {
         let options = GateRequestOptions(
             cost: cost, redirects: location ? .stripCredentialsAcrossOrigins : .sameOrigin, streamsLargeBodies: true
         )

@@ -39,6 +39,7 @@ struct MigrateCommand: ParsableCommand {
     }
 
     func run() throws {
+        try database.requireSQLite()
         try reportingStoreErrors {
             if status || dryRun {
                 try inspect()

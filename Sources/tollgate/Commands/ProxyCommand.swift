@@ -64,9 +64,10 @@ struct ProxyCommand: AsyncParsableCommand {
     }
 
     private func serve(logger: Logger) async throws {
-        let path = try database.preparedPath()
-        let gate = try Gate(store: try SQLiteStore(path: path, logger: logger),
-                            configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger)
+        let (gate, path, close) = try await database.openGate(
+            transport: URLSessionTransport(),
+            configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger
+        )
         let proxy = try await GateProxy.start(
             gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen),
             idleTimeout: .seconds(idleTimeout), maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
@@ -77,5 +78,6 @@ struct ProxyCommand: AsyncParsableCommand {
         ))
         try await proxy.waitUntilStopped()
         try await gate.flush()
+        await close()
     }
 }
