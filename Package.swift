@@ -133,6 +133,8 @@ let package = Package(
             dependencies: [
                 "Tollgate",
                 "TollgateStore",
+                "TollgatePostgres",
+                "TollgateTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
             ],

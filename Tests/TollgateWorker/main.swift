@@ -31,6 +31,8 @@ do {
         try await ContentionJob.run(Array(arguments.dropFirst()))
     case "read-store":
         try await ReadStoreJob.run(Array(arguments.dropFirst()))
+    case "fleet-admit":
+        try await FleetAdmitJob.run(Array(arguments.dropFirst()))
     case "open-store":
         try await OpenStoreJob.run(Array(arguments.dropFirst()))
     default:

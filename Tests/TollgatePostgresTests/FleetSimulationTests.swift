@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+import TollgateTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fleet as it runs: separate worker processes (`TollgateWorker fleet-admit`), each with its own
+/// clock up to ten minutes off, admitting charges of 1, 50 or 100 units against one bucket of one
+/// PostgreSQL database.
+@Suite(
+    "A fleet of processes with skewed clocks on one PostgreSQL database",
+    .enabled(if: PostgresTestDatabase.isConfigured, "TOLLGATE_POSTGRES_URL is not set"), .serialized
+)
+struct FleetSimulationTests {
+    /// Each worker's clock offset, in seconds.
+    static let offsets: [Double] = [-600, -300, -60, 0, 300, 600]
+
+    @Test("six processes whose clocks disagree by up to 20 minutes never spend a unit over the limit, on one Pacific day")
+    func skewedClocksNeverOverspend() async throws {
+        try await PostgresTestDatabase.with { database in
+            let limit = 1_500
+            let results = try await WorkerProcess.runConcurrently("fleet-admit", count: Self.offsets.count) { index in
+                [database.url, "w\(index)", "40", "\(Self.offsets[index])", "\(1_000 + index)", "\(limit)"]
+            }
+            #expect(results.allSatisfy { $0.status == 0 }, "\(results.map(\.stderr))")
+            let told = results.flatMap { Self.charges(in: $0.stdout) }
+            let used = try await database.intValue("SELECT COALESCE(SUM(units), 0)::bigint FROM quota_usage WHERE bucket = 'fleet'") ?? -1
+            let events = try await database.intValue(
+                "SELECT COALESCE(SUM(units), 0)::bigint FROM quota_events WHERE bucket = 'fleet' AND kind IN ('charge', 'refund')"
+            ) ?? -1
+            // Demand (6 × 40 charges of 50 units on average) is eight times the limit.
+            #expect(used <= limit)
+            #expect(used > limit - 100)
+            #expect(used == events)
+            #expect(used == told.reduce(0) { $0 + $1.units })
+            let days = try await database.intValue(
+                "SELECT COUNT(DISTINCT pacific_date) FROM quota_events WHERE bucket = 'fleet' AND kind = 'charge'"
+            )
+            #expect(days == 1, "the database's clock decides the day, not each machine's")
+        }
+    }
+
+    @Test("processes killed with SIGKILL mid-run lose no charge they were told of, and the ledger stays whole")
+    func killedProcessesLoseNoCharge() async throws {
+        try await PostgresTestDatabase.with { database in
+            let workers = try (0..<4).map { index in
+                try WorkerProcess.start("fleet-admit", [
+                    database.url, "k\(index)", "1000000", "\(Self.offsets[index])", "\(2_000 + index)", "100000000",
+                ])
+            }
+            // Each worker is killed once it has printed a few charges: mid-run, between or inside transactions.
+            let outputs = try await withThrowingTaskGroup(of: String.self) { group in
+                for (process, output, _) in workers {
+                    group.addTask { try await Self.killAfterCharges(process, output, charges: 25) }
+                }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+            for (process, _, _) in workers { #expect(process.terminationReason == .uncaughtSignal) }
+
+            let told = outputs.flatMap { Self.charges(in: $0) }
+            #expect(told.count >= 4 * 25)
+            let ids = told.map { String($0.id) }.joined(separator: ",")
+            let found = try await database.intValue(
+                "SELECT COUNT(*) FROM quota_events WHERE kind = 'charge' AND id IN (\(ids))"
+            )
+            #expect(found == told.count, "a charge a worker printed is in the ledger")
+            let used = try await database.intValue("SELECT COALESCE(SUM(units), 0)::bigint FROM quota_usage WHERE bucket = 'fleet'") ?? -1
+            let events = try await database.intValue(
+                "SELECT COALESCE(SUM(units), 0)::bigint FROM quota_events WHERE bucket = 'fleet' AND kind IN ('charge', 'refund')"
+            ) ?? -1
+            #expect(used == events, "totals equal the events after the kills")
+            let toldUnits = told.reduce(0) { $0 + $1.units }
+            // A worker may be killed after its commit and before its line: at most one charge each.
+            #expect(used >= toldUnits)
+            #expect(used <= toldUnits + 4 * 100)
+        }
+    }
+
+    /// `CHARGED <id> <units>` lines; a line cut short by a kill is not one.
+    static func charges(in output: String) -> [(id: Int64, units: Int)] {
+        output.split(separator: "\n", omittingEmptySubsequences: true).compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 3, fields[0] == "CHARGED", let id = Int64(fields[1]), let units = Int(fields[2]) else {
+                return nil
+            }
+            return (id, units)
+        }
+    }
+
+    /// Reads the worker's output until it has printed `charges` charges, kills it with SIGKILL,
+    /// and returns everything it printed. Off the cooperative pool: the reads block.
+    static func killAfterCharges(_ process: Process, _ output: Pipe, charges: Int) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                let handle = output.fileHandleForReading
+                var text = ""
+                while Self.charges(in: text).count < charges {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { break }
+                    text += String(decoding: chunk, as: UTF8.self)
+                }
+                kill(process.processIdentifier, SIGKILL)
+                text += String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                continuation.resume(returning: text)
+            }
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import Tollgate
+import TollgatePostgres
+import TollgateTestSupport
+
+/// `fleet-admit URL WORKER COUNT OFFSET_SECONDS SEED LIMIT`: one machine of a fleet. Runs `COUNT`
+/// admissions (circuit, throttle, quota in one transaction) against the PostgreSQL database at
+/// `URL`, each costing 1, 50 or 100 units (drawn from `SEED`) in the shared bucket `fleet` of
+/// `LIMIT` units, under the endpoint `fleet.WORKER`, with its own clock `OFFSET_SECONDS` off.
+/// Prints `CHARGED <id> <units>` the moment a charge is committed (so a test that kills it knows
+/// what it was told), then `DONE granted G refused R`.
+enum FleetAdmitJob {
+    static func run(_ arguments: [String]) async throws {
+        guard arguments.count == 6, let count = Int(arguments[2]), let offset = Double(arguments[3]),
+              let seed = UInt64(arguments[4]), let limit = Int(arguments[5])
+        else {
+            throw StoreError.invalidArgument("fleet-admit URL WORKER COUNT OFFSET_SECONDS SEED LIMIT")
+        }
+        let store = try await PostgresStore(url: arguments[0])
+        let endpoint = "fleet.\(arguments[1])"
+        var random = SeededGenerator(seed: seed)
+        var granted = 0
+        var refused = 0
+        for _ in 0..<count {
+            let cost = [1, 50, 100][Int(random.next() % 3)]
+            let now = Date().addingTimeInterval(offset)
+            let outcome = try await store.admit(AdmissionRequest(
+                endpoint: endpoint, circuitPolicy: CircuitPolicy(), probeToken: CircuitBreaker.newProbeToken(),
+                throttleLimit: ThrottleLimit(requests: 1_000_000, per: .seconds(60)),
+                quota: QuotaReservationRequest(bucket: "fleet", endpoint: endpoint, cost: cost, configuredLimit: limit, at: now)
+            ))
+            if case .admitted(_, _, let charge) = outcome {
+                granted += 1
+                FileHandle.standardOutput.write(Data("CHARGED \(charge.reservationID) \(charge.cost)\n".utf8))
+            } else {
+                refused += 1
+            }
+        }
+        FileHandle.standardOutput.write(Data("DONE granted \(granted) refused \(refused)\n".utf8))
+        await store.shutdown()
+    }
+}
