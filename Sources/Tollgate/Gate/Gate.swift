@@ -504,40 +504,37 @@ public final class Gate: Sendable {
     ) async throws -> CircuitState {
         let attempt = try settlement(endpoint: endpoint, outcome: outcome, admitted: admitted, refund: refund,
                                      refundReason: refundReason, quotaSpent: quotaSpent)
+        return try await settle(PendingSettlement(settlement: attempt, reservation: admitted.reservation,
+                                                  refundReason: refundReason),
+                                endpoint: endpoint, ledger: &ledger)
+    }
+
+    /// Writes a settlement in a transaction of its own: at once, or after the answer when the
+    /// cache's write did not carry it.
+    @discardableResult
+    private func settle(
+        _ pending: PendingSettlement, endpoint: String, ledger: inout AttemptLedger
+    ) async throws -> CircuitState {
         let result: AttemptSettlementResult
         do {
-            result = try await storage.settleAttempt(attempt)
+            result = try await storage.settleAttempt(pending.settlement)
         } catch let error where isLedgerFailure(error) && configuration.ledgerFailurePolicy == .failOpen {
             // The answer is here: with a ledger that cannot be written it is delivered unrecorded.
             logger.warning("the ledger cannot be written; the answer is not recorded (ledger failure policy: fail open)",
                            metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])
             return .closed
         }
-        return await report(result, endpoint: endpoint, reservation: admitted.reservation, refundReason: refundReason,
-                            quotaSpent: quotaSpent, ledger: &ledger)
-    }
-
-    /// Writes a settlement that waited for the answer, when the cache's write did not carry it.
-    private func settle(_ pending: PendingSettlement, endpoint: String, ledger: inout AttemptLedger) async throws {
-        let result: AttemptSettlementResult
-        do {
-            result = try await storage.settleAttempt(pending.settlement)
-        } catch let error where isLedgerFailure(error) && configuration.ledgerFailurePolicy == .failOpen {
-            logger.warning("the ledger cannot be written; the answer is not recorded (ledger failure policy: fail open)",
-                           metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])
-            return
-        }
-        _ = await report(result, endpoint: endpoint, reservation: pending.reservation,
-                         refundReason: pending.refundReason, quotaSpent: false, ledger: &ledger)
+        return await report(result, of: pending, endpoint: endpoint, ledger: &ledger)
     }
 
     /// Logs and counts what a settlement did, wherever it was written.
     private func report(
-        _ settlement: AttemptSettlementResult, endpoint: String, reservation: QuotaReservation?, refundReason: String,
-        quotaSpent: Bool, ledger: inout AttemptLedger
+        _ settlement: AttemptSettlementResult, of pending: PendingSettlement, endpoint: String,
+        ledger: inout AttemptLedger
     ) async -> CircuitState {
-        if let reservation, let refunded = settlement.refund,
-           case .refunded(let units) = quota.report(refunded, of: reservation, reason: refundReason) {
+        let quotaSpent = pending.settlement.exhaustedBucket != nil
+        if let reservation = pending.reservation, let refunded = settlement.refund,
+           case .refunded(let units) = quota.report(refunded, of: reservation, reason: pending.refundReason) {
             ledger.refunded(units)
         }
         if let exhaustion = settlement.exhaustion {
@@ -621,8 +618,7 @@ public final class Gate: Sendable {
     ) async throws {
         if let written {
             if let pending, let result = written.settlement {
-                _ = await report(result, endpoint: endpoint, reservation: pending.reservation,
-                                 refundReason: pending.refundReason, quotaSpent: false, ledger: &ledger)
+                _ = await report(result, of: pending, endpoint: endpoint, ledger: &ledger)
             }
             return
         }

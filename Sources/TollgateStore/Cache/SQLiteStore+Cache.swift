@@ -32,15 +32,9 @@ extension SQLiteStore: CacheStorage {
         return entry
     }
 
-    /// Forgets the recent entries of the resources a write changed, once it is over (committed or not).
-    private func forgettingRecent<T>(_ resourceKeys: @autoclosure () -> [String], _ body: () async throws -> T)
-        async rethrows -> T {
-        defer {
-            let keys = resourceKeys()
-            recentCacheEntries.withLock { recent in
-                for key in keys { recent.forget(resourceKey: key) }
-            }
-        }
+    /// Forgets the recent entries of the resource a write changed, once it is over (committed or not).
+    private func forgettingRecent<T>(_ resourceKey: String, _ body: () async throws -> T) async rethrows -> T {
+        defer { recentCacheEntries.withLock { $0.forget(resourceKey: resourceKey) } }
         return try await body()
     }
 
@@ -53,7 +47,7 @@ extension SQLiteStore: CacheStorage {
     public func storeCacheEntry(
         _ entry: NewCacheEntry, retention: CacheRetention, activity: CacheActivity, bookkeeping: AnswerBookkeeping
     ) async throws -> CacheStoreResult {
-        let result = try await forgettingRecent([entry.resourceKey]) {
+        let result = try await forgettingRecent(entry.resourceKey) {
             try await writeKeepingRecentEntries { db in
                 try CacheTable.record(db, activity: activity)
                 let (metadata, replaced, evictedInPlace) = try CacheTable.upsert(db, entry, retention: retention)
@@ -72,7 +66,7 @@ extension SQLiteStore: CacheStorage {
         resourceKey: String, validatedSinceMs: Int64, activity: CacheActivity, bookkeeping: AnswerBookkeeping,
         revise: @escaping @Sendable ([CacheEntryMetadata]) -> CacheRevision?
     ) async throws -> CacheRevisionResult {
-        let (result, revised) = try await forgettingRecent([resourceKey]) {
+        let (result, revised) = try await forgettingRecent(resourceKey) {
             try await writeKeepingRecentEntries { db -> (CacheRevisionResult, RecentCacheEntries.Resource?) in
                 try CacheTable.record(db, activity: activity)
                 let booked = try AdmissionTable.record(db, bookkeeping)
@@ -105,7 +99,7 @@ extension SQLiteStore: CacheStorage {
     }
 
     public func removeCacheEntries(resourceKey: String, activity: CacheActivity) async throws -> Int {
-        try await forgettingRecent([resourceKey]) { try await writeKeepingRecentEntries { db in
+        try await forgettingRecent(resourceKey) { try await writeKeepingRecentEntries { db in
             try CacheTable.record(db, activity: activity)
             return try CacheTable.remove(db, resourceKey: resourceKey)
         } }
