@@ -18,6 +18,30 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("a store that may not migrate refuses a database that needs it and writes nothing; the status lists what is pending")
+    func lookingDoesNotMigrate() async throws {
+        try await PostgresTestDatabase.with { database in
+            let looking = PostgresStore.Configuration(migratesOnOpen: false)
+            let pending = try await PostgresStore.migrationStatus(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            #expect(pending.map(\.migration) == PostgresMigrations.all && pending.allSatisfy { !$0.isApplied })
+            await #expect(throws: StoreError.migrationsPending(
+                path: "\(try PostgresLocation(url: database.url))", databaseVersion: 0, libraryVersion: PostgresMigrations.all.count
+            )) {
+                _ = try await PostgresStore(url: database.url, configuration: looking, logger: PostgresTestDatabase.quietLogger)
+            }
+            #expect(try await database.textValue("SELECT to_regclass('schema_migrations')::text") == nil)
+
+            let writer = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            #expect(writer.migrationsAppliedAtOpen == PostgresMigrations.all)
+            await writer.shutdown()
+            let reader = try await PostgresStore(url: database.url, configuration: looking, logger: PostgresTestDatabase.quietLogger)
+            #expect(reader.migrationsAppliedAtOpen.isEmpty)
+            await reader.shutdown()
+            let applied = try await PostgresStore.migrationStatus(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            #expect(applied.allSatisfy { $0.isApplied })
+        }
+    }
+
     @Test("several machines opening one new database at once migrate it exactly once")
     func concurrentMigrators() async throws {
         try await PostgresTestDatabase.with { database in

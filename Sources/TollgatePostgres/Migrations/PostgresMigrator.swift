@@ -22,6 +22,34 @@ struct PostgresMigrator: Sendable {
 
     var libraryVersion: Int { migrations.last?.version ?? 0 }
 
+    /// Every migration the library knows, with when it was applied, for `tollgate migrate --status`.
+    /// Reads only: a database without Tollgate's schema lists every migration as pending.
+    /// - Throws: `StoreError.databaseIsNewer` or `StoreError.migrationChecksumMismatch` for a
+    ///   history this library does not know, or what the server throws.
+    func statuses(_ connection: PostgresConnection, logger: Logger) async throws -> [MigrationStatus] {
+        do {
+            let applied = try await appliedMigrations(connection, logger: logger)
+            try validate(applied)
+            return migrations.map { MigrationStatus(migration: $0, appliedAt: applied[$0.version]?.appliedAt) }
+        } catch {
+            throw PostgresErrorMapping.map(error, server: "\(location)", operation: "reading the schema history")
+        }
+    }
+
+    /// Refuses a database whose schema is not exactly the library's, writing nothing: for the
+    /// commands that only read, which must not migrate a fleet's database behind its operator.
+    /// - Throws: `StoreError.migrationsPending` (run `tollgate migrate`), `StoreError.databaseIsNewer`
+    ///   or `StoreError.migrationChecksumMismatch`.
+    func requireCurrent(_ connection: PostgresConnection, logger: Logger) async throws {
+        let statuses = try await statuses(connection, logger: logger)
+        if statuses.contains(where: { !$0.isApplied }) {
+            throw StoreError.migrationsPending(
+                path: "\(location)", databaseVersion: statuses.last(where: \.isApplied)?.migration.version ?? 0,
+                libraryVersion: libraryVersion
+            )
+        }
+    }
+
     /// Applies every pending migration and returns those this call applied.
     func migrate(_ connection: PostgresConnection, logger: Logger) async throws -> [Migration] {
         do {
@@ -91,6 +119,7 @@ struct PostgresMigrator: Sendable {
         let version: Int
         let name: String
         let checksum: String
+        let appliedAt: Date
     }
 
     private func appliedMigrations(_ connection: PostgresConnection, logger: Logger) async throws -> [Int: AppliedMigration] {
@@ -99,9 +128,10 @@ struct PostgresMigrator: Sendable {
         )?.decode(Bool.self) ?? false
         guard exists else { return [:] }
         var applied: [Int: AppliedMigration] = [:]
-        for row in try await connection.rows("SELECT version, name, checksum FROM schema_migrations", logger: logger) {
-            let (version, name, checksum) = try row.decode((Int, String, String).self)
-            applied[version] = AppliedMigration(version: version, name: name, checksum: checksum)
+        let query: PostgresQuery = "SELECT version, name, checksum, applied_at FROM schema_migrations"
+        for row in try await connection.rows(query, logger: logger) {
+            let (version, name, checksum, appliedAt) = try row.decode((Int, String, String, Date).self)
+            applied[version] = AppliedMigration(version: version, name: name, checksum: checksum, appliedAt: appliedAt)
         }
         return applied
     }

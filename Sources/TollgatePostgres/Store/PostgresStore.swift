@@ -37,6 +37,11 @@ public final class PostgresStore: Sendable {
         public var connectionWait: Duration
         /// The migrations to apply; the library's own by default (tests pass others).
         public var migrations: [Migration]
+        /// Whether opening applies pending migrations (the default). When false, opening writes
+        /// nothing and refuses a database whose schema is not current with
+        /// `StoreError.migrationsPending`: for tools that only look, which must not migrate a
+        /// fleet's database behind its operator's back.
+        public var migratesOnOpen: Bool
 
         /// Creates a configuration.
         /// - Parameters:
@@ -44,17 +49,23 @@ public final class PostgresStore: Sendable {
         ///   - connectTimeout: How long to wait for the server to accept a connection.
         ///   - connectionWait: How long an operation waits for a pooled connection.
         ///   - migrations: The migrations to apply.
+        ///   - migratesOnOpen: Whether opening applies pending migrations.
         public init(maximumConnections: Int = 20, connectTimeout: Duration = .seconds(10),
-                    connectionWait: Duration = .seconds(10), migrations: [Migration] = PostgresMigrations.all) {
+                    connectionWait: Duration = .seconds(10), migrations: [Migration] = PostgresMigrations.all,
+                    migratesOnOpen: Bool = true) {
             self.maximumConnections = maximumConnections
             self.connectTimeout = connectTimeout
             self.connectionWait = connectionWait
             self.migrations = migrations
+            self.migratesOnOpen = migratesOnOpen
         }
     }
 
     /// The server, user and database the store is connected to.
     public let location: PostgresLocation
+    /// The migrations this store applied when it opened, oldest first: empty when the database
+    /// was already current (or another machine migrated it first).
+    public let migrationsAppliedAtOpen: [Migration]
     let client: PostgresClient
     let logger: Logger
     let connectionWait: Duration
@@ -95,9 +106,14 @@ public final class PostgresStore: Sendable {
         // without the cause: one plain connection first gives a prompt error that says why.
         let connection = try await Self.connect(location, timeout: configuration.connectTimeout, logger: logger)
         do {
-            let applied = try await PostgresMigrator(migrations: configuration.migrations, location: location)
-                .migrate(connection, logger: logger)
-            for migration in applied {
+            let migrator = PostgresMigrator(migrations: configuration.migrations, location: location)
+            if configuration.migratesOnOpen {
+                migrationsAppliedAtOpen = try await migrator.migrate(connection, logger: logger)
+            } else {
+                try await migrator.requireCurrent(connection, logger: logger)
+                migrationsAppliedAtOpen = []
+            }
+            for migration in migrationsAppliedAtOpen {
                 logger.info("applied migration", metadata: [
                     "version": "\(migration.version)", "name": "\(migration.name)", "server": "\(location)",
                 ])
@@ -127,6 +143,33 @@ public final class PostgresStore: Sendable {
     public func shutdown() async {
         runTask.cancel()
         await runTask.value
+    }
+
+    /// Every migration the library knows, with when it was applied to the database at `url`,
+    /// read without applying anything.
+    /// - Parameters:
+    ///   - url: The server and database.
+    ///   - configuration: The connect timeout and the migrations to list.
+    ///   - logger: Where the driver logs.
+    /// - Returns: One status per migration, oldest first.
+    /// - Throws: ``PostgresStoreError`` when the URL is wrong or the server unreachable;
+    ///   `StoreError.databaseIsNewer` or `StoreError.migrationChecksumMismatch` for a history this
+    ///   library does not know.
+    public static func migrationStatus(
+        url: String, configuration: Configuration = Configuration(), logger: Logger = Logger.current
+    ) async throws -> [MigrationStatus] {
+        let location = try PostgresLocation(url: url)
+        let connection = try await connect(location, timeout: configuration.connectTimeout, logger: logger)
+        let statuses: [MigrationStatus]
+        do {
+            statuses = try await PostgresMigrator(migrations: configuration.migrations, location: location)
+                .statuses(connection, logger: logger)
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try? await connection.close()
+        return statuses
     }
 
     private static func connect(

@@ -47,4 +47,13 @@ public struct MigrationStatus: Sendable, Hashable {
 
     /// Whether it has been applied.
     public var isApplied: Bool { appliedAt != nil }
+
+    /// Creates a status, as a store reads it from its database's history.
+    /// - Parameters:
+    ///   - migration: The migration.
+    ///   - appliedAt: When it was applied, or nil while it is pending.
+    public init(migration: Migration, appliedAt: Date?) {
+        self.migration = migration
+        self.appliedAt = appliedAt
+    }
 }

@@ -52,8 +52,7 @@ struct CacheCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging, access: .readOnly)
+            try await AdminServices.with(database, logging: logging, access: .readOnly) { services in
                 let day = try AdminArguments.day(day) ?? PacificDay(containing: Date())
                 let rows = try await services.cache.statistics(on: day)
                 let totals = try await services.cache.totals()
@@ -94,8 +93,7 @@ struct CacheCommand: AsyncParsableCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging)
+            try await AdminServices.with(database, logging: logging) { services in
                 let result = try await services.cache.prune(recordingAdminEvent: true)
                 print("Pruned: \(result.expired) expired, \(result.evicted) evicted over the limits")
             }
@@ -121,8 +119,7 @@ struct CacheCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging)
+            try await AdminServices.with(database, logging: logging) { services in
                 let result = try await services.cache.clear(endpoint: endpoint)
                 print("Cleared \(endpoint ?? "every endpoint"): \(result.entries) \(result.entries == 1 ? "entry" : "entries"), "
                     + "\(DashboardRenderer.bytes(Int(result.bodyBytes))) of bodies")
@@ -134,7 +131,7 @@ struct CacheCommand: AsyncParsableCommand {
     struct Vacuum: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "vacuum",
-            abstract: "Compact the database file and checkpoint its write-ahead log.",
+            abstract: "Compact the database file and checkpoint its write-ahead log (PostgreSQL: VACUUM (ANALYZE)).",
             discussion: "Other processes may keep using the file; the vacuum waits for their write locks."
         )
 
@@ -143,12 +140,16 @@ struct CacheCommand: AsyncParsableCommand {
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging)
-                let result = try await services.store.vacuum(at: Date())
-                print("Vacuumed \(services.path): \(DashboardRenderer.bytes(Int(result.bytesBefore))) → "
-                    + "\(DashboardRenderer.bytes(Int(result.bytesAfter))); WAL checkpoint "
-                    + (result.checkpointBusy ? "deferred (the file is busy)" : "complete"))
+            try await AdminServices.with(database, logging: logging) { services in
+                let result = try await services.database.store.vacuum(at: Date())
+                let sizes = "\(DashboardRenderer.bytes(Int(result.bytesBefore))) → \(DashboardRenderer.bytes(Int(result.bytesAfter)))"
+                if database.isPostgres() {
+                    // VACUUM (ANALYZE), not FULL: the space is reused rather than returned; the server checkpoints its own log.
+                    print("Vacuumed and analyzed Tollgate's tables in \(services.database.name): \(sizes)")
+                } else {
+                    print("Vacuumed \(services.database.name): \(sizes); WAL checkpoint "
+                        + (result.checkpointBusy ? "deferred (the file is busy)" : "complete"))
+                }
             }
         }
     }

@@ -55,8 +55,7 @@ struct CircuitCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging, access: .readOnly)
+            try await AdminServices.with(database, logging: logging, access: .readOnly) { services in
                 guard let endpoint else {
                     let circuits = try await services.snapshot().circuits
                     if json { return try printJSON(circuits) }
@@ -114,8 +113,7 @@ struct CircuitCommand: AsyncParsableCommand {
         @OptionGroup var selection: EndpointSelection
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging)
+            try await AdminServices.with(database, logging: logging) { services in
                 let transitions = try await services.circuit.reset(endpoint: selection.endpoint)
                 if transitions.isEmpty {
                     print("\(selection.endpoint ?? "every circuit"): already closed with nothing counted; nothing to reset.")
@@ -151,8 +149,7 @@ struct CircuitCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging)
+            try await AdminServices.with(database, logging: logging) { services in
                 try await services.circuit.forceOpen(endpoint: endpoint, for: .seconds(seconds))
                 let until = Date().addingTimeInterval(TimeInterval(seconds))
                 print("\(endpoint): OPEN for \(seconds)s, until \(PacificDay.localTimeDescription(of: until))")

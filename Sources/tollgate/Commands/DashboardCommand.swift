@@ -6,7 +6,7 @@ import TollgateStore
 import Glibc
 #endif
 
-struct DashboardCommand: ParsableCommand {
+struct DashboardCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dashboard",
         abstract: "Live view of quota, circuits, throttles and the cache, refreshed every second.",
@@ -29,22 +29,26 @@ struct DashboardCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
-        try reportingStoreErrors {
-            let (path, store) = try database.openForReading(logger: logging.bootstrap())
+    func run() async throws {
+        try await reportingErrors {
+            let opened = try await database.open(access: .readOnly, logger: logging.bootstrap())
             let interactive = TerminalSession.isInteractive && !once
-            // A snapshot read without the -shm file does not follow other processes' writes: say so.
-            let title = store.readsImmutableSnapshot ? "\(path) (snapshot)" : path
-            var renderer = DashboardRenderer(colours: interactive, databasePath: title)
-            if !interactive {
-                print(renderer.render(try store.dashboardSnapshot(at: Date())).joined(separator: "\n"))
-                return
+            var renderer = DashboardRenderer(colours: interactive, databasePath: opened.name)
+            try await opened.closing {
+                if interactive {
+                    try await runInteractive(store: opened.store, renderer: &renderer)
+                } else {
+                    print(renderer.render(try await Self.snapshot(of: opened.store)).joined(separator: "\n"))
+                }
             }
-            try runInteractive(store: store, renderer: &renderer)
         }
     }
 
-    private func runInteractive(store: SQLiteStore, renderer: inout DashboardRenderer) throws {
+    private static func snapshot(of store: any CommandStorage) async throws -> DashboardSnapshot {
+        try await store.dashboardSnapshot(at: Date(), recentEvents: DashboardRenderer.recentEvents)
+    }
+
+    private func runInteractive(store: any CommandStorage, renderer: inout DashboardRenderer) async throws {
         let terminal = TerminalSession()
         // Ctrl-C, a kill and a closed terminal must restore the terminal too: take those signals
         // from their default handlers and end the loop instead.
@@ -67,7 +71,7 @@ struct DashboardCommand: ParsableCommand {
             let size = TerminalSession.size
             renderer.width = size.width
             renderer.height = size.height
-            terminal.draw(renderer.render(try store.dashboardSnapshot(at: Date())))
+            terminal.draw(renderer.render(try await Self.snapshot(of: store)))
             let deadline = Date().addingTimeInterval(interval)
             while Date() < deadline {
                 if stopped.wait(timeout: .now()) == .success { return }

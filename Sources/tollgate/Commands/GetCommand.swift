@@ -112,17 +112,11 @@ struct GetCommand: AsyncParsableCommand {
         }
         let endpoint = endpoint ?? EndpointNaming.youTubeDataAPIv3.endpoint(for: request)
         // AsyncHTTPClient, like curl, sends the request as written and returns the bytes as sent.
-        let (gate, _, close) = try await database.openGate(
+        let (gate, opened) = try await database.openGate(
             transport: AsyncHTTPClientTransport(),
             configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger
         )
-        do {
-            try await send(request, body: body, endpoint: endpoint, through: gate)
-            await close()
-        } catch {
-            await close()
-            throw error
-        }
+        try await opened.closing { try await send(request, body: body, endpoint: endpoint, through: gate) }
     }
 
     private func send(_ request: HTTPRequest, body: Data?, endpoint: String, through gate: Gate) async throws {

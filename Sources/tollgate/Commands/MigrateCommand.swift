@@ -1,8 +1,9 @@
 import ArgumentParser
 import Foundation
+import TollgatePostgres
 import TollgateStore
 
-struct MigrateCommand: ParsableCommand {
+struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Apply pending schema migrations to the database.",
@@ -38,34 +39,47 @@ struct MigrateCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
-        try database.requireSQLite()
-        try reportingStoreErrors {
+    func run() async throws {
+        try await reportingErrors {
             if status || dryRun {
-                try inspect()
+                try await inspect()
             } else {
-                try apply()
+                try await apply()
             }
         }
     }
 
-    private func apply() throws {
-        let path = try database.preparedPath()
-        let store = try SQLiteStore(path: path, logger: logging.bootstrap())
-        let version = Migration.all.last?.version ?? 0
-        if store.migrationsAppliedAtOpen.isEmpty {
-            print("\(path) is up to date (schema version \(version)).")
+    private func apply() async throws {
+        let logger = logging.bootstrap()
+        let name: String
+        let applied: [Migration]
+        let version: Int
+        if database.isPostgres() {
+            let store = try await PostgresStore(url: database.resolvedPath(), logger: logger)
+            (name, applied, version) = ("\(store.location)", store.migrationsAppliedAtOpen, PostgresMigrations.all.last?.version ?? 0)
+            await store.shutdown()
         } else {
-            for migration in store.migrationsAppliedAtOpen {
+            let path = try database.preparedPath()
+            let store = try SQLiteStore(path: path, logger: logger)
+            (name, applied, version) = (path, store.migrationsAppliedAtOpen, Migration.all.last?.version ?? 0)
+        }
+        if applied.isEmpty {
+            print("\(name) is up to date (schema version \(version)).")
+        } else {
+            for migration in applied {
                 print("applied \(migration.fileName)")
             }
-            print("\(path) is at schema version \(version).")
+            print("\(name) is at schema version \(version).")
         }
     }
 
-    private func inspect() throws {
+    private func inspect() async throws {
         let path = database.resolvedPath()
-        let statuses = try SQLiteStore.migrationStatus(path: path)
+        let statuses = database.isPostgres()
+            ? try await PostgresStore.migrationStatus(url: path, logger: logging.bootstrap())
+            : try SQLiteStore.migrationStatus(path: path)
+        // A URL may carry a password: messages name the server as the store does.
+        let name = database.isPostgres() ? "\(try PostgresLocation(url: path))" : path
         let pending = statuses.filter { !$0.isApplied }
         if status && json {
             try printJSON(statuses.map { StatusRow(version: $0.migration.version, name: $0.migration.name, appliedAt: $0.appliedAt) })
@@ -75,28 +89,11 @@ struct MigrateCommand: ParsableCommand {
                 print("\(status.migration.fileName)  \(state)")
             }
         } else if pending.isEmpty {
-            print("\(path) is up to date: nothing would be applied.")
+            print("\(name) is up to date: nothing would be applied.")
         } else {
             for status in pending {
                 print("would apply \(status.migration.fileName)")
             }
         }
     }
-}
-
-/// Prints a store's refusal as one clear line on standard error and exits with status 1.
-func reportingStoreErrors(_ body: () throws -> Void) throws {
-    do {
-        try body()
-    } catch let error as StoreError {
-        printError("error: \(error)")
-        throw ExitCode.failure
-    } catch let error as DatabaseError {
-        printError("error: \(error)")
-        throw ExitCode.failure
-    }
-}
-
-func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
 }

@@ -64,7 +64,7 @@ struct ProxyCommand: AsyncParsableCommand {
     }
 
     private func serve(logger: Logger) async throws {
-        let (gate, path, close) = try await database.openGate(
+        let (gate, opened) = try await database.openGate(
             transport: URLSessionTransport(),
             configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger
         )
@@ -74,10 +74,10 @@ struct ProxyCommand: AsyncParsableCommand {
         )
         // Written straight to the file descriptor, unbuffered: a script waits for this line.
         FileHandle.standardOutput.write(Data(
-            "tollgate proxy listening on \(proxy.baseURL.absoluteString) → \(upstream) (database \(path))\n".utf8
+            "tollgate proxy listening on \(proxy.baseURL.absoluteString) → \(upstream) (database \(opened.name))\n".utf8
         ))
         try await proxy.waitUntilStopped()
         try await gate.flush()
-        await close()
+        await opened.close()
     }
 }

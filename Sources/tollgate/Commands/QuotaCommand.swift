@@ -34,8 +34,7 @@ struct QuotaCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging, access: .readOnly)
+            try await AdminServices.with(database, logging: logging, access: .readOnly) { services in
                 let report = try await QuotaReport.read(services, day: try AdminArguments.day(day))
                 if json {
                     try printJSON(report)
@@ -80,8 +79,7 @@ struct QuotaCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging)
+            try await AdminServices.with(database, logging: logging) { services in
                 let status = try await services.quota.setLimit(bucket: bucket, limit: clear ? nil : limit)
                 print("\(bucket): daily limit \(DashboardRenderer.grouped(status.limit)) (\(status.limitSource.rawValue)); "
                     + "\(DashboardRenderer.grouped(status.unitsUsed)) used, \(DashboardRenderer.grouped(status.remaining)) left today")
@@ -116,8 +114,7 @@ struct QuotaCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging)
+            try await AdminServices.with(database, logging: logging) { services in
                 let day = try AdminArguments.day(day) ?? PacificDay(containing: Date())
                 let reset = try await services.quota.resetDay(day, bucket: bucket)
                 let endpoints = reset.unitsCleared.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
@@ -162,8 +159,7 @@ extension QuotaCommand {
         }
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging)
+            try await AdminServices.with(database, logging: logging) { services in
                 let result = try await services.quota.reconcile(used: used, bucket: bucket, on: try AdminArguments.day(day))
                 let change = result.adjustment == 0 ? "no change"
                     : (result.adjustment > 0 ? "+" : "") + DashboardRenderer.grouped(result.adjustment) + " units"

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import TollgateStore
 
-struct StatusCommand: ParsableCommand {
+struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Print what the database holds now: quota, circuits, throttles, cache.",
@@ -23,10 +23,12 @@ struct StatusCommand: ParsableCommand {
         guard (0...1000).contains(events) else { throw ValidationError("--events must be between 0 and 1000.") }
     }
 
-    func run() throws {
-        try reportingStoreErrors {
-            let (path, store) = try database.openForReading(logger: logging.bootstrap())
-            let snapshot = try store.dashboardSnapshot(at: Date(), recentEvents: events)
+    func run() async throws {
+        try await reportingErrors {
+            let opened = try await database.open(access: .readOnly, logger: logging.bootstrap())
+            let snapshot = try await opened.closing {
+                try await opened.store.dashboardSnapshot(at: Date(), recentEvents: events)
+            }
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -35,7 +37,7 @@ struct StatusCommand: ParsableCommand {
                 print(String(decoding: try encoder.encode(snapshot), as: UTF8.self))
             } else {
                 // Every row: status is for reading in full (the dashboard is the view that fits a screen).
-                let renderer = DashboardRenderer(width: 100, height: .max, colours: false, databasePath: path, showsEveryRow: true)
+                let renderer = DashboardRenderer(width: 100, height: .max, colours: false, databasePath: opened.name, showsEveryRow: true)
                 print(renderer.render(snapshot).joined(separator: "\n"))
             }
         }

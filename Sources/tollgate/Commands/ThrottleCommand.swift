@@ -27,8 +27,7 @@ struct ThrottleCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging, access: .readOnly)
+            try await AdminServices.with(database, logging: logging, access: .readOnly) { services in
                 let throttles = try await services.snapshot().throttles
                 if json { return try printJSON(throttles) }
                 if throttles.isEmpty { print("No throttle windows yet: no request has been admitted.") }
@@ -55,8 +54,7 @@ struct ThrottleCommand: AsyncParsableCommand {
         @OptionGroup var selection: EndpointSelection
 
         func run() async throws {
-            try await reportingErrors {
-                let services = try AdminServices(database: database, logging: logging)
+            try await AdminServices.with(database, logging: logging) { services in
                 let forgotten = try await services.throttle.reset(endpoint: selection.endpoint)
                 print("\(selection.endpoint ?? "every endpoint"): \(forgotten) recorded \(forgotten == 1 ? "request" : "requests") forgotten")
             }

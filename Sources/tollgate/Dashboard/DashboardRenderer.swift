@@ -4,6 +4,9 @@ import TollgateStore
 /// Draws a ``DashboardSnapshot`` as lines of text that fit a terminal (80×24 by default), with
 /// ANSI colours when the output is a terminal and plain text otherwise.
 struct DashboardRenderer {
+    /// How many recent ledger events and circuit transitions the dashboard shows.
+    static let recentEvents = 8
+
     var width = 80
     var height = 24
     var colours = true

@@ -2,49 +2,63 @@ import ArgumentParser
 import Foundation
 import Logging
 import Tollgate
+import TollgatePostgres
 import TollgateProxy
+import TollgateStore
 
-/// The services an admin command works through, over the file `--db` names, built from the
+/// The services an admin command works through, over the database `--db` names, built from the
 /// YouTube Data API v3 preset's parts and the system clock: the same rules the gate follows.
 struct AdminServices {
-    let path: String
-    let store: SQLiteStore
+    let database: OpenedDatabase
     let configuration: GateConfiguration
     let quota: QuotaLedger
     let circuit: CircuitBreaker
     let throttle: RequestThrottler
     let cache: ETagCache
 
-    /// Opens the file and builds the services. Their own log lines (state changes at info and
+    /// Opens the database, builds the services, runs `body` with them and closes the database,
+    /// however `body` ends; a refusal from the store or a service becomes one clear line on
+    /// standard error and exit status 1. The services' own log lines (state changes at info and
     /// notice) stay quiet unless `--verbose` or `--log-level` asks: each command prints what it did.
     /// - Parameters:
-    ///   - database: The `--db` option.
+    ///   - database: The `--db` option: a SQLite file or a PostgreSQL URL.
     ///   - logging: The `--verbose` and `--log-level` options.
-    ///   - access: `.readOnly` for a command that only shows: the file is then never created,
-    ///     migrated or written.
+    ///   - access: `.readOnly` for a command that only shows: nothing is then created, migrated
+    ///     or written.
     ///   - configuration: The services' rules.
-    init(database: DatabaseOptions, logging: LoggingOptions, access: SQLiteStore.Access = .readWrite,
-         configuration: GateConfiguration = .youTubeDataAPIv3) throws {
-        let logger = logging.bootstrap()
-        (path, store) = switch access {
-        case .readWrite: try database.openForWriting(logger: logger)
-        case .readOnly: try database.openForReading(logger: logger)
+    ///   - body: The command's work.
+    /// - Throws: `ExitCode.failure` after printing a refusal; what `body` throws otherwise.
+    static func with(
+        _ database: DatabaseOptions, logging: LoggingOptions, access: SQLiteStore.Access = .readWrite,
+        configuration: GateConfiguration = .youTubeDataAPIv3, _ body: (AdminServices) async throws -> Void
+    ) async throws {
+        try await reportingErrors {
+            let logger = logging.bootstrap()
+            let opened = try await database.open(access: access, logger: logger)
+            try await opened.closing {
+                try await body(try AdminServices(database: opened, configuration: configuration, logger: logger))
+            }
         }
+    }
+
+    private init(database: OpenedDatabase, configuration: GateConfiguration, logger: Logger) throws {
+        self.database = database
         self.configuration = configuration
         let clock = SystemClock()
+        let store = database.store
         quota = try QuotaLedger(storage: store, configuration: configuration.quota, clock: clock, logger: logger)
         circuit = CircuitBreaker(storage: store, configuration: configuration.circuit, clock: clock, logger: logger)
         throttle = try RequestThrottler(storage: store, configuration: configuration.throttle, clock: clock, logger: logger)
         cache = try ETagCache(storage: store, configuration: configuration.cache, clock: clock, logger: logger)
     }
 
-    /// The snapshot of the file now, for listings.
+    /// The snapshot of the database now, for listings.
     func snapshot(recentEvents: Int = 0) async throws -> DashboardSnapshot {
-        try await store.dashboardSnapshot(at: Date(), recentEvents: recentEvents)
+        try await database.store.dashboardSnapshot(at: Date(), recentEvents: recentEvents)
     }
 }
 
-/// Runs an admin command's work; a refusal from the store or a service becomes one clear line on
+/// Runs a command's work; a refusal from the store or a service becomes one clear line on
 /// standard error and exit status 1.
 func reportingErrors(_ body: () async throws -> Void) async throws {
     do {
@@ -55,6 +69,9 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as DatabaseError {
         printError("error: \(error)")
         throw ExitCode.failure
+    } catch let error as PostgresStoreError {
+        printError("error: \(error)")
+        throw ExitCode.failure
     } catch let error as QuotaLedgerError {
         printError("error: \(error)")
         throw ExitCode.failure
@@ -62,6 +79,10 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
         printError("error: \(error)")
         throw ExitCode.failure
     }
+}
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
 }
 
 /// Validation shared by the admin commands.

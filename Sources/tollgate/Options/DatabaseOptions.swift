@@ -8,7 +8,7 @@ import TollgateStore
 /// The `--db` option every command shares.
 struct DatabaseOptions: ParsableArguments {
     @Option(name: .customLong("db"), help: ArgumentHelp(
-        "The database: a SQLite file, or a postgresql:// URL (get and proxy). "
+        "The database: a SQLite file, or a postgresql:// URL for a fleet's shared database. "
             + "Default: $TOLLGATE_DB, else tollgate.sqlite in the user's data directory.",
         valueName: "path"
     ))
@@ -20,43 +20,49 @@ struct DatabaseOptions: ParsableArguments {
         }
     }
 
+
     /// Whether the database in force is a PostgreSQL server (`postgresql://` or `postgres://`).
     func isPostgres(environment: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
         let location = resolvedPath(environment: environment).lowercased()
         return location.hasPrefix("postgresql://") || location.hasPrefix("postgres://")
     }
 
-    /// Refuses a PostgreSQL URL for a command that reads or operates a SQLite file only.
-    /// - Throws: `ValidationError` naming what works over PostgreSQL today.
-    func requireSQLite() throws {
-        guard isPostgres() else { return }
-        throw ValidationError(
-            "--db: a postgresql:// URL works with `tollgate get` and `tollgate proxy` only, for now; inspect it "
-                + "with psql on the views quota_today, quota_daily, cache_stats, circuit_status and throttle_status."
-        )
+    /// Opens the database in force: a SQLite file or a PostgreSQL server.
+    /// - Parameters:
+    ///   - access: `.readWrite` creates and migrates what is missing (the file, its default
+    ///     directory, the schema); `.readOnly` creates, migrates and writes nothing: a SQLite file
+    ///     must exist, a PostgreSQL schema must be current.
+    ///   - logger: Where the store logs.
+    /// - Returns: The store, its name for messages (never a password) and how to close it.
+    /// - Throws: What opening the store throws.
+    func open(access: SQLiteStore.Access, logger: Logger) async throws -> OpenedDatabase {
+        if isPostgres() {
+            let store = try await PostgresStore(
+                url: resolvedPath(), configuration: .init(migratesOnOpen: access == .readWrite), logger: logger
+            )
+            return OpenedDatabase(name: "\(store.location)", store: store, close: { await store.shutdown() })
+        }
+        let path = access == .readWrite ? try preparedPath() : resolvedPath()
+        let store = try SQLiteStore(path: path, configuration: .init(access: access), logger: logger)
+        // A snapshot read without the -shm file does not follow other processes' writes: say so.
+        return OpenedDatabase(name: store.readsImmutableSnapshot ? "\(path) (snapshot)" : path, store: store, close: {})
     }
 
     /// The gate over the database in force — a SQLite file (created and migrated when needed) or
-    /// a PostgreSQL server (migrated when needed) — and what to call once it is no longer used.
+    /// a PostgreSQL server (migrated when needed).
     /// - Parameters:
     ///   - transport: How the gate reaches the network.
     ///   - configuration: The gate's rules.
     ///   - logger: Where the store and the gate log.
-    /// - Returns: The gate, a name for the database that never shows a password, and the closing call.
+    /// - Returns: The gate, and the database it runs over (close it once the gate is no longer used).
     /// - Throws: What opening the store throws.
     func openGate(
         transport: any HTTPTransport, configuration: GateConfiguration, logger: Logger
-    ) async throws -> (gate: Gate, database: String, close: @Sendable () async -> Void) {
-        if isPostgres() {
-            let store = try await PostgresStore(url: resolvedPath(), logger: logger)
-            let gate = try Gate(storage: store, transport: transport, configuration: configuration,
-                                clock: SystemClock(), logger: logger)
-            return (gate, "\(store.location)", { await store.shutdown() })
-        }
-        let path = try preparedPath()
-        let gate = try Gate(store: try SQLiteStore(path: path, logger: logger), transport: transport,
-                            configuration: configuration, logger: logger)
-        return (gate, path, {})
+    ) async throws -> (gate: Gate, database: OpenedDatabase) {
+        let database = try await open(access: .readWrite, logger: logger)
+        let gate = try Gate(storage: database.store, transport: transport, configuration: configuration,
+                            clock: SystemClock(), logger: logger)
+        return (gate, database)
     }
 
     /// The path in force: `--db`, else `TOLLGATE_DB`, else the user's data directory.
@@ -67,23 +73,6 @@ struct DatabaseOptions: ParsableArguments {
             ?? FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
             ?? FileManager.default.homeDirectoryForCurrentUser.appending(path: ".local/share")
         return dataDirectory.appending(path: "tollgate/tollgate.sqlite").path
-    }
-
-    /// Opens the store for a command that writes: the file (and its default directory) is created
-    /// and migrated when needed.
-    func openForWriting(logger: Logger = Logger(label: "tollgate")) throws -> (path: String, store: SQLiteStore) {
-        try requireSQLite()
-        let path = try preparedPath()
-        return (path, try SQLiteStore(path: path, logger: logger))
-    }
-
-    /// Opens the store for a command that only reads: nothing is created, migrated or written,
-    /// so it works on a read-only file or file system and does not wait for another process's
-    /// write lock. A missing file is ``StoreError/notFound(path:)``.
-    func openForReading(logger: Logger = Logger(label: "tollgate")) throws -> (path: String, store: SQLiteStore) {
-        try requireSQLite()
-        let path = resolvedPath()
-        return (path, try SQLiteStore(path: path, configuration: .init(access: .readOnly), logger: logger))
     }
 
     /// The path in force, with its directory created when it is the default location.

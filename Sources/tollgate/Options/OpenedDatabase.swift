@@ -1,0 +1,33 @@
+import TollgateStore
+
+/// What the commands need of a store: the gate's state, maintenance and the dashboard's
+/// snapshot. `SQLiteStore` and `PostgresStore` both provide it.
+typealias CommandStorage = GateStorage & MaintenanceStorage & DashboardSnapshotStorage
+
+/// A database a command opened: a SQLite file or a PostgreSQL server.
+struct OpenedDatabase: Sendable {
+    /// How messages name it: the file's path, or `host:port/database` (never a password).
+    let name: String
+    /// The store over it.
+    let store: any CommandStorage
+    /// Closes it: a PostgreSQL store's connections are closed and waited for; a file needs nothing.
+    let close: @Sendable () async -> Void
+}
+
+extension OpenedDatabase {
+    /// Runs `body`, then closes the database however `body` ended.
+    /// - Parameter body: The work over the database.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    func closing<T>(after body: () async throws -> T) async throws -> T {
+        let result: T
+        do {
+            result = try await body()
+        } catch {
+            await close()
+            throw error
+        }
+        await close()
+        return result
+    }
+}
