@@ -3,6 +3,7 @@
 #
 #   Scripts/postgres-cluster.sh start   # installs the server if missing, starts, prints the URL
 #   Scripts/postgres-cluster.sh url     # prints the URL of the running cluster
+#   Scripts/postgres-cluster.sh restart # crashes it (pg_ctl restart -m immediate) and waits until it is back
 #   Scripts/postgres-cluster.sh stop    # stops it and removes its directory
 #
 # TOLLGATE_PG_PORT picks the port (default 54329). The cluster lives in a temporary directory
@@ -37,6 +38,20 @@ install_server() {
   # The package's own cluster is not used: only its binaries and the postgres user are.
   apt-get install -y --no-install-recommends postgresql >&2
   [ -n "$(bindir)" ] || die "apt-get installed postgresql but no initdb was found under /usr/lib/postgresql"
+}
+
+# Runs a command with no file descriptor of ours beyond standard input, output and error. The
+# postmaster pg_ctl starts lives on: whatever it inherits stays open as long as it runs. A caller
+# that watches a descriptor for our exit (Foundation's Process does, on Linux) would otherwise
+# wait for the server to stop. 255 is bash's own handle on this script.
+without_inherited_fds() {
+  (
+    for fd in /proc/self/fd/*; do
+      fd="${fd##*/}"
+      case "$fd" in 0|1|2|255) ;; *) eval "exec ${fd}>&-" 2>/dev/null || true ;; esac
+    done
+    "$@"
+  )
 }
 
 # Runs a server binary as the cluster's owner: `postgres` when we are root, else ourselves.
@@ -76,7 +91,7 @@ start() {
   # cluster's own directory so no system directory must be writable. fsync is off because the
   # cluster is thrown away: a killed server still loses nothing it committed (the WAL is in the
   # page cache), only a machine crash would.
-  as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+  without_inherited_fds as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
     -o "-c listen_addresses=127.0.0.1 -c port=${port} -k ${dir} -c fsync=off -c max_connections=200" start >&2 \
     || { cat "$dir/server.log" >&2; die "the server did not start on 127.0.0.1:${port} (is the port taken?)"; }
   local exists
@@ -108,9 +123,22 @@ stop() {
   rm -f -- "$state_file"
 }
 
+# A crash as the server sees one: every backend is killed without a checkpoint, and the server
+# starts again with crash recovery from its write-ahead log. `-l` again, because pg_ctl restart
+# does not remember it, and the new postmaster would otherwise inherit (and hold open) our
+# caller's standard output and error.
+restart() {
+  local dir bin
+  dir="$(running_dir)" || die "no cluster is running on port ${port}; run: $0 start"
+  bin="$(bindir)"
+  without_inherited_fds as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m immediate -w -t 60 restart >/dev/null 2>&1 \
+    || { tail -n 20 "$dir/server.log" >&2; die "the server did not come back on 127.0.0.1:${port}"; }
+}
+
 case "${1:-}" in
   start) start ;;
+  restart) restart ;;
   stop) stop ;;
   url) running_dir >/dev/null || die "no cluster is running on port ${port}; run: $0 start"; echo "$url" ;;
-  *) echo "usage: $0 start|stop|url   (port: TOLLGATE_PG_PORT, default 54329)" >&2; exit 2 ;;
+  *) echo "usage: $0 start|restart|stop|url   (port: TOLLGATE_PG_PORT, default 54329)" >&2; exit 2 ;;
 esac

@@ -1,5 +1,7 @@
 import Foundation
+import Synchronization
 import Testing
+import TollgatePostgres
 import TollgateTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -77,6 +79,59 @@ struct FleetSimulationTests {
         }
     }
 
+    @Test("a server crash mid-run (pg_ctl restart -m immediate) loses no charge a worker was told of; workers that retry carry on")
+    func serverCrashLosesNoCharge() async throws {
+        // Its own cluster: crashing the shared one would fail every other test using it.
+        let cluster = try ThrowawayCluster.start()
+        defer { cluster.stop() }
+        let admissions = 150
+        let workers = try (0..<3).map { index in
+            try WorkerProcess.start("fleet-admit", [
+                cluster.url, "c\(index)", "\(admissions)", "\(Self.offsets[index])", "\(3_000 + index)", "100000000", "100",
+            ])
+        }
+        let outputs = workers.map { GrowingOutput(reading: $0.1) }
+        // However the run goes, no worker outlives two minutes: the test ends rather than hangs.
+        let watchdog = DispatchWorkItem { for (process, _, _) in workers where process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
+        defer { watchdog.cancel() }
+
+        let started = try await GrowingOutput.wait(for: outputs, seconds: 60) { Self.charges(in: $0).count >= 20 }
+        #expect(started, "every worker charged 20 times before the crash")
+        let beforeCrash = outputs.map { $0.text }
+        try cluster.crash()
+        #expect(beforeCrash.allSatisfy { !$0.contains("DONE") }, "the crash came mid-run")
+
+        let finished = try await GrowingOutput.wait(for: outputs, seconds: 100) { $0.contains("DONE") }
+        #expect(finished, "every worker finished after the crash: \(outputs.map { $0.text.suffix(300) })")
+        for (process, _, _) in workers {
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+        }
+        let texts = outputs.map { $0.text }
+        let told = texts.flatMap { Self.charges(in: $0) }
+        let failed = texts.map { $0.split(separator: "\n").filter { $0.hasPrefix("FAILED ") }.count }.reduce(0, +)
+        #expect(told.count == 3 * admissions, "each admission was granted in the end")
+
+        let database = try PostgresLocation(url: cluster.url)
+        let ids = told.map { String($0.id) }.joined(separator: ",")
+        let found = try await PostgresTestDatabase.intValue(
+            "SELECT COUNT(*) FROM quota_events WHERE kind = 'charge' AND id IN (\(ids))", on: database
+        )
+        #expect(found == told.count, "a charge a worker was told of survived the crash")
+        let used = try await PostgresTestDatabase.intValue(
+            "SELECT COALESCE(SUM(units), 0)::bigint FROM quota_usage WHERE bucket = 'fleet'", on: database
+        ) ?? -1
+        let events = try await PostgresTestDatabase.intValue(
+            "SELECT COALESCE(SUM(units), 0)::bigint FROM quota_events WHERE bucket = 'fleet' AND kind IN ('charge', 'refund')",
+            on: database
+        ) ?? -1
+        #expect(used == events, "totals equal the events after crash recovery")
+        // An admission that failed may have committed before its answer was lost: charged, never told.
+        let toldUnits = told.reduce(0) { $0 + $1.units }
+        #expect(used >= toldUnits && used <= toldUnits + failed * 100, "used \(used), told \(toldUnits), failed \(failed)")
+    }
+
     /// `CHARGED <id> <units>` lines; a line cut short by a kill is not one.
     static func charges(in output: String) -> [(id: Int64, units: Int)] {
         output.split(separator: "\n", omittingEmptySubsequences: true).compactMap { line in
@@ -106,5 +161,36 @@ struct FleetSimulationTests {
                 continuation.resume(returning: text)
             }
         }
+    }
+}
+
+/// A worker's standard output as it grows, read on a thread of its own until the worker closes it.
+final class GrowingOutput: Sendable {
+    private let collected = Mutex("")
+
+    init(reading pipe: Pipe) {
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return }
+                self.collected.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+            }
+        }
+    }
+
+    var text: String { collected.withLock { $0 } }
+
+    /// Waits until every output satisfies `condition`, or `seconds` pass.
+    /// - Returns: Whether they all did in time.
+    static func wait(
+        for outputs: [GrowingOutput], seconds: Double, until condition: (String) -> Bool
+    ) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if outputs.allSatisfy({ condition($0.text) }) { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return outputs.allSatisfy { condition($0.text) }
     }
 }

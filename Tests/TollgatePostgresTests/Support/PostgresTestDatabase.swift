@@ -76,7 +76,12 @@ struct PostgresTestDatabase: Sendable {
 
     /// The first column of the first row of a query on this test database, as an Int.
     func intValue(_ sql: String) async throws -> Int? {
-        try await Self.withConnection(to: location) { connection in
+        try await Self.intValue(sql, on: location)
+    }
+
+    /// The first column of the first row of a query on any database, as an Int.
+    static func intValue(_ sql: String, on location: PostgresLocation) async throws -> Int? {
+        try await withConnection(to: location) { connection in
             for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Self.quietLogger) {
                 return try row.decode(Int?.self)
             }
