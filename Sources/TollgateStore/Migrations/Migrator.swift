@@ -78,18 +78,7 @@ struct Migrator: Sendable {
     }
 
     private func validate(_ applied: [Int: AppliedMigration]) throws {
-        let known = Set(migrations.map(\.version))
-        if let newest = applied.keys.max(), !applied.keys.allSatisfy(known.contains) {
-            throw StoreError.databaseIsNewer(databaseVersion: newest, libraryVersion: libraryVersion)
-        }
-        for migration in migrations {
-            if let record = applied[migration.version], record.checksum != migration.checksum {
-                throw StoreError.migrationChecksumMismatch(
-                    version: migration.version, name: migration.name,
-                    recorded: record.checksum, expected: migration.checksum
-                )
-            }
-        }
+        try MigrationHistory.validate(recordedChecksums: applied.mapValues(\.checksum), against: migrations)
     }
 
     private static let createHistoryTable = """
