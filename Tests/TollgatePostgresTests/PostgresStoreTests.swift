@@ -264,6 +264,48 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("a machine watching circuit changes hears another machine's within a second, in commit order, until it stops")
+    func watchesCircuitChanges() async throws {
+        try await PostgresTestDatabase.with { database in
+            let watcher = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            let other = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            let (changes, heard) = AsyncStream.makeStream(of: (CircuitChange, ContinuousClock.Instant).self)
+            let watching = Task { try await watcher.watchCircuitChanges { heard.yield(($0, .now)) } }
+            // The LISTEN is in place once the watcher's session has run it.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try await database.intValue(
+                "SELECT count(*)::bigint FROM pg_stat_activity WHERE query LIKE 'LISTEN %tollgate_circuits%'"
+            ) == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+
+            let opened = ContinuousClock.now
+            _ = try await other.forceOpenCircuit(endpoint: "videos list", duration: .seconds(60), policy: CircuitPolicy(), at: Date())
+            _ = try await other.resetCircuits(endpoint: "videos list", at: Date())
+            var received: [(CircuitChange, ContinuousClock.Instant)] = []
+            for await change in changes {
+                received.append(change)
+                if received.count == 2 { break }
+            }
+            #expect(received.map(\.0) == [
+                CircuitChange(endpoint: "videos list", state: .open), CircuitChange(endpoint: "videos list", state: .closed),
+            ])
+            #expect(try #require(received.first).1 - opened < .seconds(1))
+
+            watching.cancel()
+            let stopped = await withTaskGroup(of: Bool.self) { group in
+                group.addTask { _ = await watching.result; return true }
+                group.addTask { try? await Task.sleep(for: .seconds(10)); return false }
+                let first = await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
+            #expect(stopped, "cancelling the watching task ends the watch")
+            await watcher.shutdown()
+            await other.shutdown()
+        }
+    }
+
     @Test("psql users read the same views as sqlite3 users: quota_today shows today's charges")
     func viewsShowTheLedger() async throws {
         try await PostgresTestDatabase.with { database in

@@ -95,7 +95,7 @@ extension PostgresStore {
         if let last = transitions.last {
             // Delivered at commit to every process that LISTENs; the others poll.
             try await connection.run(
-                "SELECT pg_notify('tollgate_circuits', \(last.endpoint + " " + last.to.rawValue))", logger: logger
+                "SELECT pg_notify(\(Self.circuitChannel), \(last.endpoint + " " + last.to.rawValue))", logger: logger
             )
         }
         return true

@@ -36,7 +36,7 @@ struct DashboardCommand: AsyncParsableCommand {
             var renderer = DashboardRenderer(colours: interactive, databasePath: opened.name)
             try await opened.closing {
                 if interactive {
-                    try await runInteractive(store: opened.store, renderer: &renderer)
+                    try await runInteractive(opened, renderer: &renderer)
                 } else {
                     print(renderer.render(try await Self.snapshot(of: opened.store)).joined(separator: "\n"))
                 }
@@ -48,7 +48,12 @@ struct DashboardCommand: AsyncParsableCommand {
         try await store.dashboardSnapshot(at: Date(), recentEvents: DashboardRenderer.recentEvents)
     }
 
-    private func runInteractive(store: any CommandStorage, renderer: inout DashboardRenderer) async throws {
+    private func runInteractive(_ database: OpenedDatabase, renderer: inout DashboardRenderer) async throws {
+        let store = database.store
+        // A circuit that changes anywhere in a fleet is drawn at once; the interval's poll is the fallback.
+        let changes = ChangeSignal()
+        let watching = database.watchCircuitChanges.map { watch in Task { try? await watch { changes.raise() } } }
+        defer { watching?.cancel() }
         let terminal = TerminalSession()
         // Ctrl-C, a kill and a closed terminal must restore the terminal too: take those signals
         // from their default handlers and end the loop instead.
@@ -73,7 +78,7 @@ struct DashboardCommand: AsyncParsableCommand {
             renderer.height = size.height
             terminal.draw(renderer.render(try await Self.snapshot(of: store)))
             let deadline = Date().addingTimeInterval(interval)
-            while Date() < deadline {
+            while Date() < deadline, !changes.take() {
                 if stopped.wait(timeout: .now()) == .success { return }
                 switch terminal.readKey(timeout: min(0.1, deadline.timeIntervalSinceNow)) {
                 case .key(let key) where key == UInt8(ascii: "q") || key == UInt8(ascii: "Q") || key == 3:

@@ -40,7 +40,10 @@ struct DatabaseOptions: ParsableArguments {
             let store = try await PostgresStore(
                 url: resolvedPath(), configuration: .init(migratesOnOpen: access == .readWrite), logger: logger
             )
-            return OpenedDatabase(name: "\(store.location)", store: store, close: { await store.shutdown() })
+            return OpenedDatabase(
+                name: "\(store.location)", store: store, close: { await store.shutdown() },
+                watchCircuitChanges: { onChange in try await store.watchCircuitChanges { _ in onChange() } }
+            )
         }
         let path = access == .readWrite ? try preparedPath() : resolvedPath()
         let store = try SQLiteStore(path: path, configuration: .init(access: access), logger: logger)

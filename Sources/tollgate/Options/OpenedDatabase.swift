@@ -12,6 +12,9 @@ struct OpenedDatabase: Sendable {
     let store: any CommandStorage
     /// Closes it: a PostgreSQL store's connections are closed and waited for; a file needs nothing.
     let close: @Sendable () async -> Void
+    /// Calls its argument whenever a circuit changes on any machine, until the task is cancelled:
+    /// PostgreSQL's `NOTIFY`. Nil for a file, whose readers poll.
+    var watchCircuitChanges: (@Sendable (_ onChange: @escaping @Sendable () -> Void) async throws -> Void)? = nil
 }
 
 extension OpenedDatabase {
