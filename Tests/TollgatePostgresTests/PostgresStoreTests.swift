@@ -120,7 +120,7 @@ struct PostgresStoreTests {
     func serverGoneAfterOpening() async throws {
         let database = try await PostgresTestDatabase.create()
         let store = try await PostgresStore(
-            url: database.url, configuration: .init(connectTimeout: .seconds(1), connectionWait: .seconds(2)),
+            url: database.url, configuration: .init(connectTimeout: .seconds(5), connectionWait: .seconds(2)),
             logger: PostgresTestDatabase.quietLogger
         )
         let request = QuotaReservationRequest(bucket: "b", endpoint: "e.list", cost: 1, configuredLimit: 10, at: Date())
