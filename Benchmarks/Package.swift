@@ -21,6 +21,7 @@ let package = Package(
                 .product(name: "Tollgate", package: "Tollgate"),
                 .product(name: "TollgateStore", package: "Tollgate"),
                 .product(name: "TollgateFakeAPI", package: "Tollgate"),
+                .product(name: "TollgatePostgres", package: "Tollgate"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]
