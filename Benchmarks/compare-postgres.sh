@@ -12,7 +12,10 @@
 #   `UPDATE … SET used = used + 1 WHERE id = 1 RETURNING used` on one row, autocommit, with
 #   `-M prepared` (parsed once per connection: the cheapest a client can ask it, so the strictest
 #   floor; postgres-nio sends each statement with the extended protocol, parse included).
-# Both are timed the same way: a warm-up (the smaller of 1 s and a quarter of the run) is left
+# A second reference, `tollgate-bench pg-floor`: the same bare UPDATE through postgres-nio's
+#   PostgresClient (the library PostgresStore uses), timed like Tollgate: what the Swift client
+#   alone costs. The goal is against pgbench's floor.
+# All three are timed the same way: a warm-up (the smaller of 1 s and a quarter of the run) is left
 # out, then every call started in the timed phase counts; p50 and p99 are of those calls' latencies
 # (pgbench's from its per-transaction log, `-l`).
 #
@@ -118,8 +121,9 @@ run() { # run COMMAND...: appends the harness's RESULT lines, shows its INFO lin
 # --- Measure: floor and Tollgate alternate at each client count ------------------------------
 for round in $(seq 1 "$rounds"); do
     for clients in "${clients_list[@]}"; do
-        log "round $round of $rounds, $clients clients: floor (pgbench), then Tollgate admissions, ${seconds} s each"
+        log "round $round of $rounds, $clients clients: floor (pgbench), the same UPDATE through postgres-nio, Tollgate admissions; ${seconds} s each"
         floor "$clients" "$round"
+        run "$bin" pg-floor "$clients" "$seconds" "$url"
         run "$bin" pg-admission "$clients" "$seconds" "$url"
     done
 done
@@ -149,6 +153,19 @@ for clients in (1, 8, 32):
                  ms(v[f"{f}.p50"]), ms(v[f"{f}.p99"]), rate(v[f"{f}.ops_per_s"]), f"{ratio:.2f}×"))
 widths = [max(len(str(x[i])) for x in rows + [headers]) for i in range(len(headers))]
 line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+print(line(headers))
+print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+for r in rows: print(line(r))
+
+print("\nThe same bare UPDATE through postgres-nio's PostgresClient (the store's driver), timed like Tollgate:\n")
+headers = ("Clients", "postgres-nio p50", "p99", "Throughput", "vs pgbench", "Tollgate vs it")
+rows = []
+for clients in (1, 8, 32):
+    n = f"pg.nio_floor.c{clients}"
+    rows.append((str(clients), ms(v[f"{n}.p50"]), ms(v[f"{n}.p99"]), rate(v[f"{n}.ops_per_s"]),
+                 f"{v[f'{n}.ops_per_s'] / v[f'pg.floor.c{clients}.ops_per_s']:.2f}×",
+                 f"{v[f'pg.tollgate.c{clients}.ops_per_s'] / v[f'{n}.ops_per_s']:.2f}×"))
+widths = [max(len(str(x[i])) for x in rows + [headers]) for i in range(len(headers))]
 print(line(headers))
 print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
 for r in rows: print(line(r))

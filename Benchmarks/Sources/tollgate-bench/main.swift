@@ -27,6 +27,7 @@ func argument(_ index: Int) -> String {
                    tollgate-bench contention PROCESSES ITERATIONS FILE
                    tollgate-bench pg-admission CLIENTS SECONDS POSTGRES_URL
                    tollgate-bench pg-overspend CLIENTS LIMIT POSTGRES_URL
+                   tollgate-bench pg-floor CLIENTS SECONDS POSTGRES_URL
 
             """.utf8))
         exit(64)
@@ -224,6 +225,20 @@ case "pg-admission":
     result("pg.tollgate.c\(clients).ops_per_s", Int(run.perSecond))
     result("pg.tollgate.c\(clients).p50", run.percentile(0.50))
     result("pg.tollgate.c\(clients).p99", run.percentile(0.99))
+
+case "pg-floor":
+    // The bare one-row UPDATE … RETURNING through postgres-nio, timed exactly as pg-admission:
+    // what the Swift client costs, beside pgbench's floor.
+    let clients = integer(2), duration = seconds(3)
+    let floor = try await PostgresFloorScenario(url: argument(4), connections: clients)
+    let nanoseconds = UInt64(duration * 1e9)
+    let run = try await ConcurrentClients.timed(
+        clients: clients, warmup: min(UInt64(1_000_000_000), nanoseconds / 4), duration: nanoseconds
+    ) { try await floor.update() }
+    await floor.shutdown()
+    result("pg.nio_floor.c\(clients).ops_per_s", Int(run.perSecond))
+    result("pg.nio_floor.c\(clients).p50", run.percentile(0.50))
+    result("pg.nio_floor.c\(clients).p99", run.percentile(0.99))
 
 case "pg-overspend":
     // CLIENTS callers admit 1-unit charges against one bucket until the quota refuses each of
