@@ -15,7 +15,7 @@
 # A second reference, `tollgate-bench pg-floor`: the same bare UPDATE through postgres-nio's
 #   PostgresClient (the library PostgresStore uses), timed like Tollgate: what the Swift client
 #   alone costs. The goal is against pgbench's floor.
-# All three are timed the same way: a warm-up (the smaller of 1 s and a quarter of the run) is left
+# Every run starts from a vacuumed database. All three are timed the same way: a warm-up (the smaller of 1 s and a quarter of the run) is left
 # out, then every call started in the timed phase counts; p50 and p99 are of those calls' latencies
 # (pgbench's from its per-transaction log, `-l`).
 #
@@ -111,6 +111,8 @@ PY
     printf '%s\n' "$output" | grep -E '^(number of failed|tps)' | sed "s/^/INFO floor c$clients: /" >&2 || true
 }
 
+vacuum() { "${psql[@]}" -c "VACUUM"; }
+
 run() { # run COMMAND...: appends the harness's RESULT lines, shows its INFO lines
     local output
     output="$("$@")" || { echo "compare-postgres.sh: failed: $*" >&2; exit 1; }
@@ -122,13 +124,15 @@ run() { # run COMMAND...: appends the harness's RESULT lines, shows its INFO lin
 for round in $(seq 1 "$rounds"); do
     for clients in "${clients_list[@]}"; do
         log "round $round of $rounds, $clients clients: floor (pgbench), the same UPDATE through postgres-nio, Tollgate admissions; ${seconds} s each"
-        floor "$clients" "$round"
-        run "$bin" pg-floor "$clients" "$seconds" "$url"
-        run "$bin" pg-admission "$clients" "$seconds" "$url"
+        # Each run starts from a vacuumed database: the throttle's rows, one per admission and
+        # deleted two milliseconds later, would otherwise leave the next run a different table.
+        vacuum; floor "$clients" "$round"
+        vacuum; run "$bin" pg-floor "$clients" "$seconds" "$url"
+        vacuum; run "$bin" pg-admission "$clients" "$seconds" "$url"
     done
 done
 log "overspend: 32 clients admit 1-unit charges until a bucket of $overspend_limit units refuses them all"
-run "$bin" pg-overspend 32 "$overspend_limit" "$url"
+vacuum; run "$bin" pg-overspend 32 "$overspend_limit" "$url"
 
 # --- Report ---------------------------------------------------------------------------------
 server="$("${psql[@]}" -At -c "SELECT split_part(version(), ' on ', 1) || '; fsync=' || current_setting('fsync') || ', synchronous_commit=' || current_setting('synchronous_commit') || ', shared_buffers=' || current_setting('shared_buffers')")"
