@@ -12,6 +12,7 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
     ],
     targets: [
         // The scenarios, shared by the package-benchmark suite and the comparison harness.
@@ -21,6 +22,8 @@ let package = Package(
                 .product(name: "Tollgate", package: "Tollgate"),
                 .product(name: "TollgateStore", package: "Tollgate"),
                 .product(name: "TollgateFakeAPI", package: "Tollgate"),
+                .product(name: "TollgatePostgres", package: "Tollgate"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]

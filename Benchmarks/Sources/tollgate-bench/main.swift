@@ -25,6 +25,9 @@ func argument(_ index: Int) -> String {
                    tollgate-bench fill ENTRIES FILE
                    tollgate-bench scale ENTRIES ITERATIONS FILE
                    tollgate-bench contention PROCESSES ITERATIONS FILE
+                   tollgate-bench pg-admission CLIENTS SECONDS POSTGRES_URL
+                   tollgate-bench pg-overspend CLIENTS LIMIT POSTGRES_URL
+                   tollgate-bench pg-floor CLIENTS SECONDS POSTGRES_URL
 
             """.utf8))
         exit(64)
@@ -35,6 +38,14 @@ func argument(_ index: Int) -> String {
 func integer(_ index: Int) -> Int {
     guard let value = Int(argument(index)) else {
         FileHandle.standardError.write(Data("tollgate-bench: not a number: \(argument(index))\n".utf8))
+        exit(64)
+    }
+    return value
+}
+
+func seconds(_ index: Int) -> Double {
+    guard let value = Double(argument(index)), value > 0 else {
+        FileHandle.standardError.write(Data("tollgate-bench: not a number of seconds: \(argument(index))\n".utf8))
         exit(64)
     }
     return value
@@ -190,6 +201,66 @@ case "e2e":
     result("e2e.gate", Timing.median(gateOnly))
     result("e2e.bare", Timing.median(bare))
     await scenario.stop()
+
+case "pg-admission":
+    // One process (one machine of a fleet, with its pool) and CLIENTS concurrent callers admitting
+    // 1-unit charges against one hot bucket, for SECONDS after a warm-up that opens the pool.
+    let clients = integer(2), duration = seconds(3)
+    let scenario = try await PostgresAdmissionScenario(
+        url: argument(4), connections: clients, bucket: "bench-\(getpid())-c\(clients)", limit: 1_000_000_000
+    )
+    let nanoseconds = UInt64(duration * 1e9)
+    let run = try await ConcurrentClients.timed(
+        clients: clients, warmup: min(UInt64(1_000_000_000), nanoseconds / 4), duration: nanoseconds
+    ) { try await scenario.admit() }
+    let ledger = try await scenario.ledger()
+    await scenario.shutdown()
+    print("INFO pg-admission \(clients) clients: \(run.latencies.count) timed admissions, \(run.admitted) in all; "
+        + "ledger: used \(ledger.used) of \(ledger.limit), usage \(ledger.usageUnits) units in \(ledger.usageCalls) calls, "
+        + "\(ledger.discrepancies) discrepancies")
+    guard run.refused == 0, ledger.used == run.admitted, ledger.usageUnits == run.admitted,
+          ledger.usageCalls == run.admitted, ledger.discrepancies == 0 else {
+        throw BenchmarkFailure("the ledger does not match the admissions: \(run.admitted) admitted, \(ledger)")
+    }
+    result("pg.tollgate.c\(clients).ops_per_s", Int(run.perSecond))
+    result("pg.tollgate.c\(clients).p50", run.percentile(0.50))
+    result("pg.tollgate.c\(clients).p99", run.percentile(0.99))
+
+case "pg-floor":
+    // The bare one-row UPDATE … RETURNING through postgres-nio, timed exactly as pg-admission:
+    // what the Swift client costs, beside pgbench's floor.
+    let clients = integer(2), duration = seconds(3)
+    let floor = try await PostgresFloorScenario(url: argument(4), connections: clients)
+    let nanoseconds = UInt64(duration * 1e9)
+    let run = try await ConcurrentClients.timed(
+        clients: clients, warmup: min(UInt64(1_000_000_000), nanoseconds / 4), duration: nanoseconds
+    ) { try await floor.update() }
+    await floor.shutdown()
+    result("pg.nio_floor.c\(clients).ops_per_s", Int(run.perSecond))
+    result("pg.nio_floor.c\(clients).p50", run.percentile(0.50))
+    result("pg.nio_floor.c\(clients).p99", run.percentile(0.99))
+
+case "pg-overspend":
+    // CLIENTS callers admit 1-unit charges against one bucket until the quota refuses each of
+    // them; the store's own status, usage and ledger check must then show exactly LIMIT used.
+    let clients = integer(2), limit = integer(3)
+    let scenario = try await PostgresAdmissionScenario(
+        url: argument(4), connections: clients, bucket: "bench-overspend-\(getpid())", limit: limit
+    )
+    let (admitted, refused) = try await ConcurrentClients.untilRefused(clients: clients) { try await scenario.admit() }
+    let ledger = try await scenario.ledger()
+    await scenario.shutdown()
+    print("INFO pg-overspend \(clients) clients, limit \(limit): \(admitted) admitted, \(refused) refused; "
+        + "ledger: used \(ledger.used) of \(ledger.limit), usage \(ledger.usageUnits) units in \(ledger.usageCalls) calls, "
+        + "\(ledger.discrepancies) discrepancies")
+    let disagreements: [Bool] = [ledger.used != admitted, ledger.usageUnits != ledger.used, ledger.usageCalls != admitted]
+    let mismatches: Int = disagreements.filter { $0 }.count + ledger.discrepancies
+    result("pg.overspend.clients", clients)
+    result("pg.overspend.limit", ledger.limit)
+    result("pg.overspend.used", ledger.used)
+    result("pg.overspend.admitted", admitted)
+    result("pg.overspend.over_limit", max(0, ledger.used - ledger.limit))
+    result("pg.overspend.ledger_mismatches", mismatches)
 
 default:
     _ = argument(99)
