@@ -86,7 +86,7 @@ struct PostgresCommandTests {
         for looking in [["status"], ["dashboard", "--once"], ["quota", "show"], ["cache", "stats"]] {
             let refused = try await Self.tollgate(looking + ["--db", database.url])
             #expect(refused.status == 1, "\(looking)")
-            #expect(refused.stderr.contains("\(database.name) is at schema version 0 and this library needs version 1"),
+            #expect(refused.stderr.contains("\(database.name) is at schema version 0 and this library needs version "),
                     "\(looking): \(refused.stderr)")
         }
         #expect(try PostgresServer.psql(database.url, hasSchema) == "f", "looking wrote nothing")
@@ -96,10 +96,11 @@ struct PostgresCommandTests {
         #expect(applied.stdout.contains("applied 0001_initial.sql"))
         #expect(!applied.stdout.contains("postgres@"), "messages name the server, never its user or password")
         let again = try await Self.tollgate("migrate", "--db", database.url)
-        #expect(again.stdout.contains("/\(database.name) is up to date (schema version 1)."))
+        let appliedCount = applied.stdout.split(separator: "\n").filter { $0.hasPrefix("applied ") }.count
+        #expect(again.stdout.contains("/\(database.name) is up to date (schema version \(appliedCount))."))
         let status = try await Self.tollgate("migrate", "--status", "--json", "--db", database.url)
         #expect(status.stdout.contains("\"applied_at\""))
-        #expect(try PostgresServer.psql(database.url, "SELECT count(*) FROM schema_migrations") == "1")
+        #expect(try PostgresServer.psql(database.url, "SELECT count(*) FROM schema_migrations") == "\(appliedCount)")
     }
 
     @Test("the operator's commands work on the fleet's database: limits, reconcile, circuits, throttles, cache, status")

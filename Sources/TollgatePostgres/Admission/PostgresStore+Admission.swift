@@ -5,10 +5,14 @@ import TollgateStore
 /// The gate's hot path over PostgreSQL: the circuit, the throttle and the quota in one
 /// transaction per attempt, and the answer's consequences in one more.
 ///
-/// Each step is the same statement its own operation runs, so the guarantees compose: the
-/// circuit's probe lease and counters are changed under its row lock, the throttle's window
-/// under its limits row, the quota's check-and-charge in one conditional upsert. A savepoint makes
-/// the throttle slot and the charge stand or fall together.
+/// The usual admission is one statement, `tollgate_admit` (migration 0002): a closed circuit, an
+/// endpoint and a bucket whose rows exist and are current, room in the window and in the budget.
+/// It holds the endpoint's throttle lock for that statement alone, where the full transaction
+/// holds it across nine round trips. Anything else, and every refusal, goes through the full
+/// transaction, whose steps are the statements their own operations run, so the guarantees
+/// compose: the circuit's probe lease and counters are changed under its row lock, the throttle's
+/// window under its limits row, the quota's check-and-charge in one conditional upsert. A
+/// savepoint makes the throttle slot and the charge stand or fall together.
 ///
 /// With the cache, the circuit, the throttle and the quota ledger also implemented, the store is a
 /// `GateStorage`: the gate runs over it unchanged.
@@ -24,6 +28,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
         guard request.throttleLimit.isValid else {
             throw StoreError.invalidArgument("invalid throttle limit for \(request.endpoint): \(request.throttleLimit)")
         }
+        if let admitted = try await admitInOneStatement(request) { return admitted }
         return try await inTransaction("admitting a request to \(request.endpoint)") { [self] connection in
             let circuit = try await runCircuitEvent(connection, endpoint: request.endpoint) { record, now in
                 var machine = CircuitStateMachine(
@@ -58,6 +63,46 @@ extension PostgresStore: AdmissionStorage, GateStorage {
                 try await releaseProbe(connection, circuit, request)
                 return .refusedByQuota(circuit: circuit, refusal: refusal)
             }
+        }
+    }
+
+    /// The usual admission in one round trip, or nil, having written nothing, when it is not the
+    /// usual case (see the type's discussion): the caller then runs the full transaction.
+    private func admitInOneStatement(_ request: AdmissionRequest) async throws -> AdmissionOutcome? {
+        let quota = request.quota
+        guard quota.additionalCharges.isEmpty else { return nil }
+        try PostgresQuotaRules.validateCost(quota.cost, endpoint: quota.endpoint)
+        try PostgresQuotaRules.validateEndpoint(quota.endpoint)
+        try PostgresQuotaRules.validateLimit(quota.configuredLimit, bucket: quota.bucket)
+        let limit = request.throttleLimit
+        let windowMs = Int(limit.windowMilliseconds)
+        return try await withConnection("admitting a request to \(request.endpoint)") { [self] connection in
+            // Nothing sent yet: the full transaction, which retries on another connection, takes over.
+            guard !connection.isClosed else { return nil }
+            guard let row = try await connection.firstRow("""
+                SELECT * FROM tollgate_admit(\(request.endpoint), \(limit.requests), \(windowMs), \(quota.bucket),
+                                             \(quota.endpoint), \(quota.cost), \(quota.configuredLimit), \(quota.warningPercents))
+                """, logger: logger) else { return nil }
+            let columns = row.makeRandomAccess()
+            guard try columns["outcome"].decode(String.self) == "admitted" else { return nil }
+            let now = Self.date(milliseconds: try columns["now_ms"].decode(Int.self))
+            // The function admitted under a closed circuit, which allows and changes nothing:
+            // the same state machine as the full path says so, for the same report.
+            let record = try columns["endpoint"].decode(String?.self) == nil ? nil : try Self.circuitRecord(row)
+            var machine = CircuitStateMachine(record: record, endpoint: request.endpoint, policy: request.circuitPolicy, now: now)
+            let circuit = machine.admit(probeToken: request.probeToken, now: now)
+            let charge = QuotaCharge(
+                reservationID: Int64(try columns["reservation_id"].decode(Int.self)), bucket: quota.bucket,
+                endpoint: quota.endpoint, cost: quota.cost, day: try Self.pacificDay(try columns["pacific_date"].decode(String.self)),
+                bucketUnitsUsed: try columns["used_after"].decode(Int.self),
+                limit: PostgresQuotaRules.clamped(try columns["daily_limit"].decode(Int.self)),
+                warningsCrossed: try columns["warnings"].decode([Int].self)
+            )
+            let throttle = ThrottleAdmission(
+                allowed: true, count: try columns["throttle_count"].decode(Int.self), limit: limit.requests, retryAfter: nil
+            )
+            logger.debug("admitted in one statement", metadata: ["endpoint": "\(request.endpoint)"])
+            return .admitted(circuit: circuit, throttle: throttle, charge: charge)
         }
     }
 
