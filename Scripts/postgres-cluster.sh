@@ -128,8 +128,10 @@ stop() {
 # does not remember it, and the new postmaster would otherwise inherit (and hold open) our
 # caller's standard output and error.
 restart() {
-  local dir bin
+  local dir bin owner
   dir="$(running_dir)" || die "no cluster is running on port ${port}; run: $0 start"
+  owner="$(sed -n 2p "$state_file")"
+  [ -z "$owner" ] || [ "$owner" = "$checkout" ] || die "the cluster on port ${port} was started by ${owner}: not crashing it"
   bin="$(bindir)"
   without_inherited_fds as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m immediate -w -t 60 restart >/dev/null 2>&1 \
     || { tail -n 20 "$dir/server.log" >&2; die "the server did not come back on 127.0.0.1:${port}"; }

@@ -1,4 +1,5 @@
 import Foundation
+import TollgateTestSupport
 
 /// A command started in the background (the proxy), whose first line of output the test reads and
 /// which it stops with a signal at the end.
@@ -83,14 +84,5 @@ extension CommandRunner {
     /// Whether a program is on the PATH.
     static func isInstalled(_ program: String) -> Bool {
         (try? run(URL(fileURLWithPath: "/usr/bin/env"), ["sh", "-c", "command -v \(program)"]).status) == 0
-    }
-}
-
-/// Runs blocking work (a child process, a poll) on a dispatch thread, never on Swift concurrency's
-/// cooperative pool: the fake API in this process answers on that pool, and a child process that
-/// calls it (the proxy, `tollgate get`) would wait forever for a thread the test is blocking.
-func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
     }
 }

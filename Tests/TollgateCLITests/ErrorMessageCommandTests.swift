@@ -66,6 +66,20 @@ struct ErrorMessageCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
     }
 
+    @Test("a database URL of another scheme is refused naming the scheme only, never its password, and creates no file")
+    func unknownScheme() throws {
+        for url in ["postgressql://tollgate:hunter2@db/tollgate", "jdbc:postgresql://tollgate:hunter2@db/tollgate"] {
+            for arguments in Self.readOnlyCommands + [["quota", "set-limit", "youtube", "5"], ["migrate"], ["migrate", "--status"],
+                                                      ["get", "http://127.0.0.1:9/x"]] {
+                let result = try CommandRunner.run(CommandRunner.tollgate, arguments + ["--db", url])
+                #expect(result.status == 1, "\(arguments): exit \(result.status)")
+                #expect(result.stderr.contains("is neither a file path nor a postgresql:// or postgres:// URL"), "\(arguments): \(result.stderr)")
+                #expect(!result.stderr.contains("hunter2"), "\(arguments): \(result.stderr)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: "postgressql:"), "no file was created from the URL")
+    }
+
     @Test("a read-only command on a missing file says there is none and does not create it")
     func missingFile() throws {
         let directory = try TemporaryDirectory()

@@ -70,13 +70,38 @@ struct OneStatementAdmissionTests {
             #expect(try await call(limit: 120) == "fallback", "a configured limit the bucket's row does not have yet")
             #expect(try await ledger() == before)
 
-            #expect(try await call() == "admitted")
+            // An open circuit, with the window and the budget both with room: only the circuit declines.
+            _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .seconds(60), policy: CircuitPolicy(), at: Date())
+            #expect(try await call() == "fallback", "the circuit is open")
+            #expect(try await ledger() == before)
+            _ = try await store.resetCircuits(endpoint: "videos.list", at: Date())
+            #expect(try await call() == "admitted", "closed again")
             let afterOne = try await ledger()
             #expect(try await call() == "fallback", "the window of 2 is full")
-            _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .seconds(60), policy: CircuitPolicy(), at: Date())
-            #expect(try await call(throttle: 10) == "fallback", "the circuit is open")
             #expect(try await ledger() == afterOne)
             await store.shutdown()
+        }
+    }
+
+    @Test("a closed circuit that has counted failures is read back whole by the one-statement admission")
+    func closedCircuitWithFailures() async throws {
+        try await PostgresTestDatabase.with { database in
+            let capture = LogCapture()
+            var logger = capture.logger
+            logger.logLevel = .debug
+            let store = try await PostgresStore(url: database.url, logger: logger)
+            guard case .admitted = try await store.admit(request()) else { Issue.record("expected an admission"); return }
+            _ = try await store.recordCircuitOutcome(.failure, endpoint: "videos.list", probeToken: nil, policy: CircuitPolicy(), at: Date())
+            guard case .admitted(let circuit, _, _) = try await store.admit(request()) else {
+                Issue.record("expected an admission")
+                return
+            }
+            await store.shutdown()
+            #expect(capture.messages.filter { $0 == "admitted in one statement" }.count == 1)
+            #expect(circuit.decision == .allowed && circuit.transitions.isEmpty)
+            #expect(circuit.record.endpoint == "videos.list" && circuit.record.state == .closed)
+            #expect(circuit.record.consecutiveFailures == 1)
+            #expect(circuit.record.failureThreshold == CircuitPolicy().failureThreshold)
         }
     }
 }

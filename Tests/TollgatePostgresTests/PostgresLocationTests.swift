@@ -19,12 +19,16 @@ struct PostgresLocationTests {
 
     @Test("other schemes, a missing host and an unknown sslmode are refused with the password masked")
     func refusesOtherURLs() {
-        for url in ["mysql://h/db", "postgresql:///db", "postgresql://u:hunter2@h/db?sslmode=sometimes", "tollgate.sqlite"] {
+        for url in [
+            "mysql://h/db", "postgresql:///db", "postgresql://u:hunter2@h/db?sslmode=sometimes", "tollgate.sqlite",
+            // A password with characters a URL must escape: the URL cannot be parsed, and is still masked.
+            "postgresql://u:hun#ter2@h/db", "postgresql://u:hunter2/x@h/db",
+        ] {
             #expect {
                 try PostgresLocation(url: url)
             } throws: { error in
                 guard let error = error as? PostgresStoreError, case .invalidURL = error else { return false }
-                return !error.description.contains("hunter2")
+                return !error.description.contains("hunter2") && !error.description.contains("ter2")
             }
         }
     }

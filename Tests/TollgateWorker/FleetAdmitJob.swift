@@ -3,7 +3,7 @@ import Tollgate
 import TollgatePostgres
 import TollgateTestSupport
 
-/// `fleet-admit URL WORKER COUNT OFFSET_SECONDS SEED LIMIT [RETRIES]`: one machine of a fleet. Runs
+/// `fleet-admit URL WORKER COUNT OFFSET_SECONDS SEED LIMIT [RETRIES [PAUSE_MS]]`: one machine of a fleet. Runs
 /// `COUNT` admissions (circuit, throttle, quota in one transaction) against the PostgreSQL database
 /// at `URL`, each costing 1, 50 or 100 units (drawn from `SEED`) in the shared bucket `fleet` of
 /// `LIMIT` units, under the endpoint `fleet.WORKER`, with its own clock `OFFSET_SECONDS` off.
@@ -12,14 +12,16 @@ import TollgateTestSupport
 ///
 /// Without `RETRIES` a store error ends the job. With it, an admission the store fails (the server
 /// went away) prints `FAILED <error>` and is tried again 100 ms later, up to `RETRIES` times in a
-/// row, as a service that outlives a database restart would.
+/// row, as a service that outlives a database restart would. `PAUSE_MS` spaces the admissions,
+/// so a run lasts long enough for something to happen to the server in the middle of it.
 enum FleetAdmitJob {
     static func run(_ arguments: [String]) async throws {
-        guard (6...7).contains(arguments.count), let count = Int(arguments[2]), let offset = Double(arguments[3]),
+        guard (6...8).contains(arguments.count), let count = Int(arguments[2]), let offset = Double(arguments[3]),
               let seed = UInt64(arguments[4]), let limit = Int(arguments[5]),
-              let retries = arguments.count == 7 ? Int(arguments[6]) : 0
+              let retries = arguments.count >= 7 ? Int(arguments[6]) : 0,
+              let pauseMs = arguments.count == 8 ? Int(arguments[7]) : 0
         else {
-            throw StoreError.invalidArgument("fleet-admit URL WORKER COUNT OFFSET_SECONDS SEED LIMIT [RETRIES]")
+            throw StoreError.invalidArgument("fleet-admit URL WORKER COUNT OFFSET_SECONDS SEED LIMIT [RETRIES [PAUSE_MS]]")
         }
         let store = try await PostgresStore(url: arguments[0])
         let endpoint = "fleet.\(arguments[1])"
@@ -44,6 +46,7 @@ enum FleetAdmitJob {
             } else {
                 refused += 1
             }
+            if pauseMs > 0 { try await Task.sleep(for: .milliseconds(pauseMs)) }
         }
         FileHandle.standardOutput.write(Data("DONE granted \(granted) refused \(refused)\n".utf8))
         await store.shutdown()

@@ -9,7 +9,7 @@ import TollgateStore
 /// endpoint and a bucket whose rows exist and are current, room in the window and in the budget.
 /// It holds the endpoint's throttle lock for that statement alone, where the full transaction
 /// holds it across nine round trips. Anything else, and every refusal, goes through the full
-/// transaction, whose steps are the statements their own operations run, so the guarantees
+/// transaction (a refusal so takes the endpoint's lock twice: refusals are the rare case), whose steps are the statements their own operations run, so the guarantees
 /// compose: the circuit's probe lease and counters are changed under its row lock, the throttle's
 /// window under its limits row, the quota's check-and-charge in one conditional upsert. A
 /// savepoint makes the throttle slot and the charge stand or fall together.
@@ -66,14 +66,17 @@ extension PostgresStore: AdmissionStorage, GateStorage {
         }
     }
 
-    /// The usual admission in one round trip, or nil, having written nothing, when it is not the
-    /// usual case (see the type's discussion): the caller then runs the full transaction.
+    /// The usual admission in one round trip, or nil when it is not the usual case (see the type's
+    /// discussion), having changed nothing but pruning the endpoint's window: the caller then runs
+    /// the full transaction. Invalid arguments are left to the full transaction too, so they are
+    /// refused at the step, and with the message, they always were.
     private func admitInOneStatement(_ request: AdmissionRequest) async throws -> AdmissionOutcome? {
         let quota = request.quota
-        guard quota.additionalCharges.isEmpty else { return nil }
-        try PostgresQuotaRules.validateCost(quota.cost, endpoint: quota.endpoint)
-        try PostgresQuotaRules.validateEndpoint(quota.endpoint)
-        try PostgresQuotaRules.validateLimit(quota.configuredLimit, bucket: quota.bucket)
+        guard quota.additionalCharges.isEmpty,
+              (try? PostgresQuotaRules.validateCost(quota.cost, endpoint: quota.endpoint)) != nil,
+              (try? PostgresQuotaRules.validateEndpoint(quota.endpoint)) != nil,
+              (try? PostgresQuotaRules.validateLimit(quota.configuredLimit, bucket: quota.bucket)) != nil
+        else { return nil }
         let limit = request.throttleLimit
         let windowMs = Int(limit.windowMilliseconds)
         return try await withConnection("admitting a request to \(request.endpoint)") { [self] connection in

@@ -295,7 +295,7 @@ ORDER BY endpoint;
 -- endpoint's throttle and the bucket's rows present and current, a window with room, a budget
 -- with room, one bucket) one statement on the server, its own transaction, holding the locks for
 -- the statement alone. It answers 'admitted' with everything the client reports, or 'fallback'
--- having written nothing, and the client then runs the full transaction (which creates rows,
+-- having changed nothing but pruning the window, and the client then runs the full transaction (which creates rows,
 -- moves circuits, and explains refusals). Each step is the statement the full transaction runs,
 -- in the same lock order: the throttle's limits row, then the bucket's day row.
 

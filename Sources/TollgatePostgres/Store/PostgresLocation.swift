@@ -87,10 +87,17 @@ public struct PostgresLocation: Sendable, Hashable, CustomStringConvertible {
     /// `host:port/database`, as errors and logs name the server.
     public var description: String { "\(host):\(port)/\(database)" }
 
-    /// The URL with its password replaced by `***`.
+    /// The URL with its password replaced by `***`. A URL that cannot be parsed (a password with
+    /// an unescaped `#`, `/`, `?` or `%` makes one) is shown with everything between `://` and
+    /// the last `@` masked, since a password may be anywhere in it.
     static func masked(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "***"
-        return components.string ?? url
+        if var components = URLComponents(string: url), components.host != nil, components.password != nil {
+            components.password = "***"
+            if let string = components.string { return string }
+        }
+        guard let start = url.range(of: "://")?.upperBound, let at = url.range(of: "@", options: .backwards),
+              at.lowerBound > start, url[start..<at.lowerBound].contains(":")
+        else { return url }
+        return String(url[..<start]) + "***" + String(url[at.lowerBound...])
     }
 }

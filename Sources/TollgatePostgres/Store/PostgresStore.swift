@@ -81,7 +81,8 @@ public final class PostgresStore: Sendable {
     ///   ``PostgresStoreError/unreachable(server:reason:)`` when no connection can be made (the error
     ///   names `host:port` and what to check); `StoreError.databaseIsNewer` or
     ///   `StoreError.migrationChecksumMismatch` when the database's schema history is newer than the
-    ///   library's or differs from it (nothing is written then).
+    ///   library's or differs from it (nothing is written then); `StoreError.migrationsPending` when
+    ///   ``Configuration/migratesOnOpen`` is false and the schema is not current.
     public convenience init(
         url: String, configuration: Configuration = Configuration(), logger: Logger = Logger.current
     ) async throws {
@@ -95,7 +96,9 @@ public final class PostgresStore: Sendable {
     ///   - logger: Where the store and the driver log; the task's current logger by default.
     /// - Throws: ``PostgresStoreError/unreachable(server:reason:)`` when no connection can be made;
     ///   `StoreError.databaseIsNewer` or `StoreError.migrationChecksumMismatch` when the database's
-    ///   schema history is newer than the library's or differs from it (nothing is written then).
+    ///   schema history is newer than the library's or differs from it (nothing is written then);
+    ///   `StoreError.migrationsPending` when ``Configuration/migratesOnOpen`` is false and the schema
+    ///   is not current.
     public init(
         location: PostgresLocation, configuration: Configuration = Configuration(), logger: Logger = Logger.current
     ) async throws {

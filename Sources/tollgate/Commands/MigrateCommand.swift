@@ -41,6 +41,7 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
+            try database.requireKnownScheme()
             if status || dryRun {
                 try await inspect()
             } else {

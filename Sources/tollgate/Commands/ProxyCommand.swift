@@ -68,16 +68,17 @@ struct ProxyCommand: AsyncParsableCommand {
             transport: URLSessionTransport(),
             configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger
         )
-        let proxy = try await GateProxy.start(
-            gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen),
-            idleTimeout: .seconds(idleTimeout), maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
-        )
-        // Written straight to the file descriptor, unbuffered: a script waits for this line.
-        FileHandle.standardOutput.write(Data(
-            "tollgate proxy listening on \(proxy.baseURL.absoluteString) → \(upstream) (database \(opened.name))\n".utf8
-        ))
-        try await proxy.waitUntilStopped()
-        try await gate.flush()
-        await opened.close()
+        try await opened.closing {
+            let proxy = try await GateProxy.start(
+                gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen),
+                idleTimeout: .seconds(idleTimeout), maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
+            )
+            // Written straight to the file descriptor, unbuffered: a script waits for this line.
+            FileHandle.standardOutput.write(Data(
+                "tollgate proxy listening on \(proxy.baseURL.absoluteString) → \(upstream) (database \(opened.name))\n".utf8
+            ))
+            try await proxy.waitUntilStopped()
+            try await gate.flush()
+        }
     }
 }

@@ -27,6 +27,17 @@ struct DatabaseOptions: ParsableArguments {
         return location.hasPrefix("postgresql://") || location.hasPrefix("postgres://")
     }
 
+    /// Refuses a URL of another scheme (a mistyped `postgressql://`, a `jdbc:postgresql://`): it
+    /// would otherwise name a file, and the file's error would echo the URL and its password.
+    /// - Throws: `StoreError.invalidArgument` naming the scheme only.
+    func requireKnownScheme() throws {
+        let location = resolvedPath()
+        guard let separator = location.range(of: "://"), !isPostgres() else { return }
+        throw StoreError.invalidArgument(
+            "the database '\(location[..<separator.lowerBound])://…' is neither a file path nor a postgresql:// or postgres:// URL"
+        )
+    }
+
     /// Opens the database in force: a SQLite file or a PostgreSQL server.
     /// - Parameters:
     ///   - access: `.readWrite` creates and migrates what is missing (the file, its default
@@ -36,6 +47,7 @@ struct DatabaseOptions: ParsableArguments {
     /// - Returns: The store, its name for messages (never a password) and how to close it.
     /// - Throws: What opening the store throws.
     func open(access: SQLiteStore.Access, logger: Logger) async throws -> OpenedDatabase {
+        try requireKnownScheme()
         if isPostgres() {
             let store = try await PostgresStore(
                 url: resolvedPath(), configuration: .init(migratesOnOpen: access == .readWrite), logger: logger
@@ -63,9 +75,14 @@ struct DatabaseOptions: ParsableArguments {
         transport: any HTTPTransport, configuration: GateConfiguration, logger: Logger
     ) async throws -> (gate: Gate, database: OpenedDatabase) {
         let database = try await open(access: .readWrite, logger: logger)
-        let gate = try Gate(storage: database.store, transport: transport, configuration: configuration,
-                            clock: SystemClock(), logger: logger)
-        return (gate, database)
+        do {
+            let gate = try Gate(storage: database.store, transport: transport, configuration: configuration,
+                                clock: SystemClock(), logger: logger)
+            return (gate, database)
+        } catch {
+            await database.close()
+            throw error
+        }
     }
 
     /// The path in force: `--db`, else `TOLLGATE_DB`, else the user's data directory.

@@ -8,6 +8,7 @@ import Glibc
 /// shared cluster (and every other test on it) down with it.
 struct ThrowawayCluster {
     let port: Int
+    /// A database of this run's own on the cluster, so nothing a killed earlier run left is seen.
     let url: String
 
     /// The repository's cluster script, found from this file's place in the checkout.
@@ -15,12 +16,30 @@ struct ThrowawayCluster {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appending(path: "Scripts/postgres-cluster.sh")
 
-    /// Starts a cluster on a port derived from this process's id (two test runs on one machine
-    /// do not meet) and returns it once it accepts connections.
+    /// Whether a cluster can be started here: PostgreSQL's server is installed, or the script may
+    /// install it (it does as root, as in CI).
+    static var isAvailable: Bool {
+        let installed = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?
+            .contains { FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/\($0)/bin/pg_ctl") } ?? false
+        return installed || getuid() == 0
+    }
+
+    /// Starts a cluster on a port derived from this process's id, above Linux's ephemeral ports
+    /// (32768–60999) so no client socket holds it, and returns a fresh database on it.
     static func start() throws -> ThrowawayCluster {
-        let port = 55_000 + Int(getpid() % 2_000)
-        let url = try run("start", port: port).trimmingCharacters(in: .whitespacesAndNewlines)
-        return ThrowawayCluster(port: port, url: url)
+        let port = 61_000 + Int(getpid() % 4_000)
+        let server = try run("start", port: port).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard var components = URLComponents(string: server) else { throw ScriptFailed(command: "start", status: 0, stderr: server) }
+        let name = "crash_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(12)
+        let psql = Process()
+        psql.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        psql.arguments = ["psql", server, "-X", "-qc", "CREATE DATABASE \(name)"]
+        psql.standardInput = FileHandle.nullDevice
+        try psql.run()
+        psql.waitUntilExit()
+        guard psql.terminationStatus == 0 else { throw ScriptFailed(command: "CREATE DATABASE", status: psql.terminationStatus, stderr: "") }
+        components.path = "/\(name)"
+        return ThrowawayCluster(port: port, url: components.string ?? server)
     }
 
     /// Crashes the server (`pg_ctl restart -m immediate`) and returns once it is back.
