@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs a program to its end and collects what it printed.
 public enum ChildProcess {
@@ -7,9 +10,13 @@ public enum ChildProcess {
     ///   - executable: The program.
     ///   - arguments: Its arguments.
     ///   - environment: The whole environment to give it; the inherited one when nil.
-    /// - Returns: Its exit status and what it printed.
+    ///   - timeLimit: When it is killed (SIGKILL), so a program that hangs fails its test rather
+    ///     than hanging the whole run.
+    /// - Returns: Its exit status (9 for a program killed at the limit) and what it printed.
     /// - Throws: When the program cannot be started.
-    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws -> WorkerProcess.Result {
+    public static func run(
+        _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, timeLimit: Double = 180
+    ) throws -> WorkerProcess.Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -20,6 +27,10 @@ public enum ChildProcess {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        let pid = process.processIdentifier
+        let limit = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeLimit, execute: limit)
+        defer { limit.cancel() }
         // Read before waiting, so a full pipe cannot deadlock the child.
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
