@@ -18,13 +18,18 @@ struct OneStatementAdmissionTests {
         )
     }
 
+    /// A store whose debug lines are kept: the one-statement admission says when it was taken.
+    private func storeLoggingDebug(_ database: PostgresTestDatabase) async throws -> (PostgresStore, LogCapture) {
+        let capture = LogCapture()
+        var logger = capture.logger
+        logger.logLevel = .debug
+        return (try await PostgresStore(url: database.url, logger: logger), capture)
+    }
+
     @Test("once the first admission has made the rows, the next ones are one statement and report what the full path does")
     func usualAdmissionIsOneStatement() async throws {
         try await PostgresTestDatabase.with { database in
-            let capture = LogCapture()
-            var logger = capture.logger
-            logger.logLevel = .debug
-            let store = try await PostgresStore(url: database.url, logger: logger)
+            let (store, capture) = try await storeLoggingDebug(database)
             var charges: [QuotaCharge] = []
             for _ in 0..<3 {
                 guard case .admitted(let circuit, let throttle, let charge) = try await store.admit(request(warnings: [15, 25]))
@@ -86,10 +91,7 @@ struct OneStatementAdmissionTests {
     @Test("a closed circuit that has counted failures is read back whole by the one-statement admission")
     func closedCircuitWithFailures() async throws {
         try await PostgresTestDatabase.with { database in
-            let capture = LogCapture()
-            var logger = capture.logger
-            logger.logLevel = .debug
-            let store = try await PostgresStore(url: database.url, logger: logger)
+            let (store, capture) = try await storeLoggingDebug(database)
             guard case .admitted = try await store.admit(request()) else { Issue.record("expected an admission"); return }
             _ = try await store.recordCircuitOutcome(.failure, endpoint: "videos.list", probeToken: nil, policy: CircuitPolicy(), at: Date())
             guard case .admitted(let circuit, _, _) = try await store.admit(request()) else {
