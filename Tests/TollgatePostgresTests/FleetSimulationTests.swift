@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TollgatePostgres
+import TollgateStore
 import TollgateTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -140,6 +141,47 @@ struct FleetSimulationTests {
         #expect(used >= toldUnits && used <= toldUnits + failed * 100, "used \(used), told \(toldUnits), failed \(failed)")
     }
 
+    @Test("a circuit opened by one machine refuses on the others within a second, and when its open time is over exactly one machine of the fleet probes")
+    func circuitAcrossProcesses() async throws {
+        try await PostgresTestDatabase.with { database in
+            let workers = try (0..<4).map { try WorkerProcess.start("fleet-circuit", [database.url, "m\($0)", "6"]) }
+            let outputs = workers.map { GrowingOutput(reading: $0.1) }
+            let errors = workers.map { GrowingOutput(reading: $0.2) }
+            let watchdog = DispatchWorkItem { for (process, _, _) in workers where process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 90, execute: watchdog)
+            defer { watchdog.cancel() }
+
+            let running = try await GrowingOutput.wait(for: outputs, seconds: 30) { Self.answers(in: $0).count >= 10 }
+            try #require(running, "every machine was admitted before the circuit opened: \(errors.map { $0.text.suffix(300) })")
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            _ = try await store.forceOpenCircuit(
+                endpoint: "fleet.shared", duration: .seconds(2), policy: FleetCircuitJobPolicy.policy, at: Date()
+            )
+            let opened = Int64((Date().timeIntervalSince1970 * 1000).rounded())
+            await store.shutdown()
+
+            let finished = try await GrowingOutput.wait(for: outputs, seconds: 60) { $0.contains("DONE") }
+            #expect(finished, "\(errors.map { $0.text.suffix(300) })")
+            let answers = outputs.map { Self.answers(in: $0.text) }
+            for (machine, lines) in answers.enumerated() {
+                #expect(lines.contains { $0.word == "refused" && $0.at <= opened + 1_000 }, "machine \(machine) refused within a second")
+                #expect(!lines.contains { $0.word == "admitted" && $0.at > opened + 1_000 }, "machine \(machine) admitted nothing after")
+            }
+            let probes = answers.flatMap { $0 }.filter { $0.word == "probe" }
+            #expect(probes.count == 1, "one probe in the whole fleet: \(probes)")
+            #expect(probes.allSatisfy { $0.at >= opened + 1_500 }, "not before the open time was over")
+        }
+    }
+
+    /// `<unix ms> <word> …` lines of `fleet-circuit`.
+    static func answers(in output: String) -> [(at: Int64, word: String)] {
+        output.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count >= 2, let at = Int64(fields[0]) else { return nil }
+            return (at, String(fields[1]))
+        }
+    }
+
     /// `CHARGED <id> <units>` lines; a line cut short by a kill is not one.
     static func charges(in output: String) -> [(id: Int64, units: Int)] {
         output.split(separator: "\n", omittingEmptySubsequences: true).compactMap { line in
@@ -201,4 +243,9 @@ final class GrowingOutput: Sendable {
         }
         return outputs.allSatisfy { condition($0.text) }
     }
+}
+
+/// The circuit policy the `fleet-circuit` workers use (Tests/TollgateWorker/FleetCircuitJob.swift).
+enum FleetCircuitJobPolicy {
+    static let policy = CircuitPolicy(failureThreshold: 3, openDuration: .seconds(2), probeLeaseDuration: .seconds(60))
 }

@@ -33,6 +33,8 @@ do {
         try await ReadStoreJob.run(Array(arguments.dropFirst()))
     case "fleet-admit":
         try await FleetAdmitJob.run(Array(arguments.dropFirst()))
+    case "fleet-circuit":
+        try await FleetCircuitJob.run(Array(arguments.dropFirst()))
     case "open-store":
         try await OpenStoreJob.run(Array(arguments.dropFirst()))
     default:
