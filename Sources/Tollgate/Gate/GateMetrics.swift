@@ -14,6 +14,9 @@ import Synchronization
 /// They go to whatever `MetricsSystem` the application bootstrapped (none by default).
 final class GateMetrics: Sendable {
     private let factory: any MetricsFactory
+    /// False when the factory is swift-metrics' no-op one (no `MetricsSystem` bootstrapped):
+    /// nothing would read what is recorded, and a cache hit need not pay for counting it.
+    private let isRecording: Bool
     private let cacheCounts = Mutex<[String: (served: Int, total: Int)]>([:])
     /// `tollgate_requests_total` by endpoint and source, made once each: a counter and its
     /// dimensions cost allocations that a cache hit would otherwise pay every time.
@@ -28,9 +31,11 @@ final class GateMetrics: Sendable {
 
     init(factory: any MetricsFactory) {
         self.factory = factory
+        self.isRecording = !(factory is NOOPMetricsHandler)
     }
 
     func record(_ answer: GateResponse, endpoint: String) {
+        guard isRecording else { return }
         requestsCounter(endpoint: endpoint, source: answer.source).increment()
         if answer.unitsCharged != 0 {
             Counter(label: "tollgate_quota_units_total", dimensions: [("endpoint", endpoint)], factory: factory)
@@ -57,6 +62,7 @@ final class GateMetrics: Sendable {
     }
 
     func record(_ refusal: TollgateError, endpoint: String) {
+        guard isRecording else { return }
         switch refusal {
         case .circuitOpen: refused(endpoint: endpoint, reason: "circuit_open")
         case .throttled: refused(endpoint: endpoint, reason: "throttled")
@@ -65,6 +71,7 @@ final class GateMetrics: Sendable {
     }
 
     func record(_ state: CircuitState, endpoint: String) {
+        guard isRecording else { return }
         let value = switch state {
         case .closed: 0
         case .halfOpen: 1
