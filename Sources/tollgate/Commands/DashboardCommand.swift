@@ -80,7 +80,7 @@ struct DashboardCommand: AsyncParsableCommand {
             let deadline = Date().addingTimeInterval(interval)
             while Date() < deadline, !changes.take() {
                 if stopped.wait(timeout: .now()) == .success { return }
-                switch terminal.readKey(timeout: min(0.1, deadline.timeIntervalSinceNow)) {
+                switch await TerminalSession.waitForKey(timeout: min(0.1, deadline.timeIntervalSinceNow)) {
                 case .key(let key) where key == UInt8(ascii: "q") || key == UInt8(ascii: "Q") || key == 3:
                     return
                 case .closed:

@@ -43,7 +43,7 @@ final class TerminalSession {
     }
 
     /// What waiting for a key gave.
-    enum KeyRead: Equatable {
+    enum KeyRead: Equatable, Sendable {
         /// A key was pressed.
         case key(UInt8)
         /// None within the timeout.
@@ -56,7 +56,8 @@ final class TerminalSession {
     ///
     /// The wait never blocks longer than `timeout`: a deadline already past polls without waiting
     /// (a negative timeout would make `poll` wait forever, freezing the view until a key came).
-    func readKey(timeout: TimeInterval) -> KeyRead {
+    /// It blocks its thread: from async code, call ``waitForKey(timeout:)``.
+    static func readKey(timeout: TimeInterval) -> KeyRead {
         var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
         let milliseconds = Int32(max(0, min(timeout, 60)) * 1000)
         let ready = poll(&descriptor, 1, milliseconds)
@@ -67,6 +68,14 @@ final class TerminalSession {
         case 1: return .key(byte)
         case -1 where errno == EINTR || errno == EAGAIN: return .none
         default: return .closed
+        }
+    }
+
+    /// ``readKey(timeout:)`` on a dispatch thread, so the wait never holds one of Swift
+    /// concurrency's few threads (the task that listens for circuit changes needs one).
+    static func waitForKey(timeout: TimeInterval) async -> KeyRead {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: readKey(timeout: timeout)) }
         }
     }
 
