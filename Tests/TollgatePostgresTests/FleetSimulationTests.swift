@@ -88,18 +88,12 @@ struct FleetSimulationTests {
         defer { cluster.stop() }
         // 150 admissions 10 ms apart: a run of at least 1.5 s, which the crash lands in the middle of.
         let admissions = 150
-        let workers = try (0..<3).map { index in
-            try WorkerProcess.start("fleet-admit", [
-                cluster.url, "c\(index)", "\(admissions)", "\(Self.offsets[index])", "\(3_000 + index)", "100000000",
-                "100", "10",
-            ])
-        }
-        let outputs = workers.map { GrowingOutput(reading: $0.1) }
-        let errors = workers.map { GrowingOutput(reading: $0.2) }
         // However the run goes, no worker outlives the waits below: the test ends rather than hangs.
-        let watchdog = DispatchWorkItem { for (process, _, _) in workers where process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 200, execute: watchdog)
-        defer { watchdog.cancel() }
+        let workers = try WatchedWorkers("fleet-admit", count: 3, killedAfter: 200) { index in
+            [cluster.url, "c\(index)", "\(admissions)", "\(Self.offsets[index])", "\(3_000 + index)", "100000000", "100", "10"]
+        }
+        defer { workers.stopWatching() }
+        let (outputs, errors) = (workers.outputs, workers.errors)
 
         let started = try await GrowingOutput.wait(for: outputs, seconds: 60) { Self.charges(in: $0).count >= 20 }
         #expect(started, "every worker charged 20 times before the crash")
@@ -114,7 +108,7 @@ struct FleetSimulationTests {
 
         let finished = try await GrowingOutput.wait(for: outputs, seconds: 120) { $0.contains("DONE") }
         #expect(finished, "every worker finished after the crash: \(outputs.map { $0.text.suffix(300) }) \(errors.map { $0.text.suffix(300) })")
-        for (process, _, _) in workers {
+        for process in workers.processes {
             try await offPool { process.waitUntilExit() }
             #expect(process.terminationStatus == 0)
         }
@@ -144,12 +138,9 @@ struct FleetSimulationTests {
     @Test("a circuit opened by one machine refuses on the others within a second, and when its open time is over exactly one machine of the fleet probes")
     func circuitAcrossProcesses() async throws {
         try await PostgresTestDatabase.with { database in
-            let workers = try (0..<4).map { try WorkerProcess.start("fleet-circuit", [database.url, "m\($0)", "6"]) }
-            let outputs = workers.map { GrowingOutput(reading: $0.1) }
-            let errors = workers.map { GrowingOutput(reading: $0.2) }
-            let watchdog = DispatchWorkItem { for (process, _, _) in workers where process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-            DispatchQueue.global().asyncAfter(deadline: .now() + 90, execute: watchdog)
-            defer { watchdog.cancel() }
+            let workers = try WatchedWorkers("fleet-circuit", count: 4, killedAfter: 90) { [database.url, "m\($0)", "6"] }
+            defer { workers.stopWatching() }
+            let (outputs, errors) = (workers.outputs, workers.errors)
 
             let running = try await GrowingOutput.wait(for: outputs, seconds: 30) { Self.answers(in: $0).count >= 10 }
             try #require(running, "every machine was admitted before the circuit opened: \(errors.map { $0.text.suffix(300) })")
@@ -211,6 +202,30 @@ struct FleetSimulationTests {
                 continuation.resume(returning: text)
             }
         }
+    }
+}
+
+/// Worker processes started together, their output and errors read as they grow, each killed
+/// (SIGKILL) if still running after a time limit, so a test of them ends rather than hangs.
+struct WatchedWorkers {
+    let processes: [Process]
+    let outputs: [GrowingOutput]
+    let errors: [GrowingOutput]
+    private let watchdog: DispatchWorkItem
+
+    init(_ job: String, count: Int, killedAfter seconds: Double, arguments: (Int) -> [String]) throws {
+        let started = try (0..<count).map { try WorkerProcess.start(job, arguments($0)) }
+        let processes = started.map(\.0)
+        self.processes = processes
+        outputs = started.map { GrowingOutput(reading: $0.1) }
+        errors = started.map { GrowingOutput(reading: $0.2) }
+        watchdog = DispatchWorkItem { for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: watchdog)
+    }
+
+    /// Cancels the time limit, once the test no longer waits for the workers.
+    func stopWatching() {
+        watchdog.cancel()
     }
 }
 
