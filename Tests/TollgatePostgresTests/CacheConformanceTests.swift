@@ -29,6 +29,7 @@ struct CacheConformanceTests {
             #expect(try await store.cacheTotals() == CacheTotals(entries: 1, bodyBytes: 5))
             let read = try await store.cachedEntry(resourceKey: "a", validatedSinceMs: 0) { $0.first?.id }
             #expect(read?.body == Data("12345".utf8))
+            #expect(read?.metadata.etag == "\"v1\"")
             #expect(read?.metadata.headers == [
                 CacheHeaderField(name: "ETag", value: "\"v1\""), CacheHeaderField(name: "X-Broken", value: "a b"),
             ])
@@ -118,6 +119,7 @@ struct CacheConformanceTests {
             #expect(revised?.metadata.id == stored.entry.id)
             #expect(revised?.metadata.etag == "W/\"v2\"")
             #expect(revised?.metadata.validatedAtMs == 4_000)
+            #expect(revised?.metadata.lastAccessMs == 4_000)
             #expect(revised?.metadata.storedAtMs == 1_000)
             #expect(revised?.metadata.freshUntilMs == 9_000)
             let statistics = try await store.cacheStatistics(pacificDate: "2026-11-21")
@@ -141,6 +143,7 @@ struct CacheConformanceTests {
             head.url = "https://api.example.com/a"
             _ = try await store.storeCacheEntry(head, retention: roomy, activity: CacheActivity())
             #expect(try await store.invalidateCacheEntries(url: "https://api.example.com/a", activity: CacheActivity()) == 2)
+            #expect(try await store.cacheTotals() == CacheTotals(entries: 0, bodyBytes: 0))
             _ = try await store.storeCacheEntry(newEntry("b"), retention: roomy, activity: CacheActivity())
             #expect(try await store.removeCacheEntries(resourceKey: "b", activity: CacheActivity()) == 1)
             _ = try await store.storeCacheEntry(newEntry("c", body: "abc", endpoint: "search.list"), retention: roomy, activity: CacheActivity())

@@ -18,6 +18,8 @@ private func newEntry(
 
 private let roomy = CacheRetention(maxEntries: 1000, maxTotalBodyBytes: 1 << 30, expiredBeforeMs: 0)
 
+/// What only SQLite's schema shows (body rows, triggers, query plans); the operations themselves,
+/// on both stores, are in TollgatePostgresTests' CacheConformanceTests, which always runs on SQLite.
 @Suite("Cache store operations")
 struct CacheStorageTests {
     @Test("a stored entry reads back with its body; a replacement keeps its id and the triggers keep the totals")
@@ -49,28 +51,6 @@ struct CacheStorageTests {
         #expect(try await store.cachedEntry(resourceKey: "a", validatedSinceMs: 2_001) { $0.first?.id } == nil)
     }
 
-    @Test("eviction by count removes the least recently used entry, counting touches buffered in the activity")
-    func evictionByCountHonoursTouches() async throws {
-        let store = try SQLiteStore(location: .inMemory)
-        let limit = CacheRetention(maxEntries: 3, maxTotalBodyBytes: 1 << 30, expiredBeforeMs: 0)
-        var ids: [Int64] = []
-        for (index, name) in ["a", "b", "c"].enumerated() {
-            ids.append(try await store.storeCacheEntry(
-                newEntry(name, at: Int64(1_000 + index)), retention: limit, activity: CacheActivity()
-            ).entry.id)
-        }
-        var activity = CacheActivity()
-        activity.touch(ids[0], atMs: 5_000) // "a" is now the most recently used
-        let result = try await store.storeCacheEntry(newEntry("d", at: 6_000), retention: limit, activity: activity)
-        #expect(result.pruned.evicted == 1)
-        let left = try await store.read { db in
-            try db.fetchAll("SELECT resource_key FROM cache_entries ORDER BY resource_key").map { $0[0].string }
-        }
-        #expect(left == ["a", "c", "d"])
-        let hits = try await store.read { db in try db.fetchValue("SELECT hit_count FROM cache_entries WHERE resource_key = 'a'").int }
-        #expect(hits == 1)
-    }
-
     @Test("eviction by bytes removes least recently used entries until the budget holds, never the new one")
     func evictionByBytes() async throws {
         let store = try SQLiteStore(location: .inMemory)
@@ -89,61 +69,6 @@ struct CacheStorageTests {
         #expect(try await store.cacheTotals() == CacheTotals(entries: 1, bodyBytes: 10))
         let bodies = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM cache_bodies").int }
         #expect(bodies == 1, "bodies go with their entries")
-    }
-
-    @Test("expired entries are removed by the next write, through the age index")
-    func expiry() async throws {
-        let store = try SQLiteStore(location: .inMemory)
-        _ = try await store.storeCacheEntry(newEntry("old", at: 1_000), retention: roomy, activity: CacheActivity())
-        _ = try await store.storeCacheEntry(newEntry("new", at: 5_000), retention: roomy, activity: CacheActivity())
-        let result = try await store.pruneCache(
-            retention: CacheRetention(maxEntries: 1000, maxTotalBodyBytes: 1 << 30, expiredBeforeMs: 2_000),
-            activity: CacheActivity()
-        )
-        #expect(result == CachePruneResult(expired: 1, evicted: 0))
-        #expect(try await store.cacheTotals().entries == 1)
-    }
-
-    @Test("a revision changes headers, validators and times, counts a revalidation, and leaves the body alone")
-    func revision() async throws {
-        let store = try SQLiteStore(location: .inMemory)
-        let stored = try await store.storeCacheEntry(newEntry("a", body: "payload"), retention: roomy, activity: CacheActivity())
-        let statisticsKey = CacheStatisticsKey(pacificDate: "2026-11-21", endpoint: "videos.list")
-        let revised = try await store.reviseCacheEntry(resourceKey: "a", validatedSinceMs: 0, activity: CacheActivity()) { candidates in
-            CacheRevision(
-                entryID: candidates[0].id, headers: [CacheHeaderField(name: "ETag", value: "W/\"v2\"")],
-                etag: "W/\"v2\"", lastModified: nil, freshUntilMs: 9_000, nowMs: 4_000, statisticsKey: statisticsKey
-            )
-        }
-        #expect(revised?.body == Data("payload".utf8))
-        #expect(revised?.metadata.id == stored.entry.id)
-        #expect(revised?.metadata.etag == "W/\"v2\"")
-        #expect(revised?.metadata.validatedAtMs == 4_000)
-        #expect(revised?.metadata.lastAccessMs == 4_000)
-        #expect(revised?.metadata.storedAtMs == 1_000)
-        #expect(revised?.metadata.freshUntilMs == 9_000)
-        let statistics = try await store.cacheStatistics(pacificDate: "2026-11-21")
-        #expect(statistics.map(\.counts) == [CacheStatisticsCounts(revalidations: 1, bytesSaved: 7)])
-
-        let none = try await store.reviseCacheEntry(resourceKey: "a", validatedSinceMs: 0, activity: CacheActivity()) { _ in nil }
-        #expect(none == nil)
-    }
-
-    @Test("storing a variant under another Vary removes the old variants; invalidation by URL removes every method")
-    func variantsAndInvalidation() async throws {
-        let store = try SQLiteStore(location: .inMemory)
-        _ = try await store.storeCacheEntry(newEntry("a", variant: "en", vary: "accept-language"), retention: roomy, activity: CacheActivity())
-        _ = try await store.storeCacheEntry(newEntry("a", variant: "fr", vary: "accept-language"), retention: roomy, activity: CacheActivity())
-        #expect(try await store.cacheTotals().entries == 2)
-        _ = try await store.storeCacheEntry(newEntry("a"), retention: roomy, activity: CacheActivity())
-        #expect(try await store.cacheTotals().entries == 1)
-
-        var head = newEntry("a-head")
-        head.method = "HEAD"
-        head.url = "https://api.example.com/a"
-        _ = try await store.storeCacheEntry(head, retention: roomy, activity: CacheActivity())
-        #expect(try await store.invalidateCacheEntries(url: "https://api.example.com/a", activity: CacheActivity()) == 2)
-        #expect(try await store.cacheTotals() == CacheTotals(entries: 0, bodyBytes: 0))
     }
 
     @Test("a 304 revision and LRU touches never write the body row")
@@ -172,23 +97,6 @@ struct CacheStorageTests {
         _ = try await store.storeCacheEntry(newEntry("a", body: "new"), retention: roomy, activity: CacheActivity())
         let afterReplace = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM body_writes").int }
         #expect(afterReplace == 1)
-    }
-
-    @Test("buffered statistics add up in the cache_stats view with its hit rate")
-    func statisticsView() async throws {
-        let store = try SQLiteStore(location: .inMemory)
-        let key = CacheStatisticsKey(pacificDate: "2026-11-21", endpoint: "videos.list")
-        var activity = CacheActivity()
-        activity.count(CacheStatisticsCounts(hits: 3, bytesSaved: 30), for: key)
-        activity.count(CacheStatisticsCounts(revalidations: 1, misses: 1, stale: 2), for: key)
-        try await store.recordCacheActivity(activity)
-        try await store.recordCacheActivity(activity)
-        let rows = try await store.cacheStatistics(pacificDate: nil)
-        #expect(rows == [CacheDailyStatistics(
-            pacificDate: "2026-11-21", endpoint: "videos.list",
-            counts: CacheStatisticsCounts(hits: 6, revalidations: 2, misses: 2, stale: 4, bytesSaved: 60),
-            hitRate: 0.8
-        )])
     }
 
     @Test("header fields survive the text column; a value with a line break stays one field")
