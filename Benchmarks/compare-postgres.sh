@@ -75,7 +75,16 @@ printf '%s\n' "UPDATE tollgate_bench_floor SET used = used + 1 WHERE id = 1 RETU
 
 # --- Build ----------------------------------------------------------------------------------
 log "building the harness (release)"
-swift build -c release --product tollgate-bench 2>&1 | grep -E "error|warning: .*Benchmarks/Sources" >&2 || true
+# SwiftPM keeps its plan of the path dependency (the Tollgate package) when files are added there,
+# then fails to find them: plan anew each time (seconds). A failed build stops the run, so an old
+# harness is never timed.
+rm -f .build/release.yaml .build/*/release/description.json
+if ! swift build -c release --product tollgate-bench > "$work/build.log" 2>&1; then
+    grep -E "error" "$work/build.log" >&2 || tail -n 20 "$work/build.log" >&2
+    echo "$(basename "$0"): the harness did not build" >&2
+    exit 1
+fi
+grep -E "warning: .*Benchmarks/Sources" "$work/build.log" >&2 || true
 bin="$(swift build -c release --show-bin-path)/tollgate-bench"
 [ -x "$bin" ] || { echo "compare-postgres.sh: the harness did not build" >&2; exit 1; }
 

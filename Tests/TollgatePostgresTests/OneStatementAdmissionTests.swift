@@ -4,9 +4,10 @@ import TollgatePostgres
 import TollgateStore
 import TollgateTestSupport
 
-/// `tollgate_admit`, the usual admission in one statement (migration 0002): taken whenever it can
-/// be, and writing nothing when it declines, so the full transaction that follows is the only one
-/// that acts.
+/// `tollgate_admit_batch`, the usual admission in one statement (migration 0003): taken whenever it
+/// can be, writing nothing for the costs it declines, so the full transaction that follows is the
+/// only one that acts for them, and deciding the admissions that arrive together as that many calls
+/// in a row would.
 @Suite("PostgreSQL one-statement admission", .enabled(if: PostgresTestDatabase.isConfigured, "TOLLGATE_POSTGRES_URL is not set"))
 struct OneStatementAdmissionTests {
     private func request(cost: Int = 10, limit: Int = 100, throttle: Int = 5, warnings: [Int] = []) -> AdmissionRequest {
@@ -62,7 +63,7 @@ struct OneStatementAdmissionTests {
             }
             func call(cost: Int = 10, limit: Int = 100, throttle: Int = 2) async throws -> String? {
                 try await database.textValue(
-                    "SELECT outcome FROM tollgate_admit('videos.list', \(throttle), 60000, 'youtube', 'videos.list', \(cost), \(limit), '{}')"
+                    "SELECT outcome FROM tollgate_admit_batch('videos.list', \(throttle), 60000, 'youtube', 'videos.list', '{\(cost)}', \(limit), '{}')"
                 )
             }
             func ledger() async throws -> [Int?] {
@@ -104,6 +105,94 @@ struct OneStatementAdmissionTests {
             #expect(circuit.record.endpoint == "videos.list" && circuit.record.state == .closed)
             #expect(circuit.record.consecutiveFailures == 1)
             #expect(circuit.record.failureThreshold == CircuitPolicy().failureThreshold)
+        }
+    }
+
+    @Test("one statement decides several costs in order, each with its own event and report, and declines the first that does not fit and all after it")
+    func severalCostsInOrder() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            guard case .admitted = try await store.admit(request(cost: 5, throttle: 6, warnings: [15, 25, 80])) else {
+                Issue.record("expected the first admission, which makes the rows")
+                return
+            }
+            await store.shutdown()
+            // 5 used of 100; window 1 of 6. 10, 20 and 50 fit (85); 30 does not, so neither does 1 after it.
+            try await database.execute("""
+                CREATE TABLE answer AS SELECT row_number() OVER () AS n, * FROM
+                tollgate_admit_batch('videos.list', 6, 60000, 'youtube', 'videos.list', '{10,20,50,30,1}', 100, '{15,25,80}')
+                """)
+            // Each admitted cost's report, and the units of the event its reservation id names.
+            let answer = try await database.textValue("""
+                SELECT string_agg(concat_ws(':', outcome, throttle_count, used_after, warnings::text, e.units), ' ' ORDER BY n)
+                FROM answer LEFT JOIN quota_events AS e ON e.id = answer.reservation_id AND e.kind = 'charge'
+                """)
+            #expect(answer == "admitted:2:15:{15}:10 admitted:3:35:{25}:20 admitted:4:85:{80}:50 fallback fallback")
+            #expect(try await database.intValue("SELECT units FROM quota_bucket_days") == 85)
+            #expect(try await database.intValue("SELECT warned_percent::bigint FROM quota_bucket_days") == 80)
+            #expect(try await database.intValue("SELECT units FROM quota_usage") == 85)
+            #expect(try await database.intValue("SELECT calls FROM quota_usage") == 4)
+            #expect(try await database.intValue("SELECT sum(units)::bigint FROM quota_events") == 85, "totals equal the events")
+            #expect(try await database.intValue("SELECT count(*)::bigint FROM throttle_requests") == 4)
+            // Two slots left in the window: the third cost is declined though the budget has room.
+            let windowFull = try await database.textValue("""
+                SELECT string_agg(outcome, ' ') FROM tollgate_admit_batch('videos.list', 6, 60000, 'youtube', 'videos.list', '{1,1,1}', 100, '{}')
+                """)
+            #expect(windowFull == "admitted admitted fallback")
+        }
+    }
+
+    @Test("concurrent admissions share statements, and the ledger is exact: no unit over the limit, one event per charge, every report its own")
+    func concurrentAdmissionsShareStatements() async throws {
+        try await PostgresTestDatabase.with { database in
+            let (store, capture) = try await storeLoggingDebug(database)
+            let limit = 1_000
+            func admission(cost: Int) -> AdmissionRequest { request(cost: cost, limit: limit, throttle: 10_000, warnings: [50, 90]) }
+            guard case .admitted(_, _, let first) = try await store.admit(admission(cost: 1)) else {
+                Issue.record("expected the first admission, which makes the rows")
+                return
+            }
+            let costs = (0..<120).map { [1, 50, 100][$0 % 3] }
+            let outcomes = try await withThrowingTaskGroup(of: (Int, AdmissionOutcome).self) { group in
+                for cost in costs { group.addTask { (cost, try await store.admit(admission(cost: cost))) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            await store.shutdown()
+            let charges = [(1, first)] + outcomes.compactMap { cost, outcome -> (Int, QuotaCharge)? in
+                if case .admitted(_, _, let charge) = outcome { return (cost, charge) }
+                return nil
+            }
+            let spent = charges.map(\.0).reduce(0, +)
+            #expect(spent <= limit)
+            #expect(outcomes.count - (charges.count - 1) > 0, "the budget ran out before the calls did")
+            for (_, outcome) in outcomes {
+                switch outcome {
+                case .admitted, .refusedByQuota: break
+                default: Issue.record("unexpected \(outcome)")
+                }
+            }
+            #expect(try await database.intValue("SELECT units FROM quota_bucket_days") == spent)
+            #expect(try await database.intValue("SELECT units FROM quota_usage") == spent)
+            #expect(try await database.intValue("SELECT calls FROM quota_usage") == charges.count)
+            #expect(try await database.intValue("SELECT sum(units)::bigint FROM quota_events") == spent)
+            #expect(try await database.intValue("SELECT count(*)::bigint FROM quota_events WHERE kind = 'charge'") == charges.count)
+            for (cost, charge) in charges {
+                #expect(charge.cost == cost)
+                #expect(try await database.intValue("SELECT units FROM quota_events WHERE id = \(charge.reservationID)") == cost,
+                        "each report names its own event")
+            }
+            // The units used after each charge are the running total in the order the ledger charged them.
+            let byReservation = charges.sorted { $0.1.reservationID < $1.1.reservationID }
+            var running = 0
+            for (cost, charge) in byReservation {
+                running += cost
+                #expect(charge.bucketUnitsUsed == running)
+            }
+            #expect(charges.flatMap(\.1.warningsCrossed).sorted() == (spent * 100 >= 90 * limit ? [50, 90] : [50]),
+                    "each warning once, by the charge that crossed it")
+            let sizes = capture.entries.filter { $0.message.description == "admission batch" }
+                .compactMap { entry in entry.metadata["size"].flatMap { Int("\($0)") } }
+            #expect(sizes.contains { $0 > 1 }, "admissions that arrived together shared a statement: \(sizes)")
         }
     }
 }

@@ -5,10 +5,11 @@ import TollgateStore
 /// The gate's hot path over PostgreSQL: the circuit, the throttle and the quota in one
 /// transaction per attempt, and the answer's consequences in one more.
 ///
-/// The usual admission is one statement, `tollgate_admit` (migration 0002): a closed circuit, an
-/// endpoint and a bucket whose rows exist and are current, room in the window and in the budget.
+/// The usual admission is one statement, `tollgate_admit_batch` (migration 0003): a closed circuit,
+/// an endpoint and a bucket whose rows exist and are current, room in the window and in the budget.
 /// It holds the endpoint's throttle lock for that statement alone, where the full transaction
-/// holds it across nine round trips. Anything else, and every refusal, goes through the full
+/// holds it across nine round trips, and it decides together the admissions of one kind that
+/// arrived while the previous statement ran: one round trip and one commit for all of them. Anything else, and every refusal, goes through the full
 /// transaction (a refusal so takes the endpoint's lock twice: refusals are the rare case), whose steps are the statements their own operations run, so the guarantees
 /// compose: the circuit's probe lease and counters are changed under its row lock, the throttle's
 /// window under its limits row, the quota's check-and-charge in one conditional upsert. A
@@ -70,6 +71,9 @@ extension PostgresStore: AdmissionStorage, GateStorage {
     /// discussion), having changed nothing but pruning the endpoint's window: the caller then runs
     /// the full transaction. Invalid arguments are left to the full transaction too, so they are
     /// refused at the step, and with the message, they always were.
+    ///
+    /// Admissions of the same kind that arrive while one is on its way to the server go together in
+    /// the next statement (``CallBatcher``), decided one after another in arrival order.
     private func admitInOneStatement(_ request: AdmissionRequest) async throws -> AdmissionOutcome? {
         let quota = request.quota
         guard quota.additionalCharges.isEmpty,
@@ -77,35 +81,37 @@ extension PostgresStore: AdmissionStorage, GateStorage {
               (try? PostgresQuotaRules.validateEndpoint(quota.endpoint)) != nil,
               (try? PostgresQuotaRules.validateLimit(quota.configuredLimit, bucket: quota.bucket)) != nil
         else { return nil }
-        let limit = request.throttleLimit
-        let windowMs = Int(limit.windowMilliseconds)
-        return try await withConnection("admitting a request to \(request.endpoint)") { [self] connection in
+        let kind = OneStatementAdmission.Kind(request)
+        guard let answer = try await admissionBatches.call(quota.cost, key: kind, run: { [self] costs in
+            try await admitInOneStatement(kind, costs: costs)
+        }) else { return nil }
+        // The function admitted under a closed circuit, which allows and changes nothing:
+        // the same state machine as the full path says so, for the same report.
+        var machine = CircuitStateMachine(record: answer.circuit, endpoint: request.endpoint, policy: request.circuitPolicy, now: answer.now)
+        let circuit = machine.admit(probeToken: request.probeToken, now: answer.now)
+        let charge = QuotaCharge(
+            reservationID: answer.reservationID, bucket: quota.bucket, endpoint: quota.endpoint, cost: quota.cost,
+            day: answer.day, bucketUnitsUsed: answer.usedAfter, limit: answer.limit, warningsCrossed: answer.warningsCrossed
+        )
+        let throttle = ThrottleAdmission(allowed: true, count: answer.throttleCount, limit: request.throttleLimit.requests, retryAfter: nil)
+        logger.debug("admitted in one statement", metadata: ["endpoint": "\(request.endpoint)"])
+        return .admitted(circuit: circuit, throttle: throttle, charge: charge)
+    }
+
+    /// One call of `tollgate_admit_batch` (migration 0003) for admissions of one kind: an answer
+    /// per cost, in order, nil where the full transaction must decide.
+    private func admitInOneStatement(_ kind: OneStatementAdmission.Kind, costs: [Int]) async throws -> [OneStatementAdmission?] {
+        let declined = [OneStatementAdmission?](repeating: nil, count: costs.count)
+        return try await withConnection("admitting \(costs.count) request(s) to \(kind.endpoint)") { [self] connection in
             // Nothing sent yet: the full transaction, which retries on another connection, takes over.
-            guard !connection.isClosed else { return nil }
-            guard let row = try await connection.firstRow("""
-                SELECT * FROM tollgate_admit(\(request.endpoint), \(limit.requests), \(windowMs), \(quota.bucket),
-                                             \(quota.endpoint), \(quota.cost), \(quota.configuredLimit), \(quota.warningPercents))
-                """, logger: logger) else { return nil }
-            let columns = row.makeRandomAccess()
-            guard try columns["outcome"].decode(String.self) == "admitted" else { return nil }
-            let now = Self.date(milliseconds: try columns["now_ms"].decode(Int.self))
-            // The function admitted under a closed circuit, which allows and changes nothing:
-            // the same state machine as the full path says so, for the same report.
-            let record = try columns["endpoint"].decode(String?.self) == nil ? nil : try Self.circuitRecord(row)
-            var machine = CircuitStateMachine(record: record, endpoint: request.endpoint, policy: request.circuitPolicy, now: now)
-            let circuit = machine.admit(probeToken: request.probeToken, now: now)
-            let charge = QuotaCharge(
-                reservationID: Int64(try columns["reservation_id"].decode(Int.self)), bucket: quota.bucket,
-                endpoint: quota.endpoint, cost: quota.cost, day: try Self.pacificDay(try columns["pacific_date"].decode(String.self)),
-                bucketUnitsUsed: try columns["used_after"].decode(Int.self),
-                limit: PostgresQuotaRules.clamped(try columns["daily_limit"].decode(Int.self)),
-                warningsCrossed: try columns["warnings"].decode([Int].self)
-            )
-            let throttle = ThrottleAdmission(
-                allowed: true, count: try columns["throttle_count"].decode(Int.self), limit: limit.requests, retryAfter: nil
-            )
-            logger.debug("admitted in one statement", metadata: ["endpoint": "\(request.endpoint)"])
-            return .admitted(circuit: circuit, throttle: throttle, charge: charge)
+            guard !connection.isClosed else { return declined }
+            logger.debug("admission batch", metadata: ["endpoint": "\(kind.endpoint)", "size": "\(costs.count)"])
+            let rows = try await connection.rows("""
+                SELECT * FROM tollgate_admit_batch(\(kind.endpoint), \(kind.requests), \(kind.windowMilliseconds),
+                    \(kind.bucket), \(kind.chargedEndpoint), \(costs), \(kind.configuredLimit), \(kind.warningPercents))
+                """, logger: logger)
+            guard rows.count == costs.count else { throw BatchSizeMismatch(inputs: costs.count, outputs: rows.count) }
+            return try rows.map(OneStatementAdmission.decode)
         }
     }
 

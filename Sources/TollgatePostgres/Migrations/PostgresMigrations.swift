@@ -404,5 +404,165 @@ ALTER TABLE throttle_requests SET (autovacuum_vacuum_scale_factor = 0, autovacuu
 
 """##
         ),
+        Migration(
+            version: 3,
+            name: "batched_admission",
+            sql: ##"""
+-- Tollgate schema for PostgreSQL, version 3: concurrent admissions of one kind in one statement.
+--
+-- tollgate_admit (version 2) made the usual admission one statement, but each still took the
+-- endpoint's lock, wrote its rows and committed alone, so one endpoint's admissions took turns at
+-- one commit each. tollgate_admit_batch decides several admissions of the same kind (endpoint,
+-- limits, bucket), differing only in cost, in one statement: the first cost, then the next, in
+-- order, exactly as that many calls in a row would, each charge its own event. A machine sends the
+-- admissions that arrived while its previous statement ran; they commit together, so the ledger's
+-- rules hold at every commit as before (totals equal the sum of the events, one event per charge).
+--
+-- It answers one row per cost, in order: 'admitted' with what the client reports, or 'fallback'
+-- for that cost and every one after it (the client runs the full transaction for those, which
+-- creates rows, moves circuits and explains refusals). Costs after a fallback are not decided here,
+-- so a refused expensive call never lets a later cheap one overtake it inside the statement.
+-- Locks are taken in the full transaction's order: the throttle's limits row, then the bucket's
+-- day row.
+
+DROP FUNCTION tollgate_admit(text, bigint, bigint, text, text, bigint, bigint, bigint[]);
+
+CREATE FUNCTION tollgate_admit_batch(
+    p_endpoint text, p_request_limit bigint, p_window_ms bigint,
+    p_bucket text, p_charged_endpoint text, p_costs bigint[], p_configured_limit bigint, p_warning_percents bigint[]
+) RETURNS TABLE (
+    outcome text, now_ms bigint, throttle_count bigint, reservation_id bigint, pacific_date text,
+    used_after bigint, daily_limit bigint, warnings bigint[],
+    endpoint text, state text, consecutive_failures integer, consecutive_rate_limits integer,
+    failure_threshold integer, opened_at_ms bigint, open_until_ms bigint, open_duration_ms bigint,
+    probe_owner text, probe_lease_until_ms bigint, failed_probes integer, trips integer, updated_at_ms bigint
+)
+LANGUAGE plpgsql VOLATILE
+AS $function$
+#variable_conflict use_column
+DECLARE
+    v_circuit circuits%ROWTYPE;
+    v_found_circuit boolean;
+    v_limits throttle_limits%ROWTYPE;
+    v_bucket quota_buckets%ROWTYPE;
+    v_now_ms bigint;
+    v_count bigint;
+    v_day text := tollgate_pacific_date(now());
+    v_units bigint := 0;
+    v_admitted integer := 0;     -- how many costs, from the first, are admitted
+    v_total bigint := 0;         -- their sum
+    v_used bigint;
+    v_warned integer;
+    v_warned_changed boolean := false;
+    v_first_used bigint;         -- the day's units before the first admitted cost
+    v_ids bigint[];
+    v_crossed bigint[];
+    -- The warning thresholds in order, and the first one no charge of this statement has reached.
+    v_thresholds bigint[] := ARRAY(SELECT p FROM unnest(p_warning_percents) AS p WHERE p BETWEEN 1 AND 100 ORDER BY p);
+    v_next_warning integer := 1;
+    v_sequence regclass := pg_get_serial_sequence('quota_events', 'id')::regclass;
+    i integer;
+BEGIN
+    -- Only a closed (or never used) circuit is decided here: it allows without writing.
+    SELECT * INTO v_circuit FROM circuits AS c WHERE c.endpoint = p_endpoint;
+    v_found_circuit := FOUND;
+    IF NOT (v_found_circuit AND v_circuit.state <> 'closed') THEN
+        -- The lock that orders this endpoint's admissions across machines; then a window read under it.
+        SELECT * INTO v_limits FROM throttle_limits AS l WHERE l.endpoint = p_endpoint FOR UPDATE;
+        IF FOUND AND v_limits.request_limit = p_request_limit AND v_limits.window_ms = p_window_ms THEN
+            v_now_ms := tollgate_ms(clock_timestamp());
+            DELETE FROM throttle_requests AS r WHERE r.endpoint = p_endpoint AND r.at_ms <= v_now_ms - p_window_ms;
+            SELECT count(*) INTO v_count FROM throttle_requests AS r
+            WHERE r.endpoint = p_endpoint AND r.at_ms > v_now_ms - p_window_ms;
+            SELECT * INTO v_bucket FROM quota_buckets AS b WHERE b.bucket = p_bucket;
+            IF FOUND AND NOT (v_bucket.limit_source = 'configuration' AND v_bucket.daily_limit <> p_configured_limit)
+               AND v_bucket.exhausted_until_ms IS DISTINCT FROM tollgate_next_reset_ms(now()) THEN
+                SELECT d.units INTO v_units FROM quota_bucket_days AS d
+                WHERE d.pacific_date = v_day AND d.bucket = p_bucket FOR UPDATE;
+                v_units := COALESCE(v_units, 0);
+                -- Costs in order while each fits the window and the budget left by the ones before.
+                WHILE v_admitted < cardinality(p_costs)
+                      AND v_count + v_admitted < p_request_limit
+                      AND p_costs[v_admitted + 1] BETWEEN 1 AND v_bucket.daily_limit
+                      AND v_units + v_total + p_costs[v_admitted + 1] <= v_bucket.daily_limit LOOP
+                    v_total := v_total + p_costs[v_admitted + 1];
+                    v_admitted := v_admitted + 1;
+                END LOOP;
+            END IF;
+        END IF;
+    END IF;
+
+    IF v_admitted > 0 THEN
+        -- Check and charge in one conditional upsert of the bucket's day row, as the full path does:
+        -- a day row another machine made since the read above still cannot pass the ceiling.
+        INSERT INTO quota_bucket_days AS d (pacific_date, bucket, units, ceiling)
+        VALUES (v_day, p_bucket, v_total, v_bucket.daily_limit)
+        ON CONFLICT ON CONSTRAINT quota_bucket_days_pkey DO UPDATE
+            SET units = d.units + excluded.units, ceiling = excluded.ceiling
+            WHERE d.units + excluded.units <= excluded.ceiling
+        RETURNING d.units, d.warned_percent INTO v_used, v_warned;
+        IF NOT FOUND THEN
+            v_admitted := 0;
+        END IF;
+    END IF;
+
+    IF v_admitted > 0 THEN
+        v_first_used := v_used - v_total;
+        -- Each charge its own event; the ids are taken first so each cost knows its own.
+        v_ids := ARRAY(SELECT nextval(v_sequence) FROM generate_series(1, v_admitted));
+        INSERT INTO quota_events (id, at_ms, pacific_date, bucket, endpoint, kind, units)
+        OVERRIDING SYSTEM VALUE
+        SELECT v_ids[n], tollgate_ms(now()), v_day, p_bucket, p_charged_endpoint, 'charge', p_costs[n]
+        FROM generate_series(1, v_admitted) AS n;
+        INSERT INTO quota_usage AS u (pacific_date, bucket, endpoint, units, calls)
+        VALUES (v_day, p_bucket, p_charged_endpoint, v_total, v_admitted)
+        ON CONFLICT ON CONSTRAINT quota_usage_pkey DO UPDATE
+            SET units = u.units + excluded.units, calls = u.calls + excluded.calls;
+        INSERT INTO throttle_requests (endpoint, at_ms) SELECT p_endpoint, v_now_ms FROM generate_series(1, v_admitted);
+    END IF;
+
+    -- One row per cost, in order; the circuit's columns on each.
+    IF v_found_circuit THEN
+        endpoint := v_circuit.endpoint; state := v_circuit.state;
+        consecutive_failures := v_circuit.consecutive_failures; consecutive_rate_limits := v_circuit.consecutive_rate_limits;
+        failure_threshold := v_circuit.failure_threshold; opened_at_ms := v_circuit.opened_at_ms;
+        open_until_ms := v_circuit.open_until_ms; open_duration_ms := v_circuit.open_duration_ms;
+        probe_owner := v_circuit.probe_owner; probe_lease_until_ms := v_circuit.probe_lease_until_ms;
+        failed_probes := v_circuit.failed_probes; trips := v_circuit.trips; updated_at_ms := v_circuit.updated_at_ms;
+    END IF;
+    v_used := v_first_used;
+    FOR i IN 1 .. cardinality(p_costs) LOOP
+        IF i <= v_admitted THEN
+            v_used := v_used + p_costs[i];
+            -- A warning belongs to the charge that crosses it, once a day.
+            v_crossed := '{}';
+            WHILE v_next_warning <= cardinality(v_thresholds)
+                  AND v_used * 100 >= v_thresholds[v_next_warning] * v_bucket.daily_limit LOOP
+                IF v_thresholds[v_next_warning] > v_warned THEN
+                    v_crossed := v_crossed || v_thresholds[v_next_warning];
+                END IF;
+                v_next_warning := v_next_warning + 1;
+            END LOOP;
+            outcome := 'admitted'; now_ms := v_now_ms; throttle_count := v_count + i; reservation_id := v_ids[i];
+            pacific_date := v_day; used_after := v_used; daily_limit := v_bucket.daily_limit; warnings := v_crossed;
+            IF cardinality(v_crossed) > 0 THEN
+                v_warned := v_crossed[cardinality(v_crossed)];
+                v_warned_changed := true;
+            END IF;
+        ELSE
+            outcome := 'fallback'; now_ms := NULL; throttle_count := NULL; reservation_id := NULL;
+            pacific_date := NULL; used_after := NULL; daily_limit := NULL; warnings := NULL;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+    IF v_warned_changed THEN
+        UPDATE quota_bucket_days AS d SET warned_percent = v_warned
+        WHERE d.pacific_date = v_day AND d.bucket = p_bucket AND d.warned_percent < v_warned;
+    END IF;
+END
+$function$;
+
+"""##
+        ),
     ]
 }

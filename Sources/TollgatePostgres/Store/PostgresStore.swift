@@ -70,6 +70,8 @@ public final class PostgresStore: Sendable {
     let logger: Logger
     let connectionWait: Duration
     private let runTask: Task<Void, Never>
+    /// The usual admissions of one kind that arrive while one is on its way share the next statement.
+    let admissionBatches = CallBatcher<OneStatementAdmission.Kind, Int, OneStatementAdmission?>(maximumBatch: 64)
 
     /// Opens the store at a `postgresql://` or `postgres://` URL: connects, migrates the schema,
     /// and starts the connection pool.
