@@ -10,12 +10,42 @@
 --
 -- It answers one row per cost, in order: 'admitted' with what the client reports, or 'fallback'
 -- for that cost and every one after it (the client runs the full transaction for those, which
--- creates rows, moves circuits and explains refusals). Costs after a fallback are not decided here,
+-- creates rows, moves circuits and explains refusals), having changed nothing for them. Costs after a fallback are not decided here,
 -- so a refused expensive call never lets a later cheap one overtake it inside the statement.
 -- Locks are taken in the full transaction's order: the throttle's limits row, then the bucket's
 -- day row.
+--
+-- The throttle keeps each endpoint's window in its one row, as SQLite's version 4 does: the times
+-- of the requests it admitted that are still in the window, ascending. An admission rewrites that
+-- row (which it holds locked anyway) instead of adding a row and an index entry per request and
+-- deleting them later: no dead rows for the next admission to step over between vacuums.
 
 DROP FUNCTION tollgate_admit(text, bigint, bigint, text, text, bigint, bigint, bigint[]);
+
+ALTER TABLE throttle_limits ADD COLUMN admitted_at_ms bigint[] NOT NULL DEFAULT '{}';
+UPDATE throttle_limits AS l SET admitted_at_ms = ARRAY(
+    SELECT r.at_ms FROM throttle_requests AS r WHERE r.endpoint = l.endpoint ORDER BY r.at_ms
+);
+DROP VIEW throttle_status;
+DROP TABLE throttle_requests;
+-- Rewritten by every admission: room on its page lets PostgreSQL update it in place (HOT).
+ALTER TABLE throttle_limits SET (fillfactor = 50);
+
+-- The times of a window later than the cutoff, still ascending.
+CREATE FUNCTION tollgate_window(admitted_at_ms bigint[], cutoff_ms bigint) RETURNS bigint[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT ARRAY(SELECT t FROM unnest(admitted_at_ms) WITH ORDINALITY AS w (t, n) WHERE t > cutoff_ms ORDER BY n) $$;
+
+CREATE VIEW throttle_status AS
+WITH clock AS (SELECT now_ms FROM pacific_clock), counted AS (
+    SELECT limits.endpoint, limits.window_ms, limits.request_limit,
+           cardinality(tollgate_window(limits.admitted_at_ms, clock.now_ms - limits.window_ms))::bigint AS current_count
+    FROM throttle_limits AS limits CROSS JOIN clock
+)
+SELECT endpoint, window_ms / 1000.0 AS window_seconds, request_limit, current_count,
+       GREATEST(request_limit - current_count, 0) AS remaining
+FROM counted
+ORDER BY endpoint;
 
 CREATE FUNCTION tollgate_admit_batch(
     p_endpoint text, p_request_limit bigint, p_window_ms bigint,
@@ -37,6 +67,7 @@ DECLARE
     v_bucket quota_buckets%ROWTYPE;
     v_now_ms bigint;
     v_count bigint;
+    v_window bigint[];
     v_day text := tollgate_pacific_date(now());
     v_units bigint := 0;
     v_admitted integer := 0;     -- how many costs, from the first, are admitted
@@ -61,9 +92,8 @@ BEGIN
         SELECT * INTO v_limits FROM throttle_limits AS l WHERE l.endpoint = p_endpoint FOR UPDATE;
         IF FOUND AND v_limits.request_limit = p_request_limit AND v_limits.window_ms = p_window_ms THEN
             v_now_ms := tollgate_ms(clock_timestamp());
-            DELETE FROM throttle_requests AS r WHERE r.endpoint = p_endpoint AND r.at_ms <= v_now_ms - p_window_ms;
-            SELECT count(*) INTO v_count FROM throttle_requests AS r
-            WHERE r.endpoint = p_endpoint AND r.at_ms > v_now_ms - p_window_ms;
+            v_window := tollgate_window(v_limits.admitted_at_ms, v_now_ms - p_window_ms);
+            v_count := cardinality(v_window);
             SELECT * INTO v_bucket FROM quota_buckets AS b WHERE b.bucket = p_bucket;
             IF FOUND AND NOT (v_bucket.limit_source = 'configuration' AND v_bucket.daily_limit <> p_configured_limit)
                AND v_bucket.exhausted_until_ms IS DISTINCT FROM tollgate_next_reset_ms(now()) THEN
@@ -108,7 +138,8 @@ BEGIN
         VALUES (v_day, p_bucket, p_charged_endpoint, v_total, v_admitted)
         ON CONFLICT ON CONSTRAINT quota_usage_pkey DO UPDATE
             SET units = u.units + excluded.units, calls = u.calls + excluded.calls;
-        INSERT INTO throttle_requests (endpoint, at_ms) SELECT p_endpoint, v_now_ms FROM generate_series(1, v_admitted);
+        UPDATE throttle_limits AS l SET admitted_at_ms = v_window || array_fill(v_now_ms, ARRAY[v_admitted])
+        WHERE l.endpoint = p_endpoint;
     END IF;
 
     -- One row per cost, in order; the circuit's columns on each.

@@ -49,7 +49,7 @@ struct OneStatementAdmissionTests {
             #expect(try await database.intValue("SELECT count(*)::bigint FROM quota_events WHERE kind = 'charge' AND id IN (\(ids))") == 3)
             #expect(try await database.intValue("SELECT units FROM quota_usage WHERE endpoint = 'videos.list'") == 30)
             #expect(try await database.intValue("SELECT warned_percent::bigint FROM quota_bucket_days") == 25)
-            #expect(try await database.intValue("SELECT count(*)::bigint FROM throttle_requests") == 3)
+            #expect(try await database.intValue("SELECT cardinality(admitted_at_ms)::bigint FROM throttle_limits") == 3)
         }
     }
 
@@ -69,7 +69,7 @@ struct OneStatementAdmissionTests {
             func ledger() async throws -> [Int?] {
                 [try await database.intValue("SELECT count(*)::bigint FROM quota_events"),
                  try await database.intValue("SELECT units FROM quota_bucket_days"),
-                 try await database.intValue("SELECT count(*)::bigint FROM throttle_requests")]
+                 try await database.intValue("SELECT cardinality(admitted_at_ms)::bigint FROM throttle_limits")]
             }
             let before = try await ledger()
             #expect(try await call(cost: 50) == "fallback", "over the budget")
@@ -133,7 +133,7 @@ struct OneStatementAdmissionTests {
             #expect(try await database.intValue("SELECT units FROM quota_usage") == 85)
             #expect(try await database.intValue("SELECT calls FROM quota_usage") == 4)
             #expect(try await database.intValue("SELECT sum(units)::bigint FROM quota_events") == 85, "totals equal the events")
-            #expect(try await database.intValue("SELECT count(*)::bigint FROM throttle_requests") == 4)
+            #expect(try await database.intValue("SELECT cardinality(admitted_at_ms)::bigint FROM throttle_limits") == 4)
             // Two slots left in the window: the third cost is declined though the budget has room.
             let windowFull = try await database.textValue("""
                 SELECT string_agg(outcome, ' ') FROM tollgate_admit_batch('videos.list', 6, 60000, 'youtube', 'videos.list', '{1,1,1}', 100, '{}')

@@ -12,7 +12,7 @@ extension PostgresStore: MaintenanceStorage {
     /// Tollgate's tables, vacuumed by ``vacuum(at:)`` and measured before and after.
     static let tables = [
         "quota_buckets", "quota_bucket_days", "quota_usage", "quota_events", "throttle_limits",
-        "throttle_requests", "circuits", "circuit_transitions", "cache_entries", "cache_bodies", "cache_leases",
+        "circuits", "circuit_transitions", "cache_entries", "cache_bodies", "cache_leases",
         "cache_stats_daily", "admin_events",
     ]
 

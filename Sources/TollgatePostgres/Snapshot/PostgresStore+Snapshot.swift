@@ -80,8 +80,7 @@ extension PostgresStore: DashboardSnapshotStorage {
         }
         let throttles = try await connection.rows("""
             SELECT limits.endpoint, limits.request_limit, limits.window_ms,
-                   (SELECT count(*) FROM throttle_requests AS request
-                     WHERE request.endpoint = limits.endpoint AND request.at_ms > \(nowMs) - limits.window_ms)
+                   cardinality(tollgate_window(limits.admitted_at_ms, \(nowMs) - limits.window_ms))::bigint
             FROM throttle_limits AS limits ORDER BY limits.endpoint
             """, logger: logger).map { row in
             let (endpoint, limit, windowMs, count) = try row.decode((String, Int, Int, Int).self)

@@ -2,8 +2,9 @@ import Foundation
 import PostgresNIO
 import TollgateStore
 
-/// The throttle over PostgreSQL: one `throttle_requests` row per admitted request, timed by the
-/// database's clock, so every machine shares one sliding window per endpoint.
+/// The throttle over PostgreSQL: each endpoint's `throttle_limits` row keeps the times of the
+/// requests admitted in its window (`admitted_at_ms`, ascending, by the database's clock), so
+/// every machine shares one sliding window per endpoint.
 ///
 /// An admission holds the endpoint's `throttle_limits` row (its upsert locks it) while it prunes,
 /// counts and records, so admissions of one endpoint from every machine happen one after the
@@ -36,16 +37,16 @@ extension PostgresStore: ThrottleStorage {
         return try await withConnection("reading the window of \(endpoint)") { [self] connection in
             guard let row = try await connection.firstRow("""
                 WITH clock AS (SELECT tollgate_ms(clock_timestamp()) AS now_ms)
-                SELECT clock.now_ms, (SELECT count(*) FROM throttle_requests
-                                       WHERE endpoint = \(endpoint) AND at_ms > clock.now_ms - \(windowMs))
-                FROM clock
+                SELECT clock.now_ms, COALESCE(tollgate_window(l.admitted_at_ms, clock.now_ms - \(windowMs)), '{}')
+                FROM clock LEFT JOIN throttle_limits AS l ON l.endpoint = \(endpoint)
                 """, logger: logger) else {
                 throw StoreError.invalidArgument("the window of \(endpoint) returned no row")
             }
-            let (nowMs, count) = try row.decode((Int, Int).self)
+            let (nowMs, window) = try row.decode((Int, [Int]).self)
+            let count = window.count
             let retryAfter = count < limit.requests
                 ? 0
-                : try await timeUntilRoom(connection, endpoint: endpoint, count: count, limit: limit, nowMs: nowMs)
+                : Self.timeUntilRoom(window: window, limit: limit, nowMs: nowMs)
             return ThrottleWindow(endpoint: endpoint, count: count, limit: limit.requests, retryAfter: retryAfter)
         }
     }
@@ -61,10 +62,14 @@ extension PostgresStore: ThrottleStorage {
     public func resetThrottle(endpoint: String?, at: Date) async throws -> Int {
         try await inTransaction("resetting the throttle") { [self] connection in
             let removed = try await connection.firstRow("""
-                WITH removed AS (
-                    DELETE FROM throttle_requests WHERE \(endpoint)::text IS NULL OR endpoint = \(endpoint) RETURNING 1
+                WITH recorded AS (
+                    SELECT endpoint, cardinality(admitted_at_ms) AS n FROM throttle_limits
+                    WHERE \(endpoint)::text IS NULL OR endpoint = \(endpoint) FOR UPDATE
+                ), emptied AS (
+                    UPDATE throttle_limits AS l SET admitted_at_ms = '{}' FROM recorded
+                    WHERE l.endpoint = recorded.endpoint AND recorded.n > 0
                 )
-                SELECT count(*) FROM removed
+                SELECT COALESCE(sum(n), 0)::bigint FROM recorded
                 """, logger: logger)?.decode(Int.self) ?? 0
             try await connection.run("""
                 INSERT INTO admin_events (at_ms, subject, target, action, detail)
@@ -91,42 +96,35 @@ extension PostgresStore: ThrottleStorage {
         guard let row = try await connection.firstRow("""
             WITH clock AS (
                 SELECT tollgate_ms(clock_timestamp()) AS now_ms
-            ), pruned AS (
-                DELETE FROM throttle_requests AS r USING clock
-                WHERE r.endpoint = \(endpoint) AND r.at_ms <= clock.now_ms - \(windowMs)
-            ), counted AS (
-                SELECT count(*) AS n FROM throttle_requests AS r, clock
-                WHERE r.endpoint = \(endpoint) AND r.at_ms > clock.now_ms - \(windowMs)
-            ), admitted AS (
-                INSERT INTO throttle_requests (endpoint, at_ms)
-                SELECT \(endpoint), clock.now_ms FROM clock, counted WHERE counted.n < \(limit.requests)
-                RETURNING 1
+            ), current AS (
+                SELECT tollgate_window(l.admitted_at_ms, clock.now_ms - \(windowMs)) AS times
+                FROM throttle_limits AS l, clock WHERE l.endpoint = \(endpoint)
+            ), recorded AS (
+                UPDATE throttle_limits AS l
+                SET admitted_at_ms = CASE WHEN cardinality(current.times) < \(limit.requests)
+                                          THEN current.times || clock.now_ms ELSE current.times END
+                FROM current, clock WHERE l.endpoint = \(endpoint)
             )
-            SELECT clock.now_ms, counted.n, EXISTS (SELECT 1 FROM admitted) FROM clock, counted
+            SELECT clock.now_ms, current.times FROM clock, current
             """, logger: logger) else {
             throw StoreError.invalidArgument("the admission to \(endpoint) returned no row")
         }
-        let (nowMs, count, admitted) = try row.decode((Int, Int, Bool).self)
-        if admitted {
-            return ThrottleAdmission(allowed: true, count: count + 1, limit: limit.requests, retryAfter: nil)
+        let (nowMs, window) = try row.decode((Int, [Int]).self)
+        if window.count < limit.requests {
+            return ThrottleAdmission(allowed: true, count: window.count + 1, limit: limit.requests, retryAfter: nil)
         }
-        let retryAfter = try await timeUntilRoom(connection, endpoint: endpoint, count: count, limit: limit, nowMs: nowMs)
-        return ThrottleAdmission(allowed: false, count: count, limit: limit.requests, retryAfter: retryAfter)
+        let retryAfter = Self.timeUntilRoom(window: window, limit: limit, nowMs: nowMs)
+        return ThrottleAdmission(allowed: false, count: window.count, limit: limit.requests, retryAfter: retryAfter)
     }
 
     /// Seconds until the request whose expiry brings the count below the limit leaves the window;
     /// a limit of zero never has room: one window.
-    private func timeUntilRoom(
-        _ connection: PostgresConnection, endpoint: String, count: Int, limit: ThrottleLimit, nowMs: Int
-    ) async throws -> TimeInterval {
+    /// - Parameter window: The times of the requests in the window, ascending.
+    static func timeUntilRoom(window: [Int], limit: ThrottleLimit, nowMs: Int) -> TimeInterval {
         let windowMs = Int(limit.windowMilliseconds)
-        guard limit.requests > 0, let expiring = try await connection.firstRow("""
-            SELECT LEAST(at_ms, \(nowMs)) FROM throttle_requests
-            WHERE endpoint = \(endpoint) AND at_ms > \(nowMs - windowMs)
-            ORDER BY at_ms LIMIT 1 OFFSET \(max(count - limit.requests, 0))
-            """, logger: logger)?.decode(Int.self) else {
-            return TimeInterval(windowMs) / 1000
-        }
+        let expiringIndex = max(window.count - limit.requests, 0)
+        guard limit.requests > 0, expiringIndex < window.count else { return TimeInterval(windowMs) / 1000 }
+        let expiring = min(window[expiringIndex], nowMs)
         return TimeInterval(max(expiring + windowMs - nowMs, 0)) / 1000
     }
 }
