@@ -81,7 +81,7 @@ DECLARE
     -- The warning thresholds in order, and the first one no charge of this statement has reached.
     v_thresholds bigint[] := ARRAY(SELECT p FROM unnest(p_warning_percents) AS p WHERE p BETWEEN 1 AND 100 ORDER BY p);
     v_next_warning integer := 1;
-    v_sequence regclass := pg_get_serial_sequence('quota_events', 'id')::regclass;
+    v_sequence regclass := 'quota_events_id_seq'::regclass;  -- the identity column's sequence
     i integer;
 BEGIN
     -- Only a closed (or never used) circuit is decided here: it allows without writing.
@@ -92,7 +92,9 @@ BEGIN
         SELECT * INTO v_limits FROM throttle_limits AS l WHERE l.endpoint = p_endpoint FOR UPDATE;
         IF FOUND AND v_limits.request_limit = p_request_limit AND v_limits.window_ms = p_window_ms THEN
             v_now_ms := tollgate_ms(clock_timestamp());
-            v_window := tollgate_window(v_limits.admitted_at_ms, v_now_ms - p_window_ms);
+            -- tollgate_window, written out: a SQL function called from PL/pgSQL is planned on every call.
+            v_window := ARRAY(SELECT t FROM unnest(v_limits.admitted_at_ms) WITH ORDINALITY AS w (t, n)
+                              WHERE t > v_now_ms - p_window_ms ORDER BY n);
             v_count := cardinality(v_window);
             SELECT * INTO v_bucket FROM quota_buckets AS b WHERE b.bucket = p_bucket;
             IF FOUND AND NOT (v_bucket.limit_source = 'configuration' AND v_bucket.daily_limit <> p_configured_limit)

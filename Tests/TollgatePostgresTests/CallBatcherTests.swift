@@ -9,6 +9,7 @@ struct CallBatcherTests {
     /// test can line calls up behind it.
     private final class HeldRunner: Sendable {
         let batches = Mutex<[[Int]]>([])
+        let cancelledWhileRunning = Mutex<[Bool]>([])
         private let release = Mutex<CheckedContinuation<Void, Never>?>(nil)
         private let holding = Mutex(true)
 
@@ -17,6 +18,7 @@ struct CallBatcherTests {
             if holding.withLock({ $0 }) {
                 await withCheckedContinuation { continuation in release.withLock { $0 = continuation } }
             }
+            cancelledWhileRunning.withLock { $0.append(Task.isCancelled) }
             if inputs.contains(-1) { throw Refused() }
             return inputs.map { $0 * 10 }
         }
@@ -125,5 +127,20 @@ struct CallBatcherTests {
             #expect(Set(batch.map { $0.isMultiple(of: 2) }).count == 1)
         }
         #expect(batches.flatMap { $0 }.sorted() == Array(0..<20))
+    }
+
+    @Test("cancelling the call that leads a batch does not cancel the batch for the others in it")
+    func leaderCancellationSparesTheBatch() async throws {
+        let batcher = CallBatcher<String, Int, Int>(maximumBatch: 8)
+        let runner = HeldRunner()
+        let leader = Task { try await batcher.call(1, key: "k", run: runner.run) }
+        for _ in 0..<10_000 where runner.batches.withLock({ $0.isEmpty }) { await Task.yield() }
+        let behind = Task { try await batcher.call(2, key: "k", run: runner.run) }
+        await Self.waitForWaiting(batcher, 1)
+        leader.cancel()
+        try await runner.releaseFirst()
+        #expect(try await leader.value == 10)
+        #expect(try await behind.value == 20)
+        #expect(runner.cancelledWhileRunning.withLock { $0 } == [false, false])
     }
 }

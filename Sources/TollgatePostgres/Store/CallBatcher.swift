@@ -40,7 +40,7 @@ final class CallBatcher<Key: Hashable & Sendable, Input: Sendable, Output: Senda
     /// - Throws: What `run` threw for this call's batch, to every call in it; `BatchSizeMismatch`
     ///   when `run` returns another number of outputs than it was given inputs.
     func call(
-        _ input: Input, key: Key, run: @Sendable ([Input]) async throws -> [Output]
+        _ input: Input, key: Key, run: @escaping @Sendable ([Input]) async throws -> [Output]
     ) async throws -> Output {
         let turn = await withCheckedContinuation { (continuation: CheckedContinuation<Turn, Never>) in
             let leads = waiting.withLock { waiting in
@@ -60,7 +60,9 @@ final class CallBatcher<Key: Hashable & Sendable, Input: Sendable, Output: Senda
             let inputs = [input] + others.map(\.input)
             let outputs: Result<[Output], any Error>
             do {
-                let returned = try await run(inputs)
+                // In a task of its own: the batch serves every call in it, so the leader's
+                // cancellation must not cancel it for the others.
+                let returned = try await Task { try await run(inputs) }.value
                 guard returned.count == inputs.count else {
                     throw BatchSizeMismatch(inputs: inputs.count, outputs: returned.count)
                 }
