@@ -42,6 +42,34 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("a fleet's database at version 2 keeps its throttle windows when migration 3 moves them into each endpoint's row")
+    func throttleWindowsSurviveMigrationThree() async throws {
+        try await PostgresTestDatabase.with { database in
+            let versionTwo = PostgresStore.Configuration(migrations: Array(PostgresMigrations.all.prefix(2)))
+            let old = try await PostgresStore(url: database.url, configuration: versionTwo, logger: PostgresTestDatabase.quietLogger)
+            await old.shutdown()
+            // What version 2's admissions leave: limits rows and one row per admitted request.
+            try await database.execute("""
+                INSERT INTO throttle_limits (endpoint, request_limit, window_ms, updated_at_ms)
+                VALUES ('videos.list', 3, 600000, 0), ('search.list', 10, 600000, 0)
+                """)
+            try await database.execute("""
+                INSERT INTO throttle_requests (endpoint, at_ms)
+                SELECT 'videos.list', tollgate_ms(now()) - n * 1000 FROM generate_series(1, 3) AS n
+                UNION ALL SELECT 'search.list', tollgate_ms(now()) - 1000
+                """)
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            #expect(store.migrationsAppliedAtOpen.map(\.version) == Array(3...PostgresMigrations.all.count))
+            let limit = ThrottleLimit(requests: 3, per: .seconds(600))
+            let full = try await store.admitRequest(endpoint: "videos.list", limit: limit, at: Date())
+            #expect(!full.allowed && full.count == 3, "the three requests recorded before the upgrade still fill the window")
+            #expect(try await store.throttleWindow(endpoint: "search.list", limit: ThrottleLimit(requests: 10, per: .seconds(600)), at: Date()).count == 1)
+            await store.shutdown()
+            #expect(try await database.intValue("SELECT current_count FROM throttle_status WHERE endpoint = 'videos.list'") == 3)
+            #expect(try await database.textValue("SELECT to_regclass('throttle_requests')::text") == nil)
+        }
+    }
+
     @Test("several machines opening one new database at once migrate it exactly once")
     func concurrentMigrators() async throws {
         try await PostgresTestDatabase.with { database in
