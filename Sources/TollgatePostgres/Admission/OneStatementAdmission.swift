@@ -40,21 +40,34 @@ struct OneStatementAdmission: Sendable {
     /// The endpoint's circuit (closed), or nil when it has never been used.
     let circuit: CircuitRecord?
 
-    /// Reads one row of the function's answer.
-    /// - Returns: Nil for a cost the full transaction must decide ('fallback').
+    /// Reads the function's answer: one admission per admitted cost, nil for the others.
     /// - Throws: When a column is missing or of another type.
-    static func decode(_ row: PostgresRow) throws -> OneStatementAdmission? {
-        let columns = row.makeRandomAccess()
-        guard try columns["outcome"].decode(String.self) == "admitted" else { return nil }
-        return OneStatementAdmission(
-            now: PostgresStore.date(milliseconds: try columns["now_ms"].decode(Int.self)),
-            throttleCount: try columns["throttle_count"].decode(Int.self),
-            reservationID: Int64(try columns["reservation_id"].decode(Int.self)),
-            day: try PostgresStore.pacificDay(try columns["pacific_date"].decode(String.self)),
-            usedAfter: try columns["used_after"].decode(Int.self),
-            limit: PostgresQuotaRules.clamped(try columns["daily_limit"].decode(Int.self)),
-            warningsCrossed: try columns["warnings"].decode([Int].self),
-            circuit: try columns["endpoint"].decode(String?.self) == nil ? nil : try PostgresStore.circuitRecord(row)
-        )
+    static func decode(_ rows: [PostgresRow]) throws -> [OneStatementAdmission?] {
+        // The circuit's columns are the same on every row: read once.
+        let circuit = try rows.first.flatMap { row in
+            try row.makeRandomAccess()[Column.circuitEndpoint.rawValue].decode(String?.self) == nil
+                ? nil : try PostgresStore.circuitRecord(row)
+        }
+        return try rows.map { row in
+            // By position: a batch has many rows, and a look-up by name searches the columns.
+            let columns = row.makeRandomAccess()
+            func column(_ column: Column) -> PostgresCell { columns[column.rawValue] }
+            guard try column(.outcome).decode(String.self) == "admitted" else { return nil }
+            return OneStatementAdmission(
+                now: PostgresStore.date(milliseconds: try column(.nowMs).decode(Int.self)),
+                throttleCount: try column(.throttleCount).decode(Int.self),
+                reservationID: Int64(try column(.reservationID).decode(Int.self)),
+                day: try PostgresStore.pacificDay(try column(.pacificDate).decode(String.self)),
+                usedAfter: try column(.usedAfter).decode(Int.self),
+                limit: PostgresQuotaRules.clamped(try column(.dailyLimit).decode(Int.self)),
+                warningsCrossed: try column(.warnings).decode([Int].self),
+                circuit: circuit
+            )
+        }
+    }
+
+    /// The positions of `tollgate_admit_batch`'s columns (migration 0003).
+    private enum Column: Int {
+        case outcome, nowMs, throttleCount, reservationID, pacificDate, usedAfter, dailyLimit, warnings, circuitEndpoint
     }
 }

@@ -111,7 +111,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
                     \(kind.bucket), \(kind.chargedEndpoint), \(costs), \(kind.configuredLimit), \(kind.warningPercents))
                 """, logger: logger)
             guard rows.count == costs.count else { throw BatchSizeMismatch(inputs: costs.count, outputs: rows.count) }
-            return try rows.map(OneStatementAdmission.decode)
+            return try OneStatementAdmission.decode(rows)
         }
     }
 
