@@ -3,9 +3,10 @@ import Foundation
 /// The SQL of the cache's operations, one function per step, on a connection that is already in
 /// a transaction, so the gate can compose them with other services' steps in one transaction.
 ///
-/// Every statement goes through an index: `(resource_key, variant_key)` for lookups,
-/// `cache_entries_lru` for eviction, `cache_entries_age` for expiry, `cache_entries_by_url` for
-/// invalidation, and `cache_totals` (kept by triggers) for capacity. None scans the table.
+/// Every statement a request's path runs goes through an index: `(resource_key, variant_key)` for
+/// lookups, `cache_entries_lru` for eviction and for expiry after a write, `cache_entries_by_url`
+/// for invalidation, and `cache_totals` (kept by triggers) for capacity. Only an operator's
+/// actions scan the table: a prune checking every entry's age, a clear of one endpoint.
 enum CacheTable {
     private static let metadataColumns = """
         id, resource_key, variant_key, endpoint, method, url, vary, status, headers, etag, last_modified,
@@ -204,11 +205,30 @@ enum CacheTable {
         return result
     }
 
+    /// Which expired entries ``enforce(_:_:keeping:expiring:)`` removes.
+    enum Expiry {
+        /// Those last used before the cutoff, found through the LRU index: what a cache write
+        /// removes on its way (schema version 5). Expired entries used after the cutoff stay until
+        /// their last use is older than it; the lookup never serves them.
+        case lastUsedBeforeCutoff
+        /// Every expired entry, checking each: an operator's prune.
+        case all
+    }
+
     /// Removes expired entries, then evicts least recently used ones (never `keeping`) until the
     /// entry and byte limits hold.
-    static func enforce(_ db: Database, _ retention: CacheRetention, keeping: Int64? = nil) throws -> CachePruneResult {
+    static func enforce(
+        _ db: Database, _ retention: CacheRetention, keeping: Int64? = nil, expiring expiry: Expiry = .lastUsedBeforeCutoff
+    ) throws -> CachePruneResult {
         var result = CachePruneResult()
-        try db.execute("DELETE FROM cache_entries WHERE validated_at_ms < ?", [.integer(retention.expiredBeforeMs)])
+        let cutoff = DatabaseValue.integer(retention.expiredBeforeMs)
+        switch expiry {
+        case .lastUsedBeforeCutoff:
+            try db.cachedStatement("DELETE FROM cache_entries WHERE last_access_ms < ? AND validated_at_ms < ?")
+                .execute([cutoff, cutoff])
+        case .all:
+            try db.execute("DELETE FROM cache_entries WHERE validated_at_ms < ?", [cutoff])
+        }
         result.expired = db.changesCount
 
         var current = try totals(db)

@@ -121,7 +121,7 @@ extension SQLiteStore: CacheStorage {
     public func pruneCache(retention: CacheRetention, activity: CacheActivity) async throws -> CachePruneResult {
         try await write { db in
             // Evict first, so a full file has room for the statistics.
-            let result = try CacheTable.enforce(db, retention)
+            let result = try CacheTable.enforce(db, retention, expiring: .all)
             try CacheTable.record(db, activity: activity)
             return result
         }
@@ -130,7 +130,7 @@ extension SQLiteStore: CacheStorage {
     public func pruneCache(retention: CacheRetention, activity: CacheActivity, recordedAt at: Date) async throws
         -> CachePruneResult {
         try await write { db in
-            let result = try CacheTable.enforce(db, retention)
+            let result = try CacheTable.enforce(db, retention, expiring: .all)
             try CacheTable.record(db, activity: activity)
             try AdminEventTable.record(
                 db, at: at, subject: "cache", target: nil, action: "prune",

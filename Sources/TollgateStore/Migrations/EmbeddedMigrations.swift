@@ -373,5 +373,23 @@ CREATE INDEX quota_events_by_reservation ON quota_events (reservation_id) WHERE 
 
 """##
         ),
+        Migration(
+            version: 5,
+            name: "expiry_by_last_use",
+            sql: ##"""
+-- Tollgate schema, version 5: no index of its own for expiry.
+--
+-- cache_entries_age (validated_at_ms) served one statement: each cache write deleting the entries
+-- validated before the expiry cutoff. Every store and every revision moved the entry's key in it,
+-- two more pages in the write-ahead log per write. A cache write now expires through the LRU
+-- index instead: an entry last used before the cutoff was also validated before it (every write
+-- that sets validated_at_ms sets last_access_ms at least as late), so those are found in the LRU
+-- order and removed. An entry validated before the cutoff but used after it is never served (the
+-- lookup asks for validated_at_ms >= the cutoff); its rows go once its last use is older than the
+-- cutoff too, or when the LRU order evicts it, or at an operator's prune, which checks every entry.
+DROP INDEX cache_entries_age;
+
+"""##
+        ),
     ]
 }

@@ -116,6 +116,31 @@ struct CacheStorageTests {
         ])
     }
 
+    @Test("a cache write expires the entries last used before the cutoff; one used since is never served and goes at an operator's prune")
+    func expiryOnWriteByLastUse() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("cache.sqlite"))
+        _ = try await store.storeCacheEntry(newEntry("unused", at: 1_000), retention: roomy, activity: CacheActivity())
+        let used = try await store.storeCacheEntry(newEntry("used", at: 1_000), retention: roomy, activity: CacheActivity())
+        var activity = CacheActivity()
+        activity.touch(used.entry.id, atMs: 3_000)
+        try await store.recordCacheActivity(activity)
+
+        // Both were validated at 1,000: past a cutoff of 2,000. Only "unused" was also last used before it.
+        let expiring = CacheRetention(maxEntries: 1000, maxTotalBodyBytes: 1 << 30, expiredBeforeMs: 2_000)
+        let write = try await store.storeCacheEntry(newEntry("new", at: 4_000), retention: expiring, activity: CacheActivity())
+        #expect(write.pruned == CachePruneResult(expired: 1, evicted: 0))
+        #expect(try await store.cachedEntry(resourceKey: "unused", validatedSinceMs: 0) { $0.first?.id } == nil)
+        #expect(try await store.cachedEntry(resourceKey: "used", validatedSinceMs: 2_000) { $0.first?.id } == nil,
+                "kept until pruned, but never a candidate past the cutoff")
+
+        let pruned = try await store.pruneCache(retention: expiring, activity: CacheActivity())
+        #expect(pruned == CachePruneResult(expired: 1, evicted: 0))
+        #expect(try await store.cacheTotals() == CacheTotals(entries: 1, bodyBytes: 4))
+        let bodies = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM cache_bodies").int }
+        #expect(bodies == 1)
+    }
+
     @Test("every cache statement runs through an index: no table scan, no sort")
     func queryPlansUseIndexes() throws {
         let store = try SQLiteStore(location: .inMemory)
@@ -124,7 +149,7 @@ struct CacheStorageTests {
             "SELECT body FROM cache_bodies WHERE entry_id = 1",
             "SELECT id, variant_key, vary, hit_count FROM cache_entries WHERE resource_key = 'a'",
             "DELETE FROM cache_entries WHERE resource_key = 'a' AND vary IS NOT NULL",
-            "DELETE FROM cache_entries WHERE validated_at_ms < 5",
+            "DELETE FROM cache_entries WHERE last_access_ms < 5 AND validated_at_ms < 5",
             "DELETE FROM cache_entries WHERE url = 'x'",
             "SELECT id FROM cache_entries WHERE id IS NOT 5 ORDER BY last_access_ms, id LIMIT 3",
             "DELETE FROM cache_entries WHERE id = (SELECT id FROM cache_entries WHERE id IS NOT 5 ORDER BY last_access_ms, id LIMIT 1)",
@@ -139,6 +164,9 @@ struct CacheStorageTests {
                 #expect(!plan.contains("TEMP B-TREE"), "\(sql): \(plan)")
                 #expect(!plan.contains("SCAN cache_bodies"), "\(sql): \(plan)")
             }
+            // The one scan: an operator's prune checks every entry's age (schema version 5).
+            let prune = try db.fetchAll("EXPLAIN QUERY PLAN DELETE FROM cache_entries WHERE validated_at_ms < 5")
+            #expect(prune.map { $0[3].string ?? "" }.joined().contains("SCAN cache_entries"))
         }
     }
 }
