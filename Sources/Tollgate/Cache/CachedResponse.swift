@@ -40,26 +40,16 @@ public struct CachedResponse: Sendable, Hashable {
     }
 
     init(entry: CacheEntry, now: Date) {
+        self.init(entry: entry, now: now, fields: ServedHeaderFields(entry.metadata.headers))
+    }
+
+    /// - Parameter fields: The entry's fields, parsed (see ``ETagCache``'s memo of them).
+    init(entry: CacheEntry, now: Date, fields: ServedHeaderFields) {
         let metadata = entry.metadata
         entryID = metadata.id
         status = HTTPResponse.Status(code: metadata.status)
         let currentAgeMs = max(0, metadata.initialAgeMs) + max(0, CacheTime.milliseconds(now) - metadata.validatedAtMs)
-        // Built as an array and made HTTPFields at once: cheaper than one append a field on a hit.
-        var fields: [HTTPField] = []
-        fields.reserveCapacity(metadata.headers.count + 1)
-        var ageWritten = false
-        for field in metadata.headers {
-            guard let name = HTTPField.Name(field.name) else { continue }
-            if name == .age {
-                // The stored Age was the server's; what is served is the current age, once.
-                if !ageWritten { fields.append(HTTPField(name: .age, value: "\(currentAgeMs / 1000)")) }
-                ageWritten = true
-                continue
-            }
-            fields.append(HTTPField(name: name, value: field.value))
-        }
-        if !ageWritten { fields.append(HTTPField(name: .age, value: "\(currentAgeMs / 1000)")) }
-        headerFields = HTTPFields(fields)
+        headerFields = fields.fields(ageMilliseconds: currentAgeMs)
         body = entry.body
         etag = metadata.etag
         lastModified = metadata.lastModified

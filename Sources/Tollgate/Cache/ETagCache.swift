@@ -39,6 +39,8 @@ public final class ETagCache: Sendable {
     /// secrets a key holds for scrubbing.
     private let recentKeys = Mutex<[RequestFingerprint: CacheKey]>([:])
     private static let recentKeysLimit = 512
+    /// The parsed header fields of recently served entries, by entry id (see ``ServedHeaderFields``).
+    private let servedFields = Mutex<[Int64: ServedHeaderFields]>([:])
     /// The Pacific day of the last use counted: its bounds and its key.
     private let today = Mutex<(start: Date, end: Date, key: String)?>(nil)
 
@@ -263,7 +265,7 @@ public final class ETagCache: Sendable {
             resourceKey: key.resourceKey, validatedSinceMs: retention(now: now).expiredBeforeMs,
             selectVariant: { candidates in Self.selectVariant(among: candidates, for: request)?.id }
         )
-        return entry.map { CachedResponse(entry: $0, now: now) }
+        return entry.map { served($0, now: now) }
     }
 
     /// The live entry that answers `request`; when none does, the entity tags of the resource's
@@ -279,7 +281,21 @@ public final class ETagCache: Sendable {
                 return nil
             }
         )
-        return (entry.map { CachedResponse(entry: $0, now: now) }, entry == nil ? tags.withLock { $0 } : [])
+        return (entry.map { served($0, now: now) }, entry == nil ? tags.withLock { $0 } : [])
+    }
+
+    /// A stored entry as served now, its header fields parsed once per version of the entry.
+    func served(_ entry: CacheEntry, now: Date) -> CachedResponse {
+        let stored = entry.metadata.headers
+        if let fields = servedFields.withLock({ $0[entry.metadata.id] }), fields.source == stored {
+            return CachedResponse(entry: entry, now: now, fields: fields)
+        }
+        let fields = ServedHeaderFields(stored)
+        servedFields.withLock { memo in
+            if memo.count >= Self.recentKeysLimit { memo.removeAll(keepingCapacity: true) }
+            memo[entry.metadata.id] = fields
+        }
+        return CachedResponse(entry: entry, now: now, fields: fields)
     }
 
     /// The stored variant whose `Vary` fields the request matches; the most recently validated
