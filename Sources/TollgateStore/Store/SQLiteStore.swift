@@ -83,6 +83,12 @@ public final class SQLiteStore: Sendable {
     private let logger: Logger
     /// Cache entries read recently, served without a read while the file has not changed under them.
     let recentCacheEntries = Mutex(RecentCacheEntries())
+    /// Whether anything committed since the last `PRAGMA data_version`, told without a lock; nil
+    /// for an in-memory or immutable database (each look then runs the pragma). It borrows the
+    /// mapping of the connection that runs the pragma, which this store keeps open.
+    let walIndexWatch: WALIndexWatch?
+    /// The last data version read, with the WAL-index header read just before it.
+    private let lastDataVersion = Mutex<(header: WALIndexWatch.Header, version: Int64)?>(nil)
 
     /// Opens, or creates, the database at `path` and applies its pending migrations.
     /// - Parameters:
@@ -139,6 +145,8 @@ public final class SQLiteStore: Sendable {
             migrationsAppliedAtOpen = opened.applied
             readsImmutableSnapshot = opened.immutable
         }
+        // The connection that runs `PRAGMA data_version` lends its mapping of the WAL index.
+        walIndexWatch = readsImmutableSnapshot ? nil : (try? (isReadOnly ? reader : writer).sync { WALIndexWatch($0) }) ?? nil
         for migration in migrationsAppliedAtOpen {
             logger.info("applied migration", metadata: [
                 "migration.version": "\(migration.version)", "migration.name": "\(migration.name)",
@@ -196,8 +204,15 @@ public final class SQLiteStore: Sendable {
     /// What has not changed since this store last looked: `PRAGMA data_version` on the connection
     /// whose own commits it does not count (the writer; the reader of a read-only store). Nil when
     /// that connection is busy, so a look never waits.
+    ///
+    /// While the WAL-index header is the one read just before the last pragma, no connection has
+    /// committed since, so that pragma's answer stands without a read transaction.
     func dataVersionIfFree() -> Int64? {
-        (isReadOnly ? reader : writer).runIfFree { db in try? db.dataVersion() } ?? nil
+        let header = walIndexWatch?.header()
+        if let header, let last = lastDataVersion.withLock({ $0 }), last.header == header { return last.version }
+        guard let version = (isReadOnly ? reader : writer).runIfFree({ db in try? db.dataVersion() }) ?? nil else { return nil }
+        if let header { lastDataVersion.withLock { $0 = (header, version) } }
+        return version
     }
 
     /// Runs `updates` in a `BEGIN IMMEDIATE` transaction, blocking the calling thread. For

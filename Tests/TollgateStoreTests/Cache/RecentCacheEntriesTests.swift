@@ -114,6 +114,28 @@ struct RecentCacheEntriesTests {
         #expect(seen?.body == Data(repeating: 0, count: 100))
     }
 
+    @Test("the WAL-index header a hit looks at changes with every commit, this store's or another's, and with nothing else")
+    func walIndexHeaderShowsCommits() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("cache.sqlite")
+        let store = try SQLiteStore(path: path)
+        let other = try SQLiteStore(path: path)
+        let watch = try #require(store.walIndexWatch, "a file in WAL mode has a -shm file to watch")
+        #expect(try SQLiteStore(location: .inMemory).walIndexWatch == nil)
+
+        let before = try #require(watch.header())
+        _ = try await store.read { db in try db.fetchValue("SELECT count(*) FROM cache_entries").int }
+        _ = try await Self.body(store, "a")
+        #expect(watch.header() == before, "reads commit nothing")
+
+        _ = try await other.storeCacheEntry(Self.entry("a", body: "theirs"), retention: Self.roomy, activity: CacheActivity())
+        let afterTheirs = try #require(watch.header())
+        #expect(afterTheirs != before)
+        #expect(try await Self.body(store, "a") == "theirs")
+        _ = try await store.resetThrottle(endpoint: nil, at: Date())
+        #expect(watch.header() != afterTheirs, "this store's own commit changes it too")
+    }
+
     @Test("a lookup that wants variants older than memory holds reads the file")
     func olderCutoffReadsTheFile() async throws {
         let store = try SQLiteStore(location: .inMemory)
