@@ -88,7 +88,7 @@ public final class SQLiteStore: Sendable {
     /// mapping of the connection that runs the pragma, which this store keeps open.
     let walIndexWatch: WALIndexWatch?
     /// The last data version read, with the WAL-index header read just before it.
-    private let lastDataVersion = Mutex<(header: WALIndexWatch.Header, version: Int64)?>(nil)
+    private let lastDataVersion = Mutex<DataVersionMark?>(nil)
 
     /// Opens, or creates, the database at `path` and applies its pending migrations.
     /// - Parameters:
@@ -211,7 +211,7 @@ public final class SQLiteStore: Sendable {
         let header = walIndexWatch?.header()
         if let header, let last = lastDataVersion.withLock({ $0 }), last.header == header { return last.version }
         guard let version = (isReadOnly ? reader : writer).runIfFree({ db in try? db.dataVersion() }) ?? nil else { return nil }
-        if let header { lastDataVersion.withLock { $0 = (header, version) } }
+        if let header { lastDataVersion.withLock { $0 = DataVersionMark(header: header, version: version) } }
         return version
     }
 
@@ -247,4 +247,10 @@ public final class SQLiteStore: Sendable {
             try reader.sync { db in try db.inTransaction(.deferred) { try value(db) } }
         }
     }
+}
+
+/// A `PRAGMA data_version` answer and the WAL-index header read just before it.
+struct DataVersionMark: Sendable {
+    let header: WALIndexWatch.Header
+    let version: Int64
 }
