@@ -31,22 +31,7 @@ fi
 log "building the C floor"
 cc -O2 -Wall -Wextra -o "$work/floor" floor/floor.c -lsqlite3
 log "building the harness (release)"
-# SwiftPM's incremental release build of the path dependency (the Tollgate package) is not to be
-# trusted here: it kept its plan when files were added (and failed to find them), and it once linked
-# modules compiled against an older layout of a changed type (heap corruption at run time). Plan
-# anew and recompile Tollgate's own modules and the harness each time (about a minute; the other
-# packages stay built). A failed build stops the run, so an old harness is never timed.
-rm -rf .build/release.yaml .build/*/release/description.json .build/*/release/Tollgate*.build \
-    .build/*/release/BenchmarkScenarios.build .build/*/release/tollgate_bench.build \
-    .build/*/release/Modules/Tollgate* .build/*/release/Modules/BenchmarkScenarios*
-if ! swift build -c release --product tollgate-bench > "$work/build.log" 2>&1; then
-    grep -E "error" "$work/build.log" >&2 || tail -n 20 "$work/build.log" >&2
-    echo "$(basename "$0"): the harness did not build" >&2
-    exit 1
-fi
-grep -E "warning: .*Benchmarks/Sources" "$work/build.log" >&2 || true
-bin="$(swift build -c release --show-bin-path)/tollgate-bench"
-[ -x "$bin" ] || { echo "compare.sh: the harness did not build" >&2; exit 1; }
+. ./build-harness.sh
 log "preparing the requests-cache virtual environment"
 python3 peer/requests_cache_bench.py 20 "$work" > /dev/null
 
