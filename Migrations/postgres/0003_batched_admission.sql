@@ -31,10 +31,11 @@ DROP TABLE throttle_requests;
 -- Rewritten by every admission: room on its page lets PostgreSQL update it in place (HOT).
 ALTER TABLE throttle_limits SET (fillfactor = 50);
 
--- The times of a window later than the cutoff, still ascending.
+-- The times of a window later than the cutoff, ascending (sorted: a server clock stepped back
+-- appends an earlier time after later ones, and the time until the window has room reads the order).
 CREATE FUNCTION tollgate_window(admitted_at_ms bigint[], cutoff_ms bigint) RETURNS bigint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
-AS $$ SELECT ARRAY(SELECT t FROM unnest(admitted_at_ms) WITH ORDINALITY AS w (t, n) WHERE t > cutoff_ms ORDER BY n) $$;
+AS $$ SELECT ARRAY(SELECT t FROM unnest(admitted_at_ms) AS t WHERE t > cutoff_ms ORDER BY t) $$;
 
 CREATE VIEW throttle_status AS
 WITH clock AS (SELECT now_ms FROM pacific_clock), counted AS (
@@ -93,8 +94,8 @@ BEGIN
         IF FOUND AND v_limits.request_limit = p_request_limit AND v_limits.window_ms = p_window_ms THEN
             v_now_ms := tollgate_ms(clock_timestamp());
             -- tollgate_window, written out: a SQL function called from PL/pgSQL is planned on every call.
-            v_window := ARRAY(SELECT t FROM unnest(v_limits.admitted_at_ms) WITH ORDINALITY AS w (t, n)
-                              WHERE t > v_now_ms - p_window_ms ORDER BY n);
+            v_window := ARRAY(SELECT t FROM unnest(v_limits.admitted_at_ms) AS t
+                              WHERE t > v_now_ms - p_window_ms ORDER BY t);
             v_count := cardinality(v_window);
             SELECT * INTO v_bucket FROM quota_buckets AS b WHERE b.bucket = p_bucket;
             IF FOUND AND NOT (v_bucket.limit_source = 'configuration' AND v_bucket.daily_limit <> p_configured_limit)

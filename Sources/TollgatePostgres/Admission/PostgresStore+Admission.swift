@@ -68,8 +68,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
     }
 
     /// The usual admission in one round trip, or nil when it is not the usual case (see the type's
-    /// discussion), having changed nothing but pruning the endpoint's window: the caller then runs
-    /// the full transaction. Invalid arguments are left to the full transaction too, so they are
+    /// discussion), having changed nothing: the caller then runs the full transaction. Invalid arguments are left to the full transaction too, so they are
     /// refused at the step, and with the message, they always were.
     ///
     /// Admissions of the same kind that arrive while one is on its way to the server go together in
@@ -106,10 +105,19 @@ extension PostgresStore: AdmissionStorage, GateStorage {
             // Nothing sent yet: the full transaction, which retries on another connection, takes over.
             guard !connection.isClosed else { return declined }
             logger.debug("admission batch", metadata: ["endpoint": "\(kind.endpoint)", "size": "\(costs.count)"])
-            let rows = try await connection.rows("""
-                SELECT * FROM tollgate_admit_batch(\(kind.endpoint), \(kind.requests), \(kind.windowMilliseconds),
-                    \(kind.bucket), \(kind.chargedEndpoint), \(costs), \(kind.configuredLimit), \(kind.warningPercents))
-                """, logger: logger)
+            let rows: [PostgresRow]
+            do {
+                rows = try await connection.rows("""
+                    SELECT * FROM tollgate_admit_batch(\(kind.endpoint), \(kind.requests), \(kind.windowMilliseconds),
+                        \(kind.bucket), \(kind.chargedEndpoint), \(costs), \(kind.configuredLimit), \(kind.warningPercents))
+                    """, logger: logger)
+            } catch let error where PostgresErrorMapping.sqlState(of: error) != nil {
+                // The server refused the statement (a deadlock, a timeout): it committed nothing, so
+                // each call of the batch runs the full transaction, which retries what can be retried.
+                // A connection lost after sending is not caught: whether it committed is unknown.
+                logger.debug("admission batch declined", metadata: ["endpoint": "\(kind.endpoint)", "error": "\(error)"])
+                return declined
+            }
             guard rows.count == costs.count else { throw BatchSizeMismatch(inputs: costs.count, outputs: rows.count) }
             return try OneStatementAdmission.decode(rows)
         }

@@ -5,6 +5,9 @@ import Synchronization
 /// running runs at once, alone, so a lone caller waits for nothing; under load the batches grow by
 /// themselves to what arrived during the previous one (group commit, on the client).
 ///
+/// A call that waits is not cancellable: once queued it runs with its batch, as a statement already
+/// sent would, and its caller gets the outcome (an admission's charge is then the caller's to settle).
+///
 /// Each batch is run by one of its callers, the leader: the first to arrive when nothing of its
 /// kind ran, then, as each batch ends, the first of those that waited. The leader hands the next
 /// batch on before it delivers its own batch's results, so the next round trip starts at once.

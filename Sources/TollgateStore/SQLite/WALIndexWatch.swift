@@ -19,11 +19,13 @@ final class WALIndexWatch: @unchecked Sendable {
     /// The 48-byte WAL-index header: equal headers mean no commit in between. Plain words, so
     /// reading one allocates nothing.
     struct Header: Equatable, Sendable {
-        fileprivate var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0)
+        fileprivate var words: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32,
+                                UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
         static func == (lhs: Header, rhs: Header) -> Bool {
-            lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2
-                && lhs.words.3 == rhs.words.3 && lhs.words.4 == rhs.words.4 && lhs.words.5 == rhs.words.5
+            withUnsafeBytes(of: lhs.words) { left in
+                withUnsafeBytes(of: rhs.words) { right in left.elementsEqual(right) }
+            }
         }
     }
 
@@ -39,8 +41,8 @@ final class WALIndexWatch: @unchecked Sendable {
     /// The header as it stands, or nil when a writer is publishing a commit right now.
     func header() -> Header? {
         var header = Header()
-        let consistent = withUnsafeMutableBytes(of: &header.words) { bytes in
-            _tollgate_wal_index_header(walIndex, bytes.baseAddress?.assumingMemoryBound(to: UInt32.self))
+        let consistent = withUnsafeMutablePointer(to: &header.words) { words in
+            words.withMemoryRebound(to: UInt32.self, capacity: 12) { _tollgate_wal_index_header(walIndex, $0) }
         }
         return consistent == 1 ? header : nil
     }

@@ -145,8 +145,13 @@ public final class SQLiteStore: Sendable {
             migrationsAppliedAtOpen = opened.applied
             readsImmutableSnapshot = opened.immutable
         }
-        // The connection that runs `PRAGMA data_version` lends its mapping of the WAL index.
-        walIndexWatch = readsImmutableSnapshot ? nil : (try? (isReadOnly ? reader : writer).sync { WALIndexWatch($0) }) ?? nil
+        // The connection that runs `PRAGMA data_version` lends its mapping of the WAL index. Only
+        // in WAL mode: asked for one otherwise (a read-only store on a rollback-journal file), SQLite
+        // would create a -shm file and keep it open until the process ends.
+        walIndexWatch = readsImmutableSnapshot ? nil : (try? (isReadOnly ? reader : writer).sync { db -> WALIndexWatch? in
+            guard try db.fetchValue("PRAGMA journal_mode").string?.lowercased() == "wal" else { return nil }
+            return WALIndexWatch(db)
+        }) ?? nil
         for migration in migrationsAppliedAtOpen {
             logger.info("applied migration", metadata: [
                 "migration.version": "\(migration.version)", "migration.name": "\(migration.name)",

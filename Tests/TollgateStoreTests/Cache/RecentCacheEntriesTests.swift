@@ -136,6 +136,19 @@ struct RecentCacheEntriesTests {
         #expect(watch.header() != afterTheirs, "this store's own commit changes it too")
     }
 
+    @Test("a read-only store on a file in rollback-journal mode watches nothing and creates no -shm file")
+    func rollbackJournalFileHasNoWatch() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("cache.sqlite")
+        _ = try SQLiteStore(path: path)
+        try Database(path: path, busyTimeout: .seconds(1)).execute("PRAGMA journal_mode = DELETE")
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
+        let reader = try SQLiteStore(path: path, configuration: SQLiteStore.Configuration(access: .readOnly))
+        #expect(reader.walIndexWatch == nil)
+        #expect(try await Self.body(reader, "a") == nil)
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"), "a read-only store creates nothing")
+    }
+
     @Test("a lookup that wants variants older than memory holds reads the file")
     func olderCutoffReadsTheFile() async throws {
         let store = try SQLiteStore(location: .inMemory)
