@@ -41,6 +41,7 @@ public final class ETagCache: Sendable {
     private static let recentKeysLimit = 512
     /// The parsed header fields of recently served entries, by entry id (see ``ServedHeaderFields``).
     private let servedFields = Mutex<[Int64: ServedHeaderFields]>([:])
+    private static let servedFieldsLimit = 512
     /// The Pacific day of the last use counted: its bounds and its key.
     private let today = Mutex<(start: Date, end: Date, key: String)?>(nil)
 
@@ -292,7 +293,7 @@ public final class ETagCache: Sendable {
         }
         let fields = ServedHeaderFields(stored)
         servedFields.withLock { memo in
-            if memo.count >= Self.recentKeysLimit { memo.removeAll(keepingCapacity: true) }
+            if memo.count >= Self.servedFieldsLimit { memo.removeAll(keepingCapacity: true) }
             memo[entry.metadata.id] = fields
         }
         return CachedResponse(entry: entry, now: now, fields: fields)

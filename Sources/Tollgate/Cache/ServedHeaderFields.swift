@@ -16,24 +16,25 @@ struct ServedHeaderFields: Sendable {
         source = stored
         var parsed: [HTTPField] = []
         parsed.reserveCapacity(stored.count + 1)
-        var ageIndex: Int?
+        var storedAgeIndex: Int?
         for field in stored {
             guard let name = HTTPField.Name(field.name) else { continue }
             if name == .age {
                 // The stored Age was the server's; what is served is the current age, once.
-                if ageIndex == nil {
-                    ageIndex = parsed.count
+                if storedAgeIndex == nil {
+                    storedAgeIndex = parsed.count
                     parsed.append(HTTPField(name: .age, value: "0"))
                 }
                 continue
             }
             parsed.append(HTTPField(name: name, value: field.value))
         }
-        if ageIndex == nil {
+        if let storedAgeIndex {
+            ageIndex = storedAgeIndex
+        } else {
             ageIndex = parsed.count
             parsed.append(HTTPField(name: .age, value: "0"))
         }
-        self.ageIndex = ageIndex ?? parsed.count - 1
         fields = HTTPFields(parsed)
     }
 

@@ -9,11 +9,13 @@ import TollgateStore
 /// an endpoint and a bucket whose rows exist and are current, room in the window and in the budget.
 /// It holds the endpoint's throttle lock for that statement alone, where the full transaction
 /// holds it across nine round trips, and it decides together the admissions of one kind that
-/// arrived while the previous statement ran: one round trip and one commit for all of them. Anything else, and every refusal, goes through the full
-/// transaction (a refusal so takes the endpoint's lock twice: refusals are the rare case), whose steps are the statements their own operations run, so the guarantees
-/// compose: the circuit's probe lease and counters are changed under its row lock, the throttle's
-/// window under its limits row, the quota's check-and-charge in one conditional upsert. A
-/// savepoint makes the throttle slot and the charge stand or fall together.
+/// arrived while the previous statement ran: one round trip and one commit for all of them.
+///
+/// Anything else, and every refusal, goes through the full transaction (a refusal so takes the
+/// endpoint's lock twice: refusals are the rare case), whose steps are the statements their own
+/// operations run, so the guarantees compose: the circuit's probe lease and counters are changed
+/// under its row lock, the throttle's window under its limits row, the quota's check-and-charge in
+/// one conditional upsert. A savepoint makes the throttle slot and the charge stand or fall together.
 ///
 /// With the cache, the circuit, the throttle and the quota ledger also implemented, the store is a
 /// `GateStorage`: the gate runs over it unchanged.
@@ -68,8 +70,9 @@ extension PostgresStore: AdmissionStorage, GateStorage {
     }
 
     /// The usual admission in one round trip, or nil when it is not the usual case (see the type's
-    /// discussion), having changed nothing: the caller then runs the full transaction. Invalid arguments are left to the full transaction too, so they are
-    /// refused at the step, and with the message, they always were.
+    /// discussion), having changed nothing: the caller then runs the full transaction. Invalid
+    /// arguments are left to the full transaction too, so they are refused at the step, and with
+    /// the message, they always were.
     ///
     /// Admissions of the same kind that arrive while one is on its way to the server go together in
     /// the next statement (``CallBatcher``), decided one after another in arrival order.
@@ -82,7 +85,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
         else { return nil }
         let kind = OneStatementAdmission.Kind(request)
         guard let answer = try await admissionBatches.call(quota.cost, key: kind, run: { [self] costs in
-            try await admitInOneStatement(kind, costs: costs)
+            try await runAdmissionBatch(kind, costs: costs)
         }) else { return nil }
         // The function admitted under a closed circuit, which allows and changes nothing:
         // the same state machine as the full path says so, for the same report.
@@ -99,7 +102,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
 
     /// One call of `tollgate_admit_batch` (migration 0003) for admissions of one kind: an answer
     /// per cost, in order, nil where the full transaction must decide.
-    private func admitInOneStatement(_ kind: OneStatementAdmission.Kind, costs: [Int]) async throws -> [OneStatementAdmission?] {
+    private func runAdmissionBatch(_ kind: OneStatementAdmission.Kind, costs: [Int]) async throws -> [OneStatementAdmission?] {
         let declined = [OneStatementAdmission?](repeating: nil, count: costs.count)
         return try await withConnection("admitting \(costs.count) request(s) to \(kind.endpoint)") { [self] connection in
             // Nothing sent yet: the full transaction, which retries on another connection, takes over.

@@ -42,11 +42,11 @@ extension PostgresStore: ThrottleStorage {
                 """, logger: logger) else {
                 throw StoreError.invalidArgument("the window of \(endpoint) returned no row")
             }
-            let (nowMs, window) = try row.decode((Int, [Int]).self)
+            let (nowMs, window) = try row.decode((Int64, [Int64]).self)
             let count = window.count
             let retryAfter = count < limit.requests
                 ? 0
-                : Self.timeUntilRoom(window: window, limit: limit, nowMs: nowMs)
+                : limit.timeUntilRoom(admittedMs: window, nowMs: nowMs)
             return ThrottleWindow(endpoint: endpoint, count: count, limit: limit.requests, retryAfter: retryAfter)
         }
     }
@@ -109,22 +109,11 @@ extension PostgresStore: ThrottleStorage {
             """, logger: logger) else {
             throw StoreError.invalidArgument("the admission to \(endpoint) returned no row")
         }
-        let (nowMs, window) = try row.decode((Int, [Int]).self)
+        let (nowMs, window) = try row.decode((Int64, [Int64]).self)
         if window.count < limit.requests {
             return ThrottleAdmission(allowed: true, count: window.count + 1, limit: limit.requests, retryAfter: nil)
         }
-        let retryAfter = Self.timeUntilRoom(window: window, limit: limit, nowMs: nowMs)
+        let retryAfter = limit.timeUntilRoom(admittedMs: window, nowMs: nowMs)
         return ThrottleAdmission(allowed: false, count: window.count, limit: limit.requests, retryAfter: retryAfter)
-    }
-
-    /// Seconds until the request whose expiry brings the count below the limit leaves the window;
-    /// a limit of zero never has room: one window.
-    /// - Parameter window: The times of the requests in the window, ascending.
-    static func timeUntilRoom(window: [Int], limit: ThrottleLimit, nowMs: Int) -> TimeInterval {
-        let windowMs = Int(limit.windowMilliseconds)
-        let expiringIndex = max(window.count - limit.requests, 0)
-        guard limit.requests > 0, expiringIndex < window.count else { return TimeInterval(windowMs) / 1000 }
-        let expiring = min(window[expiringIndex], nowMs)
-        return TimeInterval(max(expiring + windowMs - nowMs, 0)) / 1000
     }
 }

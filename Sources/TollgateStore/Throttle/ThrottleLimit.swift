@@ -1,3 +1,5 @@
+import Foundation
+
 /// How many requests an endpoint may make within a sliding window.
 public struct ThrottleLimit: Sendable, Hashable, CustomStringConvertible {
     /// Requests admitted per window; zero blocks the endpoint.
@@ -27,4 +29,18 @@ public struct ThrottleLimit: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(requests) requests per \(window)" }
+
+    /// Seconds until a window holding `admittedMs` has room for one more request: until the
+    /// request whose expiry brings the count below the limit leaves the window (the oldest one,
+    /// when the window holds exactly the limit). A limit of zero never has room: one window.
+    /// Both stores answer a refusal with it.
+    /// - Parameters:
+    ///   - admittedMs: The times of the requests in the window, ascending.
+    ///   - nowMs: Now; a time after it counts as now (stamped before the clock was set back).
+    /// - Returns: The wait, zero or more.
+    package func timeUntilRoom(admittedMs: [Int64], nowMs: Int64) -> TimeInterval {
+        let index = admittedMs.count - requests
+        guard requests > 0, admittedMs.indices.contains(index) else { return TimeInterval(windowMilliseconds) / 1000 }
+        return TimeInterval(max(min(admittedMs[index], nowMs) + windowMilliseconds - nowMs, 0)) / 1000
+    }
 }

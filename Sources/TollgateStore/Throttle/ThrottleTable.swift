@@ -31,15 +31,8 @@ enum ThrottleTable {
             return ThrottleAdmission(allowed: true, count: count + 1, limit: limit.requests, retryAfter: nil)
         }
 
-        /// Seconds until the window has room for one more request: until the request whose expiry
-        /// brings the count below the limit leaves the window (the oldest one, when the window
-        /// holds exactly the limit). A limit of zero never has room: one window.
-        var timeUntilRoom: TimeInterval {
-            let windowMs = limit.windowMilliseconds
-            let index = admittedMs.count - limit.requests
-            guard limit.requests > 0, admittedMs.indices.contains(index) else { return TimeInterval(windowMs) / 1000 }
-            return TimeInterval(max(admittedMs[index] + windowMs - nowMs, 0)) / 1000
-        }
+        /// Seconds until the window has room for one more request (see ``ThrottleLimit/timeUntilRoom(admittedMs:nowMs:)``).
+        var timeUntilRoom: TimeInterval { limit.timeUntilRoom(admittedMs: admittedMs, nowMs: nowMs) }
     }
 
     /// Admits and records, or refuses. See ``ThrottleStorage/admitRequest(endpoint:limit:at:)``.
