@@ -62,6 +62,8 @@ struct GateEndToEndTests {
         #expect(second.body == first.body)
         #expect(harness.api.receivedRequests.map(\.ifNoneMatch) == [nil, etag])
         #expect(harness.api.receivedRequests.map(\.status) == [200, 304])
+        // The 304's refund is written just after its answer: flush waits for it.
+        try await harness.gate.flush()
         let usage = try await harness.gate.quota.usage(on: PacificDay(containing: GateHarness.start))
         #expect(usage.map(\.units) == [1])
         #expect(harness.api.unitsUsed == 1)

@@ -28,6 +28,8 @@ public struct CachedResponse: Sendable, Hashable {
     public let age: Duration
     /// The age it had when it was stored or last revalidated.
     public let initialAge: Duration
+    /// The stored entry it was read from, without its body: what a `304` revises.
+    let metadata: CacheEntryMetadata
 
     /// The stored response as an `HTTPResponse`.
     public var response: HTTPResponse { HTTPResponse(status: status, headerFields: headerFields) }
@@ -58,6 +60,7 @@ public struct CachedResponse: Sendable, Hashable {
         freshUntil = metadata.freshUntilMs.map(CacheTime.date)
         age = .milliseconds(currentAgeMs)
         initialAge = .milliseconds(max(0, metadata.initialAgeMs))
+        self.metadata = metadata
     }
 }
 

@@ -166,33 +166,20 @@ extension ETagCache {
     /// ``revalidated(_:for:endpoint:requestedAt:)`` that writes the gate's bookkeeping in the same
     /// transaction as the revision. `booked` is nil when the `304` could not apply to the cache at
     /// all, and the bookkeeping was then not written: the caller writes it.
+    /// - Parameter now: The time of the revalidation; the clock's time when nil. The gate passes
+    ///   the time its caller's answer was revised at (see ``revisedInMemory(_:of:for:endpoint:requestedAt:at:)``).
     func revalidated(
         _ notModified: HTTPResponse, for request: HTTPRequest, endpoint: String, requestedAt: Date?,
-        bookkeeping: AnswerBookkeeping
+        bookkeeping: AnswerBookkeeping, at now: Date? = nil
     ) async throws -> (cached: CachedResponse?, booked: AnswerBookkeepingResult?) {
         guard notModified.status.code == 304 else { return (nil, nil) }
         guard Self.isCacheable(request, ignoringAddedValidators: true), let key = try? key(for: request) else {
             return (nil, nil)
         }
-        let now = clock.now()
-        let sensitive = configuration.sensitiveHeaders
-        let patterns = configuration.sensitiveHeaderPatterns
-        let statisticsKey = statisticsKey(endpoint, now: now)
+        let now = now ?? clock.now()
         let validatedSinceMs = retention(now: now).expiredBeforeMs
-        let fields = notModified.headerFields
-        let heuristics = configuration.heuristics
-        let initialAgeMs = Int64((CacheHeaders.initialAge(fields, requestTime: requestedAt ?? now, responseTime: now) * 1000)
-            .rounded(.down))
-        let revise: @Sendable ([CacheEntryMetadata]) -> CacheRevision? = { candidates in
-            guard let selected = Self.selectRevalidated(among: candidates, for: request, notModified: fields) else {
-                return nil
-            }
-            let merged = CacheHeaders.merge(
-                stored: selected.headers, notModified: fields, sensitive: sensitive, patterns: patterns, secrets: key.secrets
-            )
-            return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now,
-                                 heuristics: heuristics, statisticsKey: statisticsKey)
-        }
+        let initialAgeMs = Self.initialAgeMs(notModified.headerFields, requestedAt: requestedAt, now: now)
+        let revise = reviser(notModified, for: request, key: key, endpoint: endpoint, requestedAt: requestedAt, now: now)
         let revision = try await withActivity(now: now) { activity in
             try await self.storage.reviseCacheEntry(
                 resourceKey: key.resourceKey, validatedSinceMs: validatedSinceMs, activity: activity,
@@ -212,6 +199,61 @@ extension ETagCache {
             "cache.endpoint": "\(endpoint)", "cache.url": "\(key.url)", "cache.bytes": "\(entry.body.count)",
         ])
         return (CachedResponse(entry: entry, now: now), revision.bookkeeping)
+    }
+
+    /// The stored response a `304` confirms, as ``revalidated(_:for:endpoint:requestedAt:)`` will
+    /// write it, computed in memory from the entry the lookup read: the answer a caller can have
+    /// before that write, which the gate makes after the answer (DESIGN: one write transaction on
+    /// a request's path, the admission).
+    /// - Parameters:
+    ///   - notModified: The `304` response.
+    ///   - stored: The stored response the conditional request was built from.
+    ///   - request: The request that was sent.
+    ///   - endpoint: The endpoint name.
+    ///   - requestedAt: When the request was sent.
+    ///   - now: The time of the revalidation.
+    /// - Returns: The revised response, or nil when the `304` does not confirm `stored` (another
+    ///   variant, a contradicting `Last-Modified`): only the store can then select what it confirms.
+    func revisedInMemory(
+        _ notModified: HTTPResponse, of stored: CachedResponse, for request: HTTPRequest, endpoint: String,
+        requestedAt: Date?, at now: Date
+    ) -> CachedResponse? {
+        guard notModified.status.code == 304, Self.isCacheable(request, ignoringAddedValidators: true),
+              let key = try? key(for: request), key.resourceKey == stored.metadata.resourceKey,
+              let revision = reviser(notModified, for: request, key: key, endpoint: endpoint, requestedAt: requestedAt,
+                                     now: now)([stored.metadata]),
+              revision.entryID == stored.entryID
+        else { return nil }
+        let revised = CacheEntry(metadata: revision.applied(to: stored.metadata), body: stored.body)
+        return CachedResponse(entry: revised, now: now)
+    }
+
+    /// What a `304` changes in the stored entry it selects among `candidates`, or nil when it selects none.
+    private func reviser(
+        _ notModified: HTTPResponse, for request: HTTPRequest, key: CacheKey, endpoint: String, requestedAt: Date?,
+        now: Date
+    ) -> @Sendable ([CacheEntryMetadata]) -> CacheRevision? {
+        let sensitive = configuration.sensitiveHeaders
+        let patterns = configuration.sensitiveHeaderPatterns
+        let statisticsKey = statisticsKey(endpoint, now: now)
+        let fields = notModified.headerFields
+        let heuristics = configuration.heuristics
+        let initialAgeMs = Self.initialAgeMs(fields, requestedAt: requestedAt, now: now)
+        return { candidates in
+            guard let selected = Self.selectRevalidated(among: candidates, for: request, notModified: fields) else {
+                return nil
+            }
+            let merged = CacheHeaders.merge(
+                stored: selected.headers, notModified: fields, sensitive: sensitive, patterns: patterns, secrets: key.secrets
+            )
+            return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now,
+                                 heuristics: heuristics, statisticsKey: statisticsKey)
+        }
+    }
+
+    /// The age a revalidating response had when it arrived (RFC 9111 §4.2.3), in milliseconds.
+    private static func initialAgeMs(_ fields: HTTPFields, requestedAt: Date?, now: Date) -> Int64 {
+        Int64((CacheHeaders.initialAge(fields, requestTime: requestedAt ?? now, responseTime: now) * 1000).rounded(.down))
     }
 
     /// A stored entry after the server confirmed it with `merged` headers: new validators,

@@ -59,6 +59,8 @@ extension Gate {
         let (local, leads) = coalescer.join(key, at: clock.now())
         guard leads else {
             let finished = await local.wait(upTo: settings.coalescingWait)
+            // The leader's answer may have been returned before its write: wait for that write.
+            await afterAnswerWrites.waitForQueued()
             if let answer = await answerStored(since: local.startedAt, for: request, endpoint: endpoint) {
                 return .served(answer)
             }
@@ -67,7 +69,10 @@ extension Gate {
             return .alone((try? await cache.lookup(request, endpoint: endpoint)) ?? lookup)
         }
 
-        // This process leads; another process may lead already.
+        // This process leads; another process may lead already. This process's earlier answers
+        // give their leases back in their after-answer writes: those first, or one would look
+        // like another process's flight.
+        await afterAnswerWrites.waitForQueued()
         let now = clock.now()
         let holder = UUID().uuidString
         let wanted = CoalescingLease(

@@ -56,6 +56,8 @@ public final class Gate: Sendable {
     /// `stale-while-revalidate` revalidations running after their stale answer was returned, by
     /// resource, so one runs at a time per resource and ``flush()`` can wait for them.
     let backgroundRevalidations = Mutex<[String: Task<Void, Never>]>([:])
+    /// Revisions and settlements written after their answer was returned; ``flush()`` waits for them.
+    let afterAnswerWrites = AfterAnswerWrites()
 
     /// Creates a gate over a store.
     /// - Parameters:
@@ -124,6 +126,11 @@ public final class Gate: Sendable {
     ///   served; the store's error (such as ``StoreError/diskFull(path:cause:)`` or ``StoreError/readOnly(path:cause:)``) when the
     ///   ledger cannot be written and ``GateConfiguration/ledgerFailurePolicy`` is
     ///   ``LedgerFailurePolicy/failClosed``.
+    ///
+    /// The admission is the one write on the request's path. A `304`'s revision of the stored
+    /// response, its refund and its circuit outcome are written just after the answer returns, in
+    /// one transaction; this gate's next admission waits for them, so it never decides on a
+    /// ledger that an earlier answer has not reached. ``flush()`` waits for them too.
     public func send(
         _ request: HTTPRequest,
         body: Data? = nil,
@@ -205,12 +212,15 @@ public final class Gate: Sendable {
         }
     }
 
-    /// Waits for background revalidations (`stale-while-revalidate`), then writes the cache's
-    /// buffered LRU touches and statistics. Call before a short-lived tool exits.
+    /// Waits for background revalidations (`stale-while-revalidate`) and for the writes that
+    /// follow answers already returned (a `304`'s revision, refund and circuit outcome), then
+    /// writes the cache's buffered LRU touches and statistics. Call before a short-lived tool
+    /// exits, or before reading the ledger for an exact count of what just happened.
     /// - Throws: A storage error.
     public func flush() async throws {
         let running = backgroundRevalidations.withLock { Array($0.values) }
         for revalidation in running { await revalidation.value }
+        await afterAnswerWrites.waitForQueued()
         try await cache.flush()
     }
 
@@ -260,10 +270,11 @@ public final class Gate: Sendable {
             return try await forward(request, body: body, lookup: lookup, endpoint: endpoint, options: options,
                                      via: transport, ledger: &ledger, logger: logger)
         }
-        // The flight ends only once the answer is stored, so that those waiting for it find it.
+        // The flight ends once the answer is stored or its write queued (those waiting for it in
+        // this process wait for the queue), so that they find it.
         do {
             let answer = try await forward(request, body: body, lookup: lookup, endpoint: endpoint, options: options,
-                                           via: transport, lease: flight.leaseReturn, ledger: &ledger, logger: logger)
+                                           via: transport, flight: flight, ledger: &ledger, logger: logger)
             await endFlight(flight)
             return answer
         } catch {
@@ -276,7 +287,7 @@ public final class Gate: Sendable {
     /// the retry policy, then store, revalidate or serve stale.
     private func forward(
         _ request: HTTPRequest, body: Data?, lookup: CacheLookup, endpoint: String, options: GateRequestOptions,
-        via transport: any HTTPTransport, lease: LeaseReturn? = nil, ledger: inout AttemptLedger, logger: Logger
+        via transport: any HTTPTransport, flight: Flight? = nil, ledger: inout AttemptLedger, logger: Logger
     ) async throws -> GateResponse {
         let stored = options.allowsStale ? lookup.cachedResponse.flatMap { servableOnError($0, for: request) } : nil
         let outgoing = lookup.requestToSend ?? request
@@ -313,8 +324,10 @@ public final class Gate: Sendable {
         }
 
         // 6. Settle: store, revalidate, or serve stale.
-        let answer = try await deliver(exchange, request: outgoing, stored: stored, endpoint: endpoint, options: options,
-                                       storesAnswer: !Self.isSafeWithBody(request, body), lease: lease,
+        let revalidating = if case .revalidate(let cached, _) = lookup { cached } else { CachedResponse?.none }
+        let answer = try await deliver(exchange, request: outgoing, stored: stored, revalidating: revalidating,
+                                       endpoint: endpoint, options: options,
+                                       storesAnswer: !Self.isSafeWithBody(request, body), flight: flight,
                                        ledger: &ledger, logger: logger)
         if answer.status.code == 304, answer.source == .network, outgoing != request,
            !request.headerFields.contains(.ifNoneMatch), !request.headerFields.contains(.ifModifiedSince) {
@@ -369,6 +382,8 @@ public final class Gate: Sendable {
         let limit = configuration.throttle.limit(for: endpoint)
         var waited = Duration.zero
         await quota.noteUnknownEndpoint(endpoint)
+        // Earlier answers' settlements first: the ledger and the circuit as those answers left them.
+        await afterAnswerWrites.waitForQueued()
         while true {
             let charge = try quota.reservationRequest(endpoint: endpoint, cost: cost)
             let outcome: AdmissionOutcome
@@ -558,11 +573,13 @@ public final class Gate: Sendable {
     /// Step 6: the answer the caller gets, from the server's last answer and what is stored.
     /// `storesAnswer` is false for a request with a body: the cache key cannot see the body, so
     /// its answer must not answer the same URL without it (a GET with a body, such as a search).
+    /// `revalidating` is the stored response the conditional request was built from.
     private func deliver(
-        _ exchange: Exchange, request: HTTPRequest, stored: CachedResponse?, endpoint: String,
-        options: GateRequestOptions, storesAnswer: Bool, lease: LeaseReturn?, ledger: inout AttemptLedger,
-        logger: Logger
+        _ exchange: Exchange, request: HTTPRequest, stored: CachedResponse?, revalidating: CachedResponse?,
+        endpoint: String, options: GateRequestOptions, storesAnswer: Bool, flight: Flight?,
+        ledger: inout AttemptLedger, logger: Logger
     ) async throws -> GateResponse {
+        let lease = flight?.leaseReturn
         let status = exchange.response.status.code
         if exchange.serverSaysQuotaSpent {
             let price = quota.price(of: endpoint)
@@ -570,6 +587,21 @@ public final class Gate: Sendable {
                 endpoint: endpoint, cost: options.cost ?? price.units, remaining: 0, resetsAt: quota.resetInstant
             )
             return try await serveStale(stored, because: refusal, endpoint: endpoint, ledger: ledger, logger: logger)
+        }
+        if status == 304, let revalidating {
+            // The answer is the stored response as the 304 revises it: written after the answer.
+            let revisedAt = clock.now()
+            if let revised = cache.revisedInMemory(exchange.response, of: revalidating, for: request,
+                                                   endpoint: endpoint, requestedAt: exchange.sentAt, at: revisedAt) {
+                reviseAfterAnswer(exchange, at: revisedAt, request: request, endpoint: endpoint, flight: flight,
+                                  logger: logger)
+                if let pending = exchange.pendingSettlement, pending.settlement.refundReservationID != nil {
+                    // Refunded by that write: the charge is this attempt's own, not refunded before.
+                    ledger.refunded(pending.reservation?.cost ?? 0)
+                }
+                return GateResponse(response: revised.response, body: revised.body, source: .revalidated,
+                                    unitsCharged: ledger.unitsCharged, attempts: ledger.attempts, age: revised.age)
+            }
         }
         if status == 304 {
             // The revision, the attempt's settlement and the lease: one transaction after the answer.
@@ -609,6 +641,29 @@ public final class Gate: Sendable {
         try await finish(bookkeeping, written: booked, pending: exchange.pendingSettlement, endpoint: endpoint,
                          ledger: &ledger)
         return Self.networkAnswer(exchange, ledger)
+    }
+
+    /// Queues the write of a `304`'s revision, the attempt's settlement and the lease's return, in
+    /// one transaction after the answer.
+    private func reviseAfterAnswer(
+        _ exchange: Exchange, at revisedAt: Date, request: HTTPRequest, endpoint: String, flight: Flight?,
+        logger: Logger
+    ) {
+        let bookkeeping = AnswerBookkeeping(settlement: exchange.pendingSettlement?.settlement,
+                                            leaseRelease: flight?.leaseReturn?.take())
+        let notModified = exchange.response, sentAt = exchange.sentAt, pending = exchange.pendingSettlement
+        afterAnswerWrites.enqueue { [self] in
+            // The caller's answer already counts the refund: this ledger is the write's alone.
+            var ledger = AttemptLedger()
+            do {
+                let written = try? await cache.revalidated(notModified, for: request, endpoint: endpoint,
+                                                           requestedAt: sentAt, bookkeeping: bookkeeping, at: revisedAt)
+                try await finish(bookkeeping, written: written?.booked, pending: pending, endpoint: endpoint,
+                                 ledger: &ledger)
+            } catch {
+                logger.warning("could not write a revalidated answer's settlement", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     /// Reports bookkeeping the cache's write carried, or writes on its own what it did not carry.

@@ -118,3 +118,22 @@ public struct CacheRevision: Sendable, Hashable {
         self.countsAsRevalidation = countsAsRevalidation
     }
 }
+
+extension CacheRevision {
+    /// The entry as the revision leaves it: what the store writes (see `CacheTable.revise`),
+    /// computed without reading it back.
+    /// - Parameter metadata: The entry the revision applies to.
+    /// - Returns: The revised metadata.
+    package func applied(to metadata: CacheEntryMetadata) -> CacheEntryMetadata {
+        var revised = metadata
+        revised.headers = headers
+        revised.etag = etag
+        revised.lastModified = lastModified
+        revised.freshUntilMs = freshUntilMs
+        revised.validatedAtMs = nowMs
+        revised.lastAccessMs = max(metadata.lastAccessMs, nowMs)
+        revised.hitCount += countsAsRevalidation ? 1 : 0
+        revised.initialAgeMs = max(0, initialAgeMs)
+        return revised
+    }
+}

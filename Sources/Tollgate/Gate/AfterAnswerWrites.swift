@@ -1,0 +1,75 @@
+import Synchronization
+
+/// Writes that follow an answer its caller already has — a `304`'s revision of the stored entry,
+/// with the attempt's settlement and the coalescing lease — run one after another, in the order
+/// they were queued, on a background task.
+///
+/// DESIGN.md's cost on the path: one write transaction on a request's path, the admission;
+/// settlement and revision are written after the answer. The gate's next admission, and
+/// ``Gate/flush()``, wait for the writes queued before them, so no admission decides on a ledger
+/// or a circuit that an earlier answer has not reached yet, and a tool that flushes before it
+/// exits loses none.
+final class AfterAnswerWrites: Sendable {
+    typealias Write = @Sendable () async -> Void
+
+    private struct State {
+        var queued: [Write] = []
+        var isDraining = false
+        /// Writes ever queued, and ever finished: a waiter waits for the count queued when it came.
+        var enqueuedCount = 0
+        var finishedCount = 0
+        var waiters: [(untilFinished: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Queues a write; it runs after every write queued before it.
+    /// - Parameter write: The write. It reports its own failures: nothing waits for its result.
+    func enqueue(_ write: @escaping Write) {
+        state.withLock { state in
+            state.queued.append(write)
+            state.enqueuedCount += 1
+            guard !state.isDraining else { return }
+            state.isDraining = true
+            Task { await self.drain() }
+        }
+    }
+
+    /// Returns once every write queued before the call has run. Writes queued meanwhile are not
+    /// waited for, so a steady stream of answers never holds a caller back.
+    func waitForQueued() async {
+        guard !state.withLock({ $0.finishedCount >= $0.enqueuedCount }) else { return }
+        await withCheckedContinuation { continuation in
+            let finished = state.withLock { state in
+                guard state.finishedCount < state.enqueuedCount else { return true }
+                state.waiters.append((state.enqueuedCount, continuation))
+                return false
+            }
+            if finished { continuation.resume() }
+        }
+    }
+
+    private func drain() async {
+        while let write = nextWrite() {
+            await write()
+            let released = state.withLock { state in
+                state.finishedCount += 1
+                let finished = state.finishedCount
+                defer { state.waiters.removeAll { $0.untilFinished <= finished } }
+                return state.waiters.filter { $0.untilFinished <= finished }.map(\.continuation)
+            }
+            for waiter in released { waiter.resume() }
+        }
+    }
+
+    /// The next queued write, or nil — and the queue marked idle — when there is none.
+    private func nextWrite() -> Write? {
+        state.withLock { state in
+            guard !state.queued.isEmpty else {
+                state.isDraining = false
+                return nil
+            }
+            return state.queued.removeFirst()
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import Synchronization
+import Testing
+@testable import Tollgate
+
+@Suite("Writes after the answer")
+struct AfterAnswerWritesTests {
+    @Test("writes run one at a time, in the order they were queued")
+    func order() async {
+        let writes = AfterAnswerWrites()
+        let log = Mutex<[Int]>([])
+        let running = Atomic<Int>(0)
+        let overlapped = Atomic<Bool>(false)
+        for index in 0..<50 {
+            writes.enqueue {
+                if running.add(1, ordering: .sequentiallyConsistent).newValue > 1 {
+                    overlapped.store(true, ordering: .sequentiallyConsistent)
+                }
+                await Task.yield()
+                log.withLock { $0.append(index) }
+                running.subtract(1, ordering: .sequentiallyConsistent)
+            }
+        }
+        await writes.waitForQueued()
+        #expect(log.withLock { $0 } == Array(0..<50))
+        let writesOverlapped = overlapped.load(ordering: .sequentiallyConsistent)
+        #expect(!writesOverlapped)
+    }
+
+    @Test("a waiter waits for the writes queued before it, not for those queued after")
+    func waitsForEarlierWritesOnly() async throws {
+        let writes = AfterAnswerWrites()
+        let (firstMayFinish, release) = AsyncStream<Void>.makeStream()
+        let finished = Mutex<[String]>([])
+        writes.enqueue {
+            for await _ in firstMayFinish { break }
+            finished.withLock { $0.append("first") }
+        }
+        let waiter = Task {
+            await writes.waitForQueued()
+            return finished.withLock { $0 }
+        }
+        // Queued after the waiter came: never released, so a waiter that waited for it would hang.
+        let (neverReleased, keepOpen) = AsyncStream<Void>.makeStream()
+        try await Task.sleep(for: .milliseconds(50))
+        writes.enqueue {
+            for await _ in neverReleased { break }
+        }
+        release.yield()
+        #expect(await waiter.value == ["first"])
+        keepOpen.finish()
+        await writes.waitForQueued()
+    }
+
+    @Test("waiting with nothing queued returns at once")
+    func idle() async {
+        let writes = AfterAnswerWrites()
+        await writes.waitForQueued()
+        writes.enqueue {}
+        await writes.waitForQueued()
+        await writes.waitForQueued()
+    }
+}
