@@ -14,21 +14,36 @@ extension Gate {
         case alone(CacheLookup)
     }
 
-    /// A flight this request leads: in this process, and in the store when the lease was taken.
+    /// A flight this request leads: in this process, and in the store once its admission takes
+    /// the lease there.
     struct Flight {
         let key: String
         let local: RequestCoalescer.Flight
-        /// The store's lease, when this request holds it: given back with the answer's cache write,
-        /// or by ``Gate/endFlight(_:)`` when that write did not take it.
+        /// The store's lease this request asks its first admission to take; nil when it leads
+        /// without one (another process's lead lapsed, or this request waited for it in vain).
+        let wantedLease: CoalescingLease?
+        /// The store's lease, for whichever write gives it back first: the answer's cache write, in
+        /// its own transaction, or ``Gate/endFlight(_:)``. Giving back a lease never taken
+        /// deletes nothing: the holder is this request's own.
         let leaseReturn: LeaseReturn?
 
-        init(key: String, local: RequestCoalescer.Flight, storeLeaseHolder: String?) {
+        init(key: String, local: RequestCoalescer.Flight, wantedLease: CoalescingLease?) {
             self.key = key
             self.local = local
-            self.leaseReturn = storeLeaseHolder.map {
-                LeaseReturn(AnswerBookkeeping.LeaseRelease(resourceKey: key, holder: $0))
+            self.wantedLease = wantedLease
+            self.leaseReturn = wantedLease.map {
+                LeaseReturn(AnswerBookkeeping.LeaseRelease(resourceKey: key, holder: $0.holder))
             }
         }
+
+        /// The same flight, leading without the store's lease.
+        var withoutStoreLease: Flight { Flight(key: key, local: local, wantedLease: nil) }
+    }
+
+    /// Thrown by a leading request's admission when another process holds the store's lease on
+    /// the resource: nothing was charged, and the request waits for that process's answer.
+    struct AnotherProcessLeads: Error {
+        let lease: CoalescingLease
     }
 
     /// A store lease that two writes may give back — the answer's cache write, in its own
@@ -69,37 +84,38 @@ extension Gate {
             return .alone((try? await cache.lookup(request, endpoint: endpoint)) ?? lookup)
         }
 
-        // This process leads; another process may lead already. This process's earlier answers
-        // give their leases back in their after-answer writes: those first, or one would look
-        // like another process's flight.
+        // This process leads; another process may lead already: the first admission takes the
+        // store's lease, or finds theirs. This process's earlier answers give their leases back
+        // in their after-answer writes: those first, or one would look like another process's flight.
         await afterAnswerWrites.waitForQueued()
         let now = clock.now()
-        let holder = UUID().uuidString
         let wanted = CoalescingLease(
-            holder: holder, startedMs: CacheTime.milliseconds(now),
+            holder: UUID().uuidString, startedMs: CacheTime.milliseconds(now),
             expiresMs: CacheTime.milliseconds(now) + CacheTime.milliseconds(settings.coalescingLease)
         )
-        guard let running = try? await storage.acquireCoalescingLease(resourceKey: key, lease: wanted) else {
-            return .leading(Flight(key: key, local: local, storeLeaseHolder: nil))
-        }
-        if running.holder == holder {
-            return .leading(Flight(key: key, local: local, storeLeaseHolder: holder))
-        }
-        let deadline = ContinuousClock.now + settings.coalescingWait
+        return .leading(Flight(key: key, local: local, wantedLease: wanted))
+    }
+
+    /// Waits, polling the store, for the answer of the request another process leads.
+    /// - Returns: That answer once stored, or nil when none came before the wait ran out or the
+    ///   other process's lease lapsed: this request then sends its own.
+    func waitForOtherProcess(
+        _ running: CoalescingLease, leading flight: Flight, request: HTTPRequest, endpoint: String
+    ) async -> GateResponse? {
+        let deadline = ContinuousClock.now + configuration.cache.coalescingWait
         while ContinuousClock.now < deadline, !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(20))
             let since = Date(timeIntervalSince1970: Double(running.startedMs) / 1000)
             if let answer = await answerStored(since: since, for: request, endpoint: endpoint) {
-                coalescer.finish(key, local)
-                return .served(answer)
+                return answer
             }
-            guard let current = try? await storage.coalescingLease(resourceKey: key), current.holder == running.holder,
-                  current.expiresMs > CacheTime.milliseconds(clock.now())
+            guard let current = try? await storage.coalescingLease(resourceKey: flight.key),
+                  current.holder == running.holder, current.expiresMs > CacheTime.milliseconds(clock.now())
             else { break }
         }
         logger.debug("coalescing: the other process's request gave no answer in time; sending this one",
                      metadata: ["gate.endpoint": "\(endpoint)"])
-        return .leading(Flight(key: key, local: local, storeLeaseHolder: nil))
+        return nil
     }
 
     /// Ends a flight this request led, once its answer is stored: gives the store's lease back

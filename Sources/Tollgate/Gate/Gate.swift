@@ -266,15 +266,28 @@ public final class Gate: Sendable {
             }
             lookup = refreshed
         }
-        guard let flight else {
+        guard var flight else {
             return try await forward(request, body: body, lookup: lookup, endpoint: endpoint, options: options,
                                      via: transport, ledger: &ledger, logger: logger)
         }
         // The flight ends once the answer is stored or its write queued (those waiting for it in
         // this process wait for the queue), so that they find it.
         do {
-            let answer = try await forward(request, body: body, lookup: lookup, endpoint: endpoint, options: options,
+            let answer: GateResponse
+            do {
+                answer = try await forward(request, body: body, lookup: lookup, endpoint: endpoint, options: options,
                                            via: transport, flight: flight, ledger: &ledger, logger: logger)
+            } catch let other as AnotherProcessLeads {
+                // Its first admission found another process's lease: nothing was charged.
+                flight = flight.withoutStoreLease
+                if let served = await waitForOtherProcess(other.lease, leading: flight, request: request,
+                                                          endpoint: endpoint) {
+                    await endFlight(flight)
+                    return served
+                }
+                answer = try await forward(request, body: body, lookup: lookup, endpoint: endpoint, options: options,
+                                           via: transport, flight: flight, ledger: &ledger, logger: logger)
+            }
             await endFlight(flight)
             return answer
         } catch {
@@ -303,8 +316,10 @@ public final class Gate: Sendable {
                 clock: clock,
                 logger: logger
             ) { attempt in
+                // The leader's first admission takes the store's coalescing lease in its transaction.
+                let lease = attempt == 1 ? flight.flatMap { flight in flight.wantedLease.map { (flight.key, $0) } } : nil
                 let admitted = try await admit(endpoint: endpoint, cost: options.cost,
-                                               canServeStale: stored != nil && attempt == 1)
+                                               canServeStale: stored != nil && attempt == 1, leasing: lease)
                 ledger.charged(admitted.reservation?.cost ?? 0)
                 ledger.attempts = attempt
                 var result = try await sendAttempt(outgoing, body: body, endpoint: endpoint, admitted: admitted,
@@ -376,7 +391,11 @@ public final class Gate: Sendable {
 
     /// Steps 2–4 in one transaction: circuit, throttle, quota. A full throttle window is waited out
     /// on the clock, up to the configured maximum, unless a stored response can be served instead.
-    private func admit(endpoint: String, cost: Int?, canServeStale: Bool) async throws -> Admitted {
+    /// - Parameter lease: The resource key and the coalescing lease to take in the same transaction.
+    /// - Throws: ``AnotherProcessLeads`` when another process holds that lease (nothing charged).
+    private func admit(
+        endpoint: String, cost: Int?, canServeStale: Bool, leasing lease: (resourceKey: String, lease: CoalescingLease)?
+    ) async throws -> Admitted {
         let probeToken = CircuitBreaker.newProbeToken()
         let policy = configuration.circuit.policy(for: endpoint)
         let limit = configuration.throttle.limit(for: endpoint)
@@ -388,9 +407,16 @@ public final class Gate: Sendable {
             let charge = try quota.reservationRequest(endpoint: endpoint, cost: cost)
             let outcome: AdmissionOutcome
             do {
-                outcome = try await storage.admit(AdmissionRequest(
+                let admission = AdmissionRequest(
                     endpoint: endpoint, circuitPolicy: policy, probeToken: probeToken, throttleLimit: limit, quota: charge
-                ))
+                )
+                if let lease {
+                    let leased = try await storage.admit(admission, leasing: lease.resourceKey, lease: lease.lease)
+                    guard let leasedOutcome = leased.outcome else { throw AnotherProcessLeads(lease: leased.lease) }
+                    outcome = leasedOutcome
+                } else {
+                    outcome = try await storage.admit(admission)
+                }
             } catch let error where isLedgerFailure(error) && configuration.ledgerFailurePolicy == .failOpen {
                 logger.warning("the ledger cannot be written; sending uncharged (ledger failure policy: fail open)",
                                metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])

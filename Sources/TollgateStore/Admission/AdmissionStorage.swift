@@ -144,4 +144,37 @@ public protocol AdmissionStorage: Sendable {
 }
 
 /// Every store operation the gate needs, from one backend.
-public protocol GateStorage: CacheStorage, CircuitStorage, ThrottleStorage, QuotaStorage, AdmissionStorage {}
+public protocol GateStorage: CacheStorage, CircuitStorage, ThrottleStorage, QuotaStorage, AdmissionStorage {
+    /// Takes the coalescing lease on a resource and, when this caller now holds it, admits the
+    /// attempt: the leading request's one write before it reaches the network (DESIGN.md: one
+    /// write transaction on a request's path). The lease stays taken whatever the admission
+    /// decides; the leader gives it back when its flight ends.
+    ///
+    /// A store that can do both in one transaction does (``SQLiteStore``); the default takes the
+    /// lease with ``CacheStorage/acquireCoalescingLease(resourceKey:lease:)`` and then admits with
+    /// ``AdmissionStorage/admit(_:)``.
+    /// - Parameters:
+    ///   - request: The admission.
+    ///   - resourceKey: The resource whose identical requests coalesce.
+    ///   - lease: The lease this request asks for.
+    /// - Returns: The lease in force, and the admission when the lease was taken.
+    /// - Throws: A storage error; nothing is written then.
+    func admit(_ request: AdmissionRequest, leasing resourceKey: String, lease: CoalescingLease) async throws
+        -> LeasedAdmission
+}
+
+extension GateStorage {
+    /// The lease, then the admission, in two transactions. See ``GateStorage/admit(_:leasing:lease:)``.
+    /// - Parameters:
+    ///   - request: The admission.
+    ///   - resourceKey: The resource whose identical requests coalesce.
+    ///   - lease: The lease this request asks for.
+    /// - Returns: The lease in force, and the admission when the lease was taken.
+    /// - Throws: A storage error.
+    public func admit(_ request: AdmissionRequest, leasing resourceKey: String, lease: CoalescingLease) async throws
+        -> LeasedAdmission {
+        let running = try await acquireCoalescingLease(resourceKey: resourceKey, lease: lease)
+        guard running.holder == lease.holder else { return LeasedAdmission(lease: running, outcome: nil) }
+        return LeasedAdmission(lease: running, outcome: try await admit(request))
+    }
+}

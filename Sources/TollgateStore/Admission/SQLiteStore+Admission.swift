@@ -5,6 +5,23 @@ extension SQLiteStore: AdmissionStorage, GateStorage {
         try await writeKeepingRecentEntries { db in try AdmissionTable.admit(db, request) }
     }
 
+    /// The lease and the admission in one `BEGIN IMMEDIATE` transaction. See
+    /// ``GateStorage/admit(_:leasing:lease:)``.
+    /// - Parameters:
+    ///   - request: The admission.
+    ///   - resourceKey: The resource whose identical requests coalesce.
+    ///   - lease: The lease this request asks for.
+    /// - Returns: The lease in force, and the admission when the lease was taken.
+    /// - Throws: ``StoreError``; nothing is written then.
+    public func admit(_ request: AdmissionRequest, leasing resourceKey: String, lease: CoalescingLease) async throws
+        -> LeasedAdmission {
+        try await writeKeepingRecentEntries { db in
+            let running = try CoalescingLeaseTable.acquire(db, resourceKey: resourceKey, lease: lease)
+            guard running.holder == lease.holder else { return LeasedAdmission(lease: running, outcome: nil) }
+            return LeasedAdmission(lease: running, outcome: try AdmissionTable.admit(db, request))
+        }
+    }
+
     public func settleAttempt(_ settlement: AttemptSettlement) async throws -> AttemptSettlementResult {
         try await writeKeepingRecentEntries { db in try AdmissionTable.settle(db, settlement) }
     }

@@ -32,6 +32,35 @@ struct AdmissionStoreTests {
         #expect(window.count == 1)
     }
 
+    @Test("a leader's admission takes the coalescing lease in the same transaction; another holder's running lease admits nothing")
+    func leasedAdmission() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("leased.sqlite")
+        let store = try SQLiteStore(path: path)
+        let ms = Int64(start.timeIntervalSince1970 * 1000)
+        let first = CoalescingLease(holder: "first", startedMs: ms, expiresMs: ms + 30_000)
+        let taken = try await store.admit(request(store, at: start), leasing: "resource", lease: first)
+        #expect(taken.lease == first)
+        guard case .admitted = taken.outcome else { Issue.record("expected admission, got \(String(describing: taken.outcome))"); return }
+
+        // Another process (another store on the file) asks while the first lease runs: nothing charged.
+        let other = try SQLiteStore(path: path)
+        let second = CoalescingLease(holder: "second", startedMs: ms + 1_000, expiresMs: ms + 31_000)
+        let refused = try await other.admit(request(other, at: start), leasing: "resource", lease: second)
+        #expect(refused.lease == first)
+        #expect(refused.outcome == nil)
+        #expect(try await other.quotaUsage(on: PacificDay(containing: start)).map(\.units) == [10])
+        let window = try await other.throttleWindow(endpoint: "videos.list", limit: ThrottleLimit(requests: 5, per: .seconds(60)), at: start)
+        #expect(window.count == 1)
+
+        // Once it lapses, the next leader takes it and is admitted.
+        let later = CoalescingLease(holder: "third", startedMs: ms + 30_000, expiresMs: ms + 60_000)
+        let retaken = try await other.admit(request(other, at: start.addingTimeInterval(30)), leasing: "resource", lease: later)
+        #expect(retaken.lease == later)
+        #expect(retaken.outcome != nil)
+        #expect(try await store.coalescingLease(resourceKey: "resource") == later)
+    }
+
     @Test("a quota refusal gives the throttle slot back and charges nothing")
     func quotaRefusalRollsBackTheSlot() async throws {
         let directory = try TemporaryDirectory()
