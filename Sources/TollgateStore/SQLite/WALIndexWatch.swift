@@ -22,6 +22,10 @@ final class WALIndexWatch: @unchecked Sendable {
         fileprivate var words: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32,
                                 UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
+        /// The change counter (`iChange`), which every commit moves by one; a checkpoint, which
+        /// changes no content, does not.
+        var changeCounter: UInt32 { words.2 }
+
         static func == (lhs: Header, rhs: Header) -> Bool {
             withUnsafeBytes(of: lhs.words) { left in
                 withUnsafeBytes(of: rhs.words) { right in left.elementsEqual(right) }

@@ -89,6 +89,8 @@ public final class SQLiteStore: Sendable {
     let walIndexWatch: WALIndexWatch?
     /// The last data version read, with the WAL-index header read just before it.
     private let lastDataVersion = Mutex<DataVersionMark?>(nil)
+    /// How many times `PRAGMA data_version` ran: for tests of when it need not.
+    let dataVersionPragmas = Atomic<Int>(0)
 
     /// Opens, or creates, the database at `path` and applies its pending migrations.
     /// - Parameters:
@@ -202,7 +204,31 @@ public final class SQLiteStore: Sendable {
     func writeKeepingRecentEntries<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try requireWritable()
         return try await translatingErrors {
-            try await writer.run { db in try db.inTransaction(.immediate) { try updates(db) } }
+            try await writer.run { db in
+                var headerBeforeCommit: WALIndexWatch.Header?
+                let result = try db.inTransaction(.immediate) { () throws -> T in
+                    // The write lock is held: no other commit can change the header until ours.
+                    headerBeforeCommit = self.walIndexWatch?.header()
+                    return try updates(db)
+                }
+                self.carryDataVersionMark(pastOwnCommitFrom: headerBeforeCommit)
+                return result
+            }
+        }
+    }
+
+    /// This store's own commit changes the WAL-index header but not `PRAGMA data_version`, which
+    /// counts other connections' commits only. When the header inside the transaction was the
+    /// one the last pragma was read at, and the change counter moved by exactly one commit since
+    /// (ours: another connection's would make it two), that pragma's answer still stands at the
+    /// new header: the next look needs no read transaction.
+    private func carryDataVersionMark(pastOwnCommitFrom inside: WALIndexWatch.Header?) {
+        guard let inside, let after = walIndexWatch?.header(), after.changeCounter == inside.changeCounter &+ 1 else {
+            return
+        }
+        lastDataVersion.withLock { mark in
+            guard let current = mark, current.header == inside else { return }
+            mark = DataVersionMark(header: after, version: current.version)
         }
     }
 
@@ -216,6 +242,7 @@ public final class SQLiteStore: Sendable {
         let header = walIndexWatch?.header()
         if let header, let last = lastDataVersion.withLock({ $0 }), last.header == header { return last.version }
         guard let version = (isReadOnly ? reader : writer).runIfFree({ db in try? db.dataVersion() }) ?? nil else { return nil }
+        dataVersionPragmas.add(1, ordering: .relaxed)
         if let header { lastDataVersion.withLock { $0 = DataVersionMark(header: header, version: version) } }
         return version
     }

@@ -136,6 +136,31 @@ struct RecentCacheEntriesTests {
         #expect(watch.header() != afterTheirs, "this store's own commit changes it too")
     }
 
+    @Test("after this store's own commit no pragma runs to learn that nothing else changed; another store's commit is still seen")
+    func ownCommitKeepsTheDataVersion() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("cache.sqlite")
+        let store = try SQLiteStore(path: path)
+        let other = try SQLiteStore(path: path)
+        let first = try #require(store.dataVersionIfFree())
+        let pragmas = store.dataVersionPragmas.load(ordering: .relaxed)
+
+        for _ in 0..<5 {
+            _ = try await store.resetThrottle(endpoint: nil, at: Date())
+            #expect(store.dataVersionIfFree() == first)
+        }
+        #expect(store.dataVersionPragmas.load(ordering: .relaxed) == pragmas, "own commits need no read transaction")
+
+        // Another connection commits between two of this store's: the count moves by two, the pragma runs.
+        _ = try await other.resetThrottle(endpoint: nil, at: Date())
+        _ = try await store.resetThrottle(endpoint: nil, at: Date())
+        let afterTheirs = try #require(store.dataVersionIfFree())
+        #expect(afterTheirs != first)
+        #expect(store.dataVersionPragmas.load(ordering: .relaxed) == pragmas + 1)
+        _ = try await other.resetThrottle(endpoint: nil, at: Date())
+        #expect(store.dataVersionIfFree() != afterTheirs)
+    }
+
     @Test("a read-only store on a file in rollback-journal mode watches nothing and creates no -shm file")
     func rollbackJournalFileHasNoWatch() async throws {
         let directory = try TemporaryDirectory()
