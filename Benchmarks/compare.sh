@@ -48,6 +48,8 @@ for round in $(seq 1 "$rounds"); do
     log "round $round of $rounds: admission vs bare transaction"
     run "$work/floor" txn "$(iterations 5000)" "$work"
     run "$bin" admission "$(iterations 5000)" "$(fresh admission.sqlite)"
+    # The admission's own SQL through the C API, on the file the harness just left.
+    run "$work/floor" statements "$(iterations 5000)" "$work/admission.sqlite"
 
     log "round $round: cache hit vs blob read vs requests-cache read; store vs transaction vs requests-cache store"
     run "$work/floor" blob "$(iterations 10000)" "$work"
@@ -126,12 +128,19 @@ row("SQLITE_BUSY reaching a caller", str(int(v["contention.busy"])), f"bare tx: 
 r = v["e2e.gate"] / v["e2e.bare"] - 1
 row("End to end: 304 via gate vs bare transport", us(v["e2e.gate"]), "bare " + us(v["e2e.bare"]), f"{r * 100:+.0f} %", "≤ +10 %", r <= 0.10)
 
+context = []
+if "floor.admission_statements" in v:
+    sql = v["floor.admission_statements"]
+    context.append(f"The admission's own statements through the C API, on Tollgate's schema (floor statements): {us(sql)}, "
+                   f"{sql / v['floor.txn']:.2f}× the bare tx; Tollgate's admission is {v['tollgate.admission'] / sql:.2f}× its own SQL.")
+
 headers = ("Benchmark", "Tollgate", "Reference", "Ratio", "Goal", "")
 widths = [max(len(str(x[i])) for x in rows + [headers]) for i in range(6)]
 line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
 print(line(headers))
 print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
 for r in rows: print(line(r))
+for note in context: print("\n" + note)
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
 sqlite = subprocess.run(["python3", "-c", "import sqlite3; print(sqlite3.sqlite_version)"], capture_output=True, text=True).stdout.strip()
 print(f"\nMachine: {os.cpu_count()} cores, {cpu}; Linux {platform.release()}; SQLite {sqlite}. Medians; WAL, synchronous=NORMAL, files under {os.environ.get('TMPDIR', '/tmp')}.")

@@ -7,6 +7,10 @@
  *   floor upsert ITERATIONS DIR         BEGIN IMMEDIATE; upsert a 10 KiB blob by a text key into a
  *                                       table with one index (1,000 rows, so it replaces); COMMIT:
  *                                       what a cache store at capacity cannot do with less
+ *   floor statements ITERATIONS FILE    the statements of Tollgate's admission, as SQLiteStore issues them
+ *                                       (their text copied from the Swift sources), on a file the harness's
+ *                                       admission run left: Tollgate's schema and rows, no Swift. What the
+ *                                       admission's SQL costs by itself, so that the rest is Tollgate's own
  *   floor contention PROCS ITERATIONS DIR
  *                                       PROCS processes each doing ITERATIONS bare transactions
  *                                       on one file; prints aggregate throughput
@@ -235,6 +239,81 @@ static void contention(int processes, int iterations, const char *dir) {
     printf("RESULT floor.contention.busy %d\n", busy);
 }
 
+/* The admission's SQL, in the order AdmissionTable.admit runs it for an admitted request on a
+ * closed circuit (the circuit, the throttle window, the bucket with the day's usage; the charge
+ * event, the usage total, the window written back). Keep in step with CircuitTable, ThrottleTable
+ * and QuotaTable. */
+static const char *const admission_sql[] = {
+    "SELECT endpoint, state, consecutive_failures, consecutive_rate_limits, failure_threshold, opened_at_ms, "
+    "open_until_ms, open_duration_ms, probe_owner, probe_lease_until_ms, failed_probes, trips, updated_at_ms "
+    "FROM circuits WHERE endpoint = ?1",
+    "SELECT request_limit, window_ms, admitted_at_ms FROM throttle_limits WHERE endpoint = ?1",
+    "SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent, "
+    "(SELECT COALESCE(SUM(MIN(MAX(units, -?2), ?2)), 0) FROM quota_usage "
+    "WHERE pacific_date = ?3 AND bucket = quota_buckets.bucket) FROM quota_buckets WHERE bucket = ?4",
+    "INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail) "
+    "VALUES (?5, ?3, ?4, ?1, 'charge', 1, NULL, NULL)",
+    "INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?3, ?4, ?1, 1, 1) "
+    "ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1 "
+    "WHERE quota_usage.units BETWEEN 0 AND ?2 - excluded.units",
+    "INSERT INTO throttle_limits (endpoint, request_limit, window_ms, updated_at_ms, admitted_at_ms) "
+    "VALUES (?1, 1000000, 2, ?5, ?6) ON CONFLICT (endpoint) DO UPDATE SET "
+    "updated_at_ms = CASE WHEN request_limit <> excluded.request_limit OR window_ms <> excluded.window_ms "
+    "THEN excluded.updated_at_ms ELSE updated_at_ms END, request_limit = excluded.request_limit, "
+    "window_ms = excluded.window_ms, admitted_at_ms = excluded.admitted_at_ms",
+};
+
+static void statements(int iterations, const char *path) {
+    enum { count = sizeof admission_sql / sizeof admission_sql[0] };
+    sqlite3 *db = open_file(path);
+    sqlite3_stmt *begin, *commit, *steps[count];
+    check(sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), db, "prepare");
+    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), db, "prepare");
+    for (int i = 0; i < count; i++) check(sqlite3_prepare_v2(db, admission_sql[i], -1, &steps[i], NULL), db, admission_sql[i]);
+    /* The day of the file's usage row, so the charge adds to it as the harness's did. */
+    sqlite3_stmt *day;
+    check(sqlite3_prepare_v2(db, "SELECT pacific_date FROM quota_usage ORDER BY pacific_date DESC LIMIT 1", -1, &day, NULL),
+          db, "no quota_usage: run the harness's admission on this file first");
+    char date[16] = "2026-01-01";
+    if (sqlite3_step(day) == SQLITE_ROW) snprintf(date, sizeof date, "%s", (const char *)sqlite3_column_text(day, 0));
+    sqlite3_finalize(day);
+    long long *samples = malloc(sizeof(long long) * (size_t)iterations);
+    char window[1024];
+    for (int i = -iterations / 10; i < iterations; i++) {
+        long long start = now_ns();
+        long long now_ms = (long long)time(NULL) * 1000;
+        /* A window of 40 admitted times, encoded as the Swift code does: about what the harness's holds. */
+        int length = snprintf(window, sizeof window, "[");
+        for (int k = 0; k < 40; k++) length += snprintf(window + length, sizeof window - (size_t)length, "%s%lld", k ? "," : "", now_ms - 40 + k);
+        snprintf(window + length, sizeof window - (size_t)length, "]");
+        check(sqlite3_step(begin), db, "BEGIN IMMEDIATE");
+        sqlite3_reset(begin);
+        for (int s = 0; s < count; s++) {
+            sqlite3_stmt *step = steps[s];
+            int parameters = sqlite3_bind_parameter_count(step);
+            sqlite3_bind_text(step, 1, "videos.list", -1, SQLITE_STATIC);
+            if (parameters >= 2) sqlite3_bind_int64(step, 2, 1000000000000LL);
+            if (parameters >= 3) sqlite3_bind_text(step, 3, date, -1, SQLITE_STATIC);
+            if (parameters >= 4) sqlite3_bind_text(step, 4, "youtube", -1, SQLITE_STATIC);
+            if (parameters >= 5) sqlite3_bind_int64(step, 5, now_ms);
+            if (parameters >= 6) sqlite3_bind_text(step, 6, window, -1, SQLITE_STATIC);
+            int rc;
+            while ((rc = sqlite3_step(step)) == SQLITE_ROW) {}
+            check(rc, db, admission_sql[s]);
+            sqlite3_reset(step);
+        }
+        check(sqlite3_step(commit), db, "COMMIT");
+        sqlite3_reset(commit);
+        if (i >= 0) samples[i] = now_ns() - start;
+    }
+    for (int i = 0; i < count; i++) sqlite3_finalize(steps[i]);
+    sqlite3_finalize(begin);
+    sqlite3_finalize(commit);
+    sqlite3_close(db);
+    printf("RESULT floor.admission_statements %lld\n", median(samples, iterations));
+    free(samples);
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "txn") == 0) {
         txn(atoi(argv[2]), argv[3]);
@@ -242,10 +321,13 @@ int main(int argc, char **argv) {
         blob(atoi(argv[2]), argv[3]);
     } else if (argc == 4 && strcmp(argv[1], "upsert") == 0) {
         upsert(atoi(argv[2]), argv[3]);
+    } else if (argc == 4 && strcmp(argv[1], "statements") == 0) {
+        statements(atoi(argv[2]), argv[3]);
     } else if (argc == 5 && strcmp(argv[1], "contention") == 0 && atoi(argv[2]) <= 64) {
         contention(atoi(argv[2]), atoi(argv[3]), argv[4]);
     } else {
-        fprintf(stderr, "usage: floor txn N DIR | floor blob N DIR | floor upsert N DIR | floor contention PROCS N DIR\n");
+        fprintf(stderr, "usage: floor txn N DIR | floor blob N DIR | floor upsert N DIR | floor statements N FILE | "
+                        "floor contention PROCS N DIR\n");
         return 64;
     }
     return 0;
