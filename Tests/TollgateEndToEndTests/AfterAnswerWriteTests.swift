@@ -58,4 +58,52 @@ struct AfterAnswerWriteTests {
         #expect(stored.body == revalidated.body)
         await harness.stop()
     }
+
+    @Test("a 304 that makes the entry fresh again: the very next request is a fresh hit, not another revalidation")
+    func freshRightAfterRevalidation() async throws {
+        // The server's Date header is the wall clock's, so this gate reads the wall clock too:
+        // max-age=2 (its Date has whole seconds, so up to one of them is age already), and two real
+        // seconds and a bit between rounds to let the entry go stale.
+        var behaviour = FakeAPIBehaviour()
+        behaviour.maxAge = 2
+        let harness = try await GateHarness(behaviour: behaviour)
+        let gate = try Gate(store: harness.store, transport: URLSessionTransport(),
+                            configuration: GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000),
+                            clock: SystemClock())
+        _ = try await gate.send(harness.video("v1"), endpoint: "videos.list")
+        for _ in 0..<2 {
+            try await Task.sleep(for: .milliseconds(2_100))
+            let revalidated = try await gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(revalidated.source == .revalidated)
+            // Sent while the revision may still be on its way to the file: the lookup waits for it.
+            let next = try await gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(next.source == .cache)
+        }
+        #expect(harness.api.receivedRequests.map(\.status) == [200, 304, 304])
+        await harness.stop()
+    }
+
+    @Test("another process's coalescing lease is not a ledger failure: under fail-open the request still pays when it goes")
+    func anotherProcessLeaseUnderFailOpen() async throws {
+        let harness = try await GateHarness()
+        var configuration = GateHarness.configuration(quotaLimit: 100, throttleLimit: 10_000)
+        configuration.ledgerFailurePolicy = .failOpen
+        configuration.cache.coalescingWait = .milliseconds(200)
+        let gate = try Gate(store: harness.store, transport: URLSessionTransport(), configuration: configuration,
+                            clock: harness.clock)
+        let request = harness.video("v1")
+        // Another process leads this resource's fetch (its lease runs 30 s) and never answers.
+        let startedMs = Int64(GateHarness.start.timeIntervalSince1970 * 1000)
+        let theirs = CoalescingLease(holder: "another process", startedMs: startedMs, expiresMs: startedMs + 30_000)
+        _ = try await harness.store.acquireCoalescingLease(resourceKey: try gate.cache.key(for: request).resourceKey,
+                                                           lease: theirs)
+
+        let answer = try await gate.send(request, endpoint: "videos.list")
+        #expect(answer.source == .network)
+        #expect(answer.unitsCharged == 1)
+        try await gate.flush()
+        #expect(try await gate.quota.usage(on: PacificDay(containing: GateHarness.start)).map(\.units) == [1])
+        #expect(harness.api.receivedRequests.count == 1)
+        await harness.stop()
+    }
 }

@@ -192,6 +192,11 @@ struct CacheConformanceTests {
             _ = try await stores[0].acquireCoalescingLease(resourceKey: "k", lease: first)
             let late = CoalescingLease(holder: "three", startedMs: 2_000, expiresMs: 3_000)
             #expect(try await stores[1].acquireCoalescingLease(resourceKey: "k", lease: late) == late)
+            // Its holder renews it while it runs (a leader admitted again after a throttle wait).
+            let renewed = CoalescingLease(holder: "three", startedMs: 2_500, expiresMs: 3_500)
+            #expect(try await stores[0].acquireCoalescingLease(resourceKey: "k", lease: renewed) == renewed)
+            let other = CoalescingLease(holder: "four", startedMs: 3_200, expiresMs: 4_200)
+            #expect(try await stores[0].acquireCoalescingLease(resourceKey: "k", lease: other) == renewed)
         }
     }
 

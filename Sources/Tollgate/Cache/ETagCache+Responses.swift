@@ -166,11 +166,14 @@ extension ETagCache {
     /// ``revalidated(_:for:endpoint:requestedAt:)`` that writes the gate's bookkeeping in the same
     /// transaction as the revision. `booked` is nil when the `304` could not apply to the cache at
     /// all, and the bookkeeping was then not written: the caller writes it.
-    /// - Parameter now: The time of the revalidation; the clock's time when nil. The gate passes
-    ///   the time its caller's answer was revised at (see ``revisedInMemory(_:of:for:endpoint:requestedAt:at:)``).
+    /// - Parameters:
+    ///   - now: The time of the revalidation; the clock's time when nil. The gate passes the time
+    ///     its caller's answer was revised at (see ``revisedInMemory(_:of:for:endpoint:requestedAt:at:)``).
+    ///   - onlyEntry: The one entry the `304` may revise, when the caller answered from it already:
+    ///     no other is selected, and no variant adopted.
     func revalidated(
         _ notModified: HTTPResponse, for request: HTTPRequest, endpoint: String, requestedAt: Date?,
-        bookkeeping: AnswerBookkeeping, at now: Date? = nil
+        bookkeeping: AnswerBookkeeping, at now: Date? = nil, onlyEntry: Int64? = nil
     ) async throws -> (cached: CachedResponse?, booked: AnswerBookkeepingResult?) {
         guard notModified.status.code == 304 else { return (nil, nil) }
         guard Self.isCacheable(request, ignoringAddedValidators: true), let key = try? key(for: request) else {
@@ -179,7 +182,12 @@ extension ETagCache {
         let now = now ?? clock.now()
         let validatedSinceMs = retention(now: now).expiredBeforeMs
         let initialAgeMs = Self.initialAgeMs(notModified.headerFields, requestedAt: requestedAt, now: now)
-        let revise = reviser(notModified, for: request, key: key, endpoint: endpoint, requestedAt: requestedAt, now: now)
+        let selecting = reviser(notModified, for: request, key: key, endpoint: endpoint, requestedAt: requestedAt, now: now)
+        let revise: @Sendable ([CacheEntryMetadata]) -> CacheRevision? = if let onlyEntry {
+            { candidates in selecting(candidates.filter { $0.id == onlyEntry }) }
+        } else {
+            selecting
+        }
         let revision = try await withActivity(now: now) { activity in
             try await self.storage.reviseCacheEntry(
                 resourceKey: key.resourceKey, validatedSinceMs: validatedSinceMs, activity: activity,
@@ -187,7 +195,7 @@ extension ETagCache {
             )
         }
         guard let entry = revision.entry else {
-            if let copied = try await adoptVariant(confirmedBy: notModified, for: request, key: key, now: now,
+            if onlyEntry == nil, let copied = try await adoptVariant(confirmedBy: notModified, for: request, key: key, now: now,
                                                    initialAgeMs: initialAgeMs, endpoint: endpoint) {
                 return (copied, revision.bookkeeping)
             }
@@ -221,8 +229,7 @@ extension ETagCache {
         guard notModified.status.code == 304, Self.isCacheable(request, ignoringAddedValidators: true),
               let key = try? key(for: request), key.resourceKey == stored.metadata.resourceKey,
               let revision = reviser(notModified, for: request, key: key, endpoint: endpoint, requestedAt: requestedAt,
-                                     now: now)([stored.metadata]),
-              revision.entryID == stored.entryID
+                                     now: now)([stored.metadata])
         else { return nil }
         let revised = CacheEntry(metadata: revision.applied(to: stored.metadata), body: stored.body)
         return CachedResponse(entry: revised, now: now)

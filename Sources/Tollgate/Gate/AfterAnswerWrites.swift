@@ -13,7 +13,9 @@ final class AfterAnswerWrites: Sendable {
     typealias Write = @Sendable () async -> Void
 
     private struct State {
-        var queued: [Write] = []
+        var queued: [(resourceKey: String?, write: Write)] = []
+        /// The resources whose writes are queued or running, with how many each.
+        var pendingResources: [String: Int] = [:]
         var isDraining = false
         /// Writes ever queued, and ever finished: a waiter waits for the count queued when it came.
         var enqueuedCount = 0
@@ -24,16 +26,31 @@ final class AfterAnswerWrites: Sendable {
     private let state = Mutex(State())
 
     /// Queues a write; it runs after every write queued before it.
-    /// - Parameter write: The write. It reports its own failures: nothing waits for its result.
-    func enqueue(_ write: @escaping Write) {
+    /// - Parameters:
+    ///   - resourceKey: The cache resource the write revises, if any: until it is written, a
+    ///     lookup of that resource waits for it (see ``isPending(resourceKey:)``).
+    ///   - write: The write. It reports its own failures: nothing waits for its result.
+    func enqueue(revising resourceKey: String? = nil, _ write: @escaping Write) {
         state.withLock { state in
-            state.queued.append(write)
+            state.queued.append((resourceKey, write))
+            if let resourceKey { state.pendingResources[resourceKey, default: 0] += 1 }
             state.enqueuedCount += 1
             guard !state.isDraining else { return }
             state.isDraining = true
-            Task { await self.drain() }
+            // Detached: the queue outlives the request that happened to start it, whose priority
+            // and task-local values are not the queue's.
+            Task.detached { await self.drain() }
         }
     }
+
+    /// How many callers wait in ``waitForQueued()``.
+    var waiterCount: Int { state.withLock { $0.waiters.count } }
+
+    /// Whether no write is queued or running: the cheap check before ``isPending(resourceKey:)``.
+    var isIdle: Bool { state.withLock { $0.finishedCount >= $0.enqueuedCount } }
+
+    /// Whether a write that revises `resourceKey` is queued or running.
+    func isPending(resourceKey: String) -> Bool { state.withLock { $0.pendingResources[resourceKey] != nil } }
 
     /// Returns once every write queued before the call has run. Writes queued meanwhile are not
     /// waited for, so a steady stream of answers never holds a caller back.
@@ -50,9 +67,13 @@ final class AfterAnswerWrites: Sendable {
     }
 
     private func drain() async {
-        while let write = nextWrite() {
+        while let (resourceKey, write) = nextWrite() {
             await write()
             let released = state.withLock { state in
+                if let resourceKey {
+                    let remaining = (state.pendingResources[resourceKey] ?? 1) - 1
+                    state.pendingResources[resourceKey] = remaining > 0 ? remaining : nil
+                }
                 state.finishedCount += 1
                 let finished = state.finishedCount
                 defer { state.waiters.removeAll { $0.untilFinished <= finished } }
@@ -63,7 +84,7 @@ final class AfterAnswerWrites: Sendable {
     }
 
     /// The next queued write, or nil — and the queue marked idle — when there is none.
-    private func nextWrite() -> Write? {
+    private func nextWrite() -> (resourceKey: String?, write: Write)? {
         state.withLock { state in
             guard !state.queued.isEmpty else {
                 state.isDraining = false

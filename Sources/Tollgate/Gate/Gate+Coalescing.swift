@@ -19,25 +19,25 @@ extension Gate {
     struct Flight {
         let key: String
         let local: RequestCoalescer.Flight
-        /// The store's lease this request asks its first admission to take; nil when it leads
-        /// without one (another process's lead lapsed, or this request waited for it in vain).
-        let wantedLease: CoalescingLease?
+        /// The holder of the store's lease this request's admissions take (each one dated when it
+        /// runs); nil when it leads without one (it waited for another process's lead in vain).
+        let leaseHolder: String?
         /// The store's lease, for whichever write gives it back first: the answer's cache write, in
         /// its own transaction, or ``Gate/endFlight(_:)``. Giving back a lease never taken
         /// deletes nothing: the holder is this request's own.
         let leaseReturn: LeaseReturn?
 
-        init(key: String, local: RequestCoalescer.Flight, wantedLease: CoalescingLease?) {
+        init(key: String, local: RequestCoalescer.Flight, leaseHolder: String?) {
             self.key = key
             self.local = local
-            self.wantedLease = wantedLease
-            self.leaseReturn = wantedLease.map {
-                LeaseReturn(AnswerBookkeeping.LeaseRelease(resourceKey: key, holder: $0.holder))
+            self.leaseHolder = leaseHolder
+            self.leaseReturn = leaseHolder.map {
+                LeaseReturn(AnswerBookkeeping.LeaseRelease(resourceKey: key, holder: $0))
             }
         }
 
         /// The same flight, leading without the store's lease.
-        var withoutStoreLease: Flight { Flight(key: key, local: local, wantedLease: nil) }
+        var withoutStoreLease: Flight { Flight(key: key, local: local, leaseHolder: nil) }
     }
 
     /// Thrown by a leading request's admission when another process holds the store's lease on
@@ -88,12 +88,14 @@ extension Gate {
         // store's lease, or finds theirs. This process's earlier answers give their leases back
         // in their after-answer writes: those first, or one would look like another process's flight.
         await afterAnswerWrites.waitForQueued()
-        let now = clock.now()
-        let wanted = CoalescingLease(
-            holder: UUID().uuidString, startedMs: CacheTime.milliseconds(now),
-            expiresMs: CacheTime.milliseconds(now) + CacheTime.milliseconds(settings.coalescingLease)
-        )
-        return .leading(Flight(key: key, local: local, wantedLease: wanted))
+        return .leading(Flight(key: key, local: local, leaseHolder: UUID().uuidString))
+    }
+
+    /// The store's lease for `holder`, dated now: each admission that takes it asks for it afresh.
+    func coalescingLease(holder: String) -> CoalescingLease {
+        let nowMs = CacheTime.milliseconds(clock.now())
+        return CoalescingLease(holder: holder, startedMs: nowMs,
+                               expiresMs: nowMs + CacheTime.milliseconds(configuration.cache.coalescingLease))
     }
 
     /// Waits, polling the store, for the answer of the request another process leads.

@@ -233,6 +233,11 @@ public final class Gate: Sendable {
         via transport: any HTTPTransport, revalidation: Revalidation, ledger: inout AttemptLedger
     ) async throws -> GateResponse {
         // 1. Cache lookup. A cache that cannot be read never fails the request.
+        if !afterAnswerWrites.isIdle, let key = try? cache.key(for: request).resourceKey,
+           afterAnswerWrites.isPending(resourceKey: key) {
+            // This resource's last answer is still being written: look it up as that write leaves it.
+            await afterAnswerWrites.waitForQueued()
+        }
         var lookup: CacheLookup
         do {
             lookup = revalidation == .bypassingCache ? .miss(request) : try await cache.lookup(request, endpoint: endpoint)
@@ -317,7 +322,7 @@ public final class Gate: Sendable {
                 logger: logger
             ) { attempt in
                 // The leader's first admission takes the store's coalescing lease in its transaction.
-                let lease = attempt == 1 ? flight.flatMap { flight in flight.wantedLease.map { (flight.key, $0) } } : nil
+                let lease = attempt == 1 ? flight.flatMap { flight in flight.leaseHolder.map { (flight.key, $0) } } : nil
                 let admitted = try await admit(endpoint: endpoint, cost: options.cost,
                                                canServeStale: stored != nil && attempt == 1, leasing: lease)
                 ledger.charged(admitted.reservation?.cost ?? 0)
@@ -391,10 +396,11 @@ public final class Gate: Sendable {
 
     /// Steps 2–4 in one transaction: circuit, throttle, quota. A full throttle window is waited out
     /// on the clock, up to the configured maximum, unless a stored response can be served instead.
-    /// - Parameter lease: The resource key and the coalescing lease to take in the same transaction.
+    /// - Parameter lease: The resource key and the holder of the coalescing lease to take in the
+    ///   same transaction, dated at each admission (a throttle wait renews it).
     /// - Throws: ``AnotherProcessLeads`` when another process holds that lease (nothing charged).
     private func admit(
-        endpoint: String, cost: Int?, canServeStale: Bool, leasing lease: (resourceKey: String, lease: CoalescingLease)?
+        endpoint: String, cost: Int?, canServeStale: Bool, leasing lease: (resourceKey: String, holder: String)?
     ) async throws -> Admitted {
         let probeToken = CircuitBreaker.newProbeToken()
         let policy = configuration.circuit.policy(for: endpoint)
@@ -411,12 +417,16 @@ public final class Gate: Sendable {
                     endpoint: endpoint, circuitPolicy: policy, probeToken: probeToken, throttleLimit: limit, quota: charge
                 )
                 if let lease {
-                    let leased = try await storage.admit(admission, leasing: lease.resourceKey, lease: lease.lease)
+                    let leased = try await storage.admit(admission, leasing: lease.resourceKey,
+                                                         lease: coalescingLease(holder: lease.holder))
                     guard let leasedOutcome = leased.outcome else { throw AnotherProcessLeads(lease: leased.lease) }
                     outcome = leasedOutcome
                 } else {
                     outcome = try await storage.admit(admission)
                 }
+            } catch let leads as AnotherProcessLeads {
+                // Not a ledger failure: this request waits for the other process's answer.
+                throw leads
             } catch let error where isLedgerFailure(error) && configuration.ledgerFailurePolicy == .failOpen {
                 logger.warning("the ledger cannot be written; sending uncharged (ledger failure policy: fail open)",
                                metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])
@@ -619,8 +629,8 @@ public final class Gate: Sendable {
             let revisedAt = clock.now()
             if let revised = cache.revisedInMemory(exchange.response, of: revalidating, for: request,
                                                    endpoint: endpoint, requestedAt: exchange.sentAt, at: revisedAt) {
-                reviseAfterAnswer(exchange, at: revisedAt, request: request, endpoint: endpoint, flight: flight,
-                                  logger: logger)
+                reviseAfterAnswer(exchange, of: revalidating, at: revisedAt, request: request, endpoint: endpoint,
+                                  flight: flight, logger: logger)
                 if let pending = exchange.pendingSettlement, pending.settlement.refundReservationID != nil {
                     // Refunded by that write: the charge is this attempt's own, not refunded before.
                     ledger.refunded(pending.reservation?.cost ?? 0)
@@ -671,23 +681,35 @@ public final class Gate: Sendable {
 
     /// Queues the write of a `304`'s revision, the attempt's settlement and the lease's return, in
     /// one transaction after the answer.
+    /// The write revises `stored`, the entry the answer was built from, or nothing: another
+    /// process may have replaced it meanwhile, and the 304 does not confirm its replacement.
     private func reviseAfterAnswer(
-        _ exchange: Exchange, at revisedAt: Date, request: HTTPRequest, endpoint: String, flight: Flight?,
-        logger: Logger
+        _ exchange: Exchange, of stored: CachedResponse, at revisedAt: Date, request: HTTPRequest, endpoint: String,
+        flight: Flight?, logger: Logger
     ) {
         let bookkeeping = AnswerBookkeeping(settlement: exchange.pendingSettlement?.settlement,
                                             leaseRelease: flight?.leaseReturn?.take())
         let notModified = exchange.response, sentAt = exchange.sentAt, pending = exchange.pendingSettlement
-        afterAnswerWrites.enqueue { [self] in
+        afterAnswerWrites.enqueue(revising: stored.metadata.resourceKey) { [self] in
             // The caller's answer already counts the refund: this ledger is the write's alone.
             var ledger = AttemptLedger()
             do {
                 let written = try? await cache.revalidated(notModified, for: request, endpoint: endpoint,
-                                                           requestedAt: sentAt, bookkeeping: bookkeeping, at: revisedAt)
+                                                           requestedAt: sentAt, bookkeeping: bookkeeping, at: revisedAt,
+                                                           onlyEntry: stored.entryID)
                 try await finish(bookkeeping, written: written?.booked, pending: pending, endpoint: endpoint,
                                  ledger: &ledger)
             } catch {
                 logger.warning("could not write a revalidated answer's settlement", metadata: ["error": "\(error)"])
+            }
+            if let pending, let reservation = pending.reservation, pending.settlement.refundReservationID != nil,
+               ledger.unitsCharged != -reservation.cost {
+                // The answer said it cost nothing: the ledger kept what it could not give back
+                // (a reset or a reconciliation of the day gave those units back already, or the write failed).
+                logger.warning("a revalidated answer reported as free was not refunded in full", metadata: [
+                    "gate.endpoint": "\(endpoint)", "gate.reservation": "\(reservation.id)",
+                    "quota.refunded": "\(-ledger.unitsCharged)", "quota.cost": "\(reservation.cost)",
+                ])
             }
         }
     }
@@ -703,11 +725,12 @@ public final class Gate: Sendable {
             }
             return
         }
-        if let pending { try await settle(pending, endpoint: endpoint, ledger: &ledger) }
         if let release = bookkeeping.leaseRelease {
-            // A lease that cannot be given back lapses on its own.
+            // First, so that a settlement that fails does not keep other processes waiting; a
+            // lease that cannot be given back lapses on its own.
             try? await storage.releaseCoalescingLease(resourceKey: release.resourceKey, holder: release.holder)
         }
+        if let pending { try await settle(pending, endpoint: endpoint, ledger: &ledger) }
     }
 
     /// A GET or HEAD with a body: the cache key cannot see the body, so such a request is neither
@@ -770,7 +793,7 @@ public final class Gate: Sendable {
     /// programming error, never sent past) or a cancellation.
     private func isLedgerFailure(_ error: any Error) -> Bool {
         if let error = error as? StoreError { return error.isStorageFailure }
-        return !(error is CancellationError)
+        return !(error is CancellationError || error is AnotherProcessLeads)
     }
 
     /// Google's reasons for "the daily quota is spent": the ledger marks the bucket exhausted.

@@ -251,7 +251,7 @@ extension PostgresStore: CacheStorage {
                 VALUES (\(resourceKey), \(lease.holder), \(lease.startedMs), \(lease.expiresMs))
                 ON CONFLICT (resource_key) DO UPDATE SET
                     holder = excluded.holder, started_ms = excluded.started_ms, expires_ms = excluded.expires_ms
-                WHERE l.expires_ms <= excluded.started_ms
+                WHERE l.expires_ms <= excluded.started_ms OR l.holder = excluded.holder
                 RETURNING holder
                 """, logger: logger)
             if taken != nil { return lease }

@@ -115,7 +115,8 @@ public protocol CacheStorage: Sendable {
     func cacheStatistics(pacificDate: String?) async throws -> [CacheDailyStatistics]
 
     /// Takes the coalescing lease on a resource unless another holder's lease is still running
-    /// at `lease.startedMs`. One transaction.
+    /// at `lease.startedMs`; the same holder's lease is renewed (a leader admitted again after a
+    /// throttle wait keeps its lease running). One transaction.
     /// - Parameters:
     ///   - resourceKey: The resource's cache key.
     ///   - lease: The lease to take.

@@ -22,15 +22,15 @@ public struct CoalescingLease: Sendable, Hashable {
 
 /// The `cache_leases` table's operations.
 enum CoalescingLeaseTable {
-    /// Takes the lease on `resourceKey` unless a lease of another holder is still running; returns
-    /// the lease in force afterwards (`lease` itself when taken).
+    /// Takes the lease on `resourceKey` unless a lease of another holder is still running (the
+    /// holder's own is renewed); returns the lease in force afterwards (`lease` itself when taken).
     static func acquire(_ db: Database, resourceKey: String, lease: CoalescingLease) throws -> CoalescingLease {
         try db.execute(
             """
             INSERT INTO cache_leases (resource_key, holder, started_ms, expires_ms) VALUES (?, ?, ?, ?)
             ON CONFLICT (resource_key) DO UPDATE SET
                 holder = excluded.holder, started_ms = excluded.started_ms, expires_ms = excluded.expires_ms
-            WHERE cache_leases.expires_ms <= excluded.started_ms
+            WHERE cache_leases.expires_ms <= excluded.started_ms OR cache_leases.holder = excluded.holder
             """,
             [.text(resourceKey), .text(lease.holder), .integer(lease.startedMs), .integer(lease.expiresMs)]
         )

@@ -158,6 +158,9 @@ public final class Database {
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changesCount: Int { Int(sqlite3_changes64(handle)) }
 
+    /// Rows inserted, updated or deleted on this connection since it opened, triggers included.
+    public var totalChangesCount: Int64 { sqlite3_total_changes64(handle) }
+
     /// The rowid of the last successful INSERT.
     public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 

@@ -206,12 +206,17 @@ public final class SQLiteStore: Sendable {
         return try await translatingErrors {
             try await writer.run { db in
                 var headerBeforeCommit: WALIndexWatch.Header?
+                let changesBefore = db.totalChangesCount
                 let result = try db.inTransaction(.immediate) { () throws -> T in
                     // The write lock is held: no other commit can change the header until ours.
                     headerBeforeCommit = self.walIndexWatch?.header()
                     return try updates(db)
                 }
-                self.carryDataVersionMark(pastOwnCommitFrom: headerBeforeCommit)
+                // Only a commit that changed rows wrote frames, and so moved the change counter:
+                // after one that changed nothing, a move by one is another connection's commit.
+                if db.totalChangesCount > changesBefore {
+                    self.carryDataVersionMark(pastOwnCommitFrom: headerBeforeCommit)
+                }
                 return result
             }
         }

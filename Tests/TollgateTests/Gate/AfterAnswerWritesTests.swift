@@ -2,7 +2,7 @@ import Synchronization
 import Testing
 @testable import Tollgate
 
-@Suite("Writes after the answer")
+@Suite("Writes after the answer", .timeLimit(.minutes(1)))
 struct AfterAnswerWritesTests {
     @Test("writes run one at a time, in the order they were queued")
     func order() async {
@@ -41,7 +41,7 @@ struct AfterAnswerWritesTests {
         }
         // Queued after the waiter came: never released, so a waiter that waited for it would hang.
         let (neverReleased, keepOpen) = AsyncStream<Void>.makeStream()
-        try await Task.sleep(for: .milliseconds(50))
+        while writes.waiterCount == 0 { await Task.yield() }
         writes.enqueue {
             for await _ in neverReleased { break }
         }
