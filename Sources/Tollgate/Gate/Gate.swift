@@ -130,7 +130,8 @@ public final class Gate: Sendable {
     /// The admission is the one write on the request's path. A `304`'s revision of the stored
     /// response, its refund and its circuit outcome are written just after the answer returns, in
     /// one transaction; this gate's next admission waits for them, so it never decides on a
-    /// ledger that an earlier answer has not reached. ``flush()`` waits for them too.
+    /// ledger that an earlier answer has not reached, and so does a lookup of the same resource,
+    /// so it sees the revision. ``flush()`` waits for them too.
     public func send(
         _ request: HTTPRequest,
         body: Data? = nil,
