@@ -83,6 +83,29 @@ struct AfterAnswerWriteTests {
         await harness.stop()
     }
 
+    @Test("a 200 is stored just after its answer: the very next request for it is a fresh hit, and the file has it after flush")
+    func storedRightAfterAnswer() async throws {
+        var behaviour = FakeAPIBehaviour()
+        behaviour.maxAge = 60
+        let harness = try await GateHarness(behaviour: behaviour)
+        // The server's Date header is the wall clock's: so is this gate's clock.
+        let gate = try Gate(store: harness.store, transport: URLSessionTransport(),
+                            configuration: GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000),
+                            clock: SystemClock())
+        for id in 0..<10 {
+            let first = try await gate.send(harness.video("v\(id)"), endpoint: "videos.list")
+            #expect(first.source == .network)
+            let next = try await gate.send(harness.video("v\(id)"), endpoint: "videos.list")
+            #expect(next.source == .cache)
+            #expect(next.body == first.body)
+        }
+        #expect(harness.api.receivedRequests.count == 10)
+        try await gate.flush()
+        #expect(try await harness.store.cacheTotals().entries == 10)
+        #expect(try await gate.quota.usage().map(\.units) == [10])
+        await harness.stop()
+    }
+
     @Test("another process's coalescing lease is not a ledger failure: under fail-open the request still pays when it goes")
     func anotherProcessLeaseUnderFailOpen() async throws {
         let harness = try await GateHarness()

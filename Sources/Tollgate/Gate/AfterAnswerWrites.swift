@@ -1,8 +1,8 @@
 import Synchronization
 
-/// Writes that follow an answer its caller already has — a `304`'s revision of the stored entry,
-/// with the attempt's settlement and the coalescing lease — run one after another, in the order
-/// they were queued, on a background task.
+/// Writes that follow an answer its caller already has — the cache's store of a `200` or a
+/// `304`'s revision of the stored entry, with the attempt's settlement and the coalescing lease —
+/// run one after another, in the order they were queued, on a background task.
 ///
 /// DESIGN.md's cost on the path: one write transaction on a request's path, the admission;
 /// settlement and revision are written after the answer. The gate's next admission, and
@@ -27,10 +27,10 @@ final class AfterAnswerWrites: Sendable {
 
     /// Queues a write; it runs after every write queued before it.
     /// - Parameters:
-    ///   - resourceKey: The cache resource the write revises, if any: until it is written, a
-    ///     lookup of that resource waits for it (see ``isPending(resourceKey:)``).
+    ///   - resourceKey: The cache resource the write stores or revises, if any: until it is
+    ///     written, a lookup of that resource waits for it (see ``isPending(resourceKey:)``).
     ///   - write: The write. It reports its own failures: nothing waits for its result.
-    func enqueue(revising resourceKey: String? = nil, _ write: @escaping Write) {
+    func enqueue(resource resourceKey: String? = nil, _ write: @escaping Write) {
         state.withLock { state in
             state.queued.append((resourceKey, write))
             if let resourceKey { state.pendingResources[resourceKey, default: 0] += 1 }
@@ -49,7 +49,7 @@ final class AfterAnswerWrites: Sendable {
     /// Whether no write is queued or running: the cheap check before ``isPending(resourceKey:)``.
     var isIdle: Bool { state.withLock { $0.finishedCount >= $0.enqueuedCount } }
 
-    /// Whether a write that revises `resourceKey` is queued or running.
+    /// Whether a write that stores or revises `resourceKey` is queued or running.
     func isPending(resourceKey: String) -> Bool { state.withLock { $0.pendingResources[resourceKey] != nil } }
 
     /// Returns once every write queued before the call has run. Writes queued meanwhile are not

@@ -127,9 +127,9 @@ public final class Gate: Sendable {
     ///   ledger cannot be written and ``GateConfiguration/ledgerFailurePolicy`` is
     ///   ``LedgerFailurePolicy/failClosed``.
     ///
-    /// The admission is the one write on the request's path. A `304`'s revision of the stored
-    /// response, its refund and its circuit outcome are written just after the answer returns, in
-    /// one transaction; this gate's next admission waits for them, so it never decides on a
+    /// The admission is the one write on a GET's path. The cache's store of a `200`, or a `304`'s
+    /// revision of the stored response with its refund, and the attempt's circuit outcome are
+    /// written just after the answer returns, in one transaction; this gate's next admission waits for them, so it never decides on a
     /// ledger that an earlier answer has not reached, and so does a lookup of the same resource,
     /// so it sees the revision. ``flush()`` waits for them too.
     public func send(
@@ -234,10 +234,15 @@ public final class Gate: Sendable {
         via transport: any HTTPTransport, revalidation: Revalidation, ledger: inout AttemptLedger
     ) async throws -> GateResponse {
         // 1. Cache lookup. A cache that cannot be read never fails the request.
-        if !afterAnswerWrites.isIdle, let key = try? cache.key(for: request).resourceKey,
-           afterAnswerWrites.isPending(resourceKey: key) {
-            // This resource's last answer is still being written: look it up as that write leaves it.
-            await afterAnswerWrites.waitForQueued()
+        if !afterAnswerWrites.isIdle {
+            if request.method != .get {
+                // A HEAD revises stored GETs, an unsafe method invalidates stored answers: after
+                // the GETs' stores and revisions that earlier answers left queued, not before them.
+                await afterAnswerWrites.waitForQueued()
+            } else if let key = try? cache.key(for: request).resourceKey, afterAnswerWrites.isPending(resourceKey: key) {
+                // This resource's last answer is still being written: look it up as that write leaves it.
+                await afterAnswerWrites.waitForQueued()
+            }
         }
         var lookup: CacheLookup
         do {
@@ -666,18 +671,53 @@ public final class Gate: Sendable {
                              ledger: &ledger)
             return Self.networkAnswer(exchange, ledger)
         }
-        let bookkeeping = AnswerBookkeeping(settlement: exchange.pendingSettlement?.settlement, leaseRelease: lease?.take())
-        var booked: AnswerBookkeepingResult?
-        do {
-            booked = try await cache.storeResponse(exchange.response, body: exchange.body, for: request, endpoint: endpoint,
-                                                   requestedAt: exchange.sentAt, bookkeeping: bookkeeping).booked
-        } catch {
-            // A cache that cannot be written never fails the request.
-            logger.warning("could not store the response in the cache", metadata: ["error": "\(error)"])
+        guard request.method == .get else {
+            // A HEAD revises stored GETs and an unsafe method invalidates stored answers of other
+            // resources, which a lookup cannot know to wait for: written before the answer.
+            let bookkeeping = AnswerBookkeeping(settlement: exchange.pendingSettlement?.settlement,
+                                                leaseRelease: lease?.take())
+            let booked = await store(exchange, for: request, endpoint: endpoint, bookkeeping: bookkeeping, logger: logger)
+            try await finish(bookkeeping, written: booked, pending: exchange.pendingSettlement, endpoint: endpoint,
+                             ledger: &ledger)
+            return Self.networkAnswer(exchange, ledger)
         }
-        try await finish(bookkeeping, written: booked, pending: exchange.pendingSettlement, endpoint: endpoint,
-                         ledger: &ledger)
+        storeAfterAnswer(exchange, request: request, endpoint: endpoint, lease: lease, logger: logger)
         return Self.networkAnswer(exchange, ledger)
+    }
+
+    /// The cache's store of an answer, with `bookkeeping` in its transaction; nil when nothing
+    /// was written (the bookkeeping is then the caller's to write). A cache that cannot be written
+    /// never fails the request.
+    private func store(
+        _ exchange: Exchange, for request: HTTPRequest, endpoint: String, bookkeeping: AnswerBookkeeping, logger: Logger
+    ) async -> AnswerBookkeepingResult? {
+        do {
+            return try await cache.storeResponse(exchange.response, body: exchange.body, for: request, endpoint: endpoint,
+                                                 requestedAt: exchange.sentAt, bookkeeping: bookkeeping).booked
+        } catch {
+            logger.warning("could not store the response in the cache", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Queues the cache's store of an answer the caller gets as it came, with the attempt's
+    /// settlement and the lease's return, in one transaction after the answer.
+    private func storeAfterAnswer(
+        _ exchange: Exchange, request: HTTPRequest, endpoint: String, lease: LeaseReturn?, logger: Logger
+    ) {
+        let bookkeeping = AnswerBookkeeping(settlement: exchange.pendingSettlement?.settlement, leaseRelease: lease?.take())
+        let resourceKey = try? cache.key(for: request).resourceKey
+        afterAnswerWrites.enqueue(resource: resourceKey) { [self] in
+            let booked = await store(exchange, for: request, endpoint: endpoint, bookkeeping: bookkeeping, logger: logger)
+            // The caller's answer is out: this ledger is the write's alone.
+            var ledger = AttemptLedger()
+            do {
+                try await finish(bookkeeping, written: booked, pending: exchange.pendingSettlement, endpoint: endpoint,
+                                 ledger: &ledger)
+            } catch {
+                logger.warning("could not write an answer's settlement", metadata: ["error": "\(error)"])
+            }
+        }
     }
 
     /// Queues the write of a `304`'s revision, the attempt's settlement and the lease's return, in
@@ -691,7 +731,7 @@ public final class Gate: Sendable {
         let bookkeeping = AnswerBookkeeping(settlement: exchange.pendingSettlement?.settlement,
                                             leaseRelease: flight?.leaseReturn?.take())
         let notModified = exchange.response, sentAt = exchange.sentAt, pending = exchange.pendingSettlement
-        afterAnswerWrites.enqueue(revising: stored.metadata.resourceKey) { [self] in
+        afterAnswerWrites.enqueue(resource: stored.metadata.resourceKey) { [self] in
             // The caller's answer already counts the refund: this ledger is the write's alone.
             var ledger = AttemptLedger()
             do {

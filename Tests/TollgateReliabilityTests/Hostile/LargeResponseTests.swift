@@ -94,6 +94,7 @@ struct LargeResponseTests {
                                                 options: GateRequestOptions(streamsLargeBodies: true))
         #expect(small.bodyStream == nil)
         #expect(!small.body.isEmpty)
+        try await fixture.gate.flush() // stored just after the answer
         #expect(try await fixture.store.cacheTotals().entries == 1)
         await fixture.stop()
     }
