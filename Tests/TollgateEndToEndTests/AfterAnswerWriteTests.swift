@@ -5,8 +5,15 @@ import Tollgate
 import TollgateFakeAPI
 import TollgateTestSupport
 
-@Suite("A 304's bookkeeping after the answer")
+@Suite("An answer's writes after the answer")
 struct AfterAnswerWriteTests {
+    /// A gate over the harness's store on the wall clock: the server's Date header is the wall
+    /// clock's, so freshness lifetimes only mean what they say on it.
+    static func wallClockGate(_ harness: GateHarness) throws -> Gate {
+        try Gate(store: harness.store, transport: URLSessionTransport(),
+                 configuration: GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000), clock: SystemClock())
+    }
+
     @Test("a 304's refund is written after its answer and before the next admission: a 2-unit budget pays for every revalidation",
           arguments: TransportKind.allCases, [true, false])
     func refundBeforeNextAdmission(kind: TransportKind, coalesces: Bool) async throws {
@@ -61,15 +68,12 @@ struct AfterAnswerWriteTests {
 
     @Test("a 304 that makes the entry fresh again: the very next request is a fresh hit, not another revalidation")
     func freshRightAfterRevalidation() async throws {
-        // The server's Date header is the wall clock's, so this gate reads the wall clock too:
-        // max-age=2 (its Date has whole seconds, so up to one of them is age already), and two real
-        // seconds and a bit between rounds to let the entry go stale.
+        // max-age=2 on the wall clock (the Date has whole seconds, so up to one of them is age
+        // already), and two real seconds and a bit between rounds to let the entry go stale.
         var behaviour = FakeAPIBehaviour()
         behaviour.maxAge = 2
         let harness = try await GateHarness(behaviour: behaviour)
-        let gate = try Gate(store: harness.store, transport: URLSessionTransport(),
-                            configuration: GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000),
-                            clock: SystemClock())
+        let gate = try Self.wallClockGate(harness)
         _ = try await gate.send(harness.video("v1"), endpoint: "videos.list")
         for _ in 0..<2 {
             try await Task.sleep(for: .milliseconds(2_100))
@@ -88,10 +92,7 @@ struct AfterAnswerWriteTests {
         var behaviour = FakeAPIBehaviour()
         behaviour.maxAge = 60
         let harness = try await GateHarness(behaviour: behaviour)
-        // The server's Date header is the wall clock's: so is this gate's clock.
-        let gate = try Gate(store: harness.store, transport: URLSessionTransport(),
-                            configuration: GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000),
-                            clock: SystemClock())
+        let gate = try Self.wallClockGate(harness)
         for id in 0..<10 {
             let first = try await gate.send(harness.video("v\(id)"), endpoint: "videos.list")
             #expect(first.source == .network)
