@@ -56,7 +56,8 @@ public final class Gate: Sendable {
     /// `stale-while-revalidate` revalidations running after their stale answer was returned, by
     /// resource, so one runs at a time per resource and ``flush()`` can wait for them.
     let backgroundRevalidations = Mutex<[String: Task<Void, Never>]>([:])
-    /// Revisions and settlements written after their answer was returned; ``flush()`` waits for them.
+    /// A GET's cache store or revision, with its settlement, written after its answer was
+    /// returned; ``flush()`` waits for them.
     let afterAnswerWrites = AfterAnswerWrites()
 
     /// Creates a gate over a store.
@@ -129,9 +130,9 @@ public final class Gate: Sendable {
     ///
     /// The admission is the one write on a GET's path. The cache's store of a `200`, or a `304`'s
     /// revision of the stored response with its refund, and the attempt's circuit outcome are
-    /// written just after the answer returns, in one transaction; this gate's next admission waits for them, so it never decides on a
-    /// ledger that an earlier answer has not reached, and so does a lookup of the same resource,
-    /// so it sees the revision. ``flush()`` waits for them too.
+    /// written just after the answer returns, in one transaction. This gate's next admission waits
+    /// for them, so it never decides on a ledger that an earlier answer has not reached, and so
+    /// does a lookup of the same resource, so it sees what was stored. ``flush()`` waits for them too.
     public func send(
         _ request: HTTPRequest,
         body: Data? = nil,
@@ -214,7 +215,7 @@ public final class Gate: Sendable {
     }
 
     /// Waits for background revalidations (`stale-while-revalidate`) and for the writes that
-    /// follow answers already returned (a `304`'s revision, refund and circuit outcome), then
+    /// follow answers already returned (a GET's cache store or revision, refund and circuit outcome), then
     /// writes the cache's buffered LRU touches and statistics. Call before a short-lived tool
     /// exits, or before reading the ledger for an exact count of what just happened.
     /// - Throws: A storage error.
@@ -353,7 +354,7 @@ public final class Gate: Sendable {
         let revalidating = if case .revalidate(let cached, _) = lookup { cached } else { CachedResponse?.none }
         let answer = try await deliver(exchange, request: outgoing, stored: stored, revalidating: revalidating,
                                        endpoint: endpoint, options: options,
-                                       storesAnswer: !Self.isSafeWithBody(request, body), flight: flight,
+                                       storesAnswer: !Self.isSafeWithBody(request, body), lease: flight?.leaseReturn,
                                        ledger: &ledger, logger: logger)
         if answer.status.code == 304, answer.source == .network, outgoing != request,
            !request.headerFields.contains(.ifNoneMatch), !request.headerFields.contains(.ifModifiedSince) {
@@ -430,9 +431,6 @@ public final class Gate: Sendable {
                 } else {
                     outcome = try await storage.admit(admission)
                 }
-            } catch let leads as AnotherProcessLeads {
-                // Not a ledger failure: this request waits for the other process's answer.
-                throw leads
             } catch let error where isLedgerFailure(error) && configuration.ledgerFailurePolicy == .failOpen {
                 logger.warning("the ledger cannot be written; sending uncharged (ledger failure policy: fail open)",
                                metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])
@@ -618,10 +616,9 @@ public final class Gate: Sendable {
     /// `revalidating` is the stored response the conditional request was built from.
     private func deliver(
         _ exchange: Exchange, request: HTTPRequest, stored: CachedResponse?, revalidating: CachedResponse?,
-        endpoint: String, options: GateRequestOptions, storesAnswer: Bool, flight: Flight?,
+        endpoint: String, options: GateRequestOptions, storesAnswer: Bool, lease: LeaseReturn?,
         ledger: inout AttemptLedger, logger: Logger
     ) async throws -> GateResponse {
-        let lease = flight?.leaseReturn
         let status = exchange.response.status.code
         if exchange.serverSaysQuotaSpent {
             let price = quota.price(of: endpoint)
@@ -636,7 +633,7 @@ public final class Gate: Sendable {
             if let revised = cache.revisedInMemory(exchange.response, of: revalidating, for: request,
                                                    endpoint: endpoint, requestedAt: exchange.sentAt, at: revisedAt) {
                 reviseAfterAnswer(exchange, of: revalidating, at: revisedAt, request: request, endpoint: endpoint,
-                                  flight: flight, logger: logger)
+                                  lease: lease, logger: logger)
                 if let pending = exchange.pendingSettlement, pending.settlement.refundReservationID != nil {
                     // Refunded by that write: the charge is this attempt's own, not refunded before.
                     ledger.refunded(pending.reservation?.cost ?? 0)
@@ -705,49 +702,52 @@ public final class Gate: Sendable {
     private func storeAfterAnswer(
         _ exchange: Exchange, request: HTTPRequest, endpoint: String, lease: LeaseReturn?, logger: Logger
     ) {
-        let bookkeeping = AnswerBookkeeping(settlement: exchange.pendingSettlement?.settlement, leaseRelease: lease?.take())
-        let resourceKey = try? cache.key(for: request).resourceKey
-        afterAnswerWrites.enqueue(resource: resourceKey) { [self] in
-            let booked = await store(exchange, for: request, endpoint: endpoint, bookkeeping: bookkeeping, logger: logger)
-            // The caller's answer is out: this ledger is the write's alone.
-            var ledger = AttemptLedger()
-            do {
-                try await finish(bookkeeping, written: booked, pending: exchange.pendingSettlement, endpoint: endpoint,
-                                 ledger: &ledger)
-            } catch {
-                logger.warning("could not write an answer's settlement", metadata: ["error": "\(error)"])
-            }
+        writeAfterAnswer(exchange, resource: try? cache.key(for: request).resourceKey, lease: lease, endpoint: endpoint,
+                         logger: logger) { [self] bookkeeping in
+            await store(exchange, for: request, endpoint: endpoint, bookkeeping: bookkeeping, logger: logger)
         }
     }
 
     /// Queues the write of a `304`'s revision, the attempt's settlement and the lease's return, in
-    /// one transaction after the answer.
-    /// The write revises `stored`, the entry the answer was built from, or nothing: another
-    /// process may have replaced it meanwhile, and the 304 does not confirm its replacement.
+    /// one transaction after the answer. It revises `stored`, the entry the answer was built from,
+    /// or nothing: another process may have replaced it meanwhile, and the 304 does not confirm
+    /// its replacement.
     private func reviseAfterAnswer(
         _ exchange: Exchange, of stored: CachedResponse, at revisedAt: Date, request: HTTPRequest, endpoint: String,
-        flight: Flight?, logger: Logger
+        lease: LeaseReturn?, logger: Logger
     ) {
-        let bookkeeping = AnswerBookkeeping(settlement: exchange.pendingSettlement?.settlement,
-                                            leaseRelease: flight?.leaseReturn?.take())
-        let notModified = exchange.response, sentAt = exchange.sentAt, pending = exchange.pendingSettlement
-        afterAnswerWrites.enqueue(resource: stored.metadata.resourceKey) { [self] in
-            // The caller's answer already counts the refund: this ledger is the write's alone.
+        writeAfterAnswer(exchange, resource: stored.metadata.resourceKey, lease: lease, endpoint: endpoint,
+                         logger: logger) { [self] bookkeeping in
+            try? await cache.revalidated(exchange.response, for: request, endpoint: endpoint,
+                                         requestedAt: exchange.sentAt, bookkeeping: bookkeeping, at: revisedAt,
+                                         onlyEntry: stored.entryID).booked
+        }
+    }
+
+    /// Queues `write` — the cache's store or revision of `resource`, carrying the attempt's
+    /// settlement and the lease's return in its transaction — and then writes whatever of those
+    /// it did not carry. The caller's answer is already out, its units counted as if every
+    /// refund succeeds: one that falls short is logged.
+    private func writeAfterAnswer(
+        _ exchange: Exchange, resource: String?, lease: LeaseReturn?, endpoint: String, logger: Logger,
+        _ write: @escaping @Sendable (AnswerBookkeeping) async -> AnswerBookkeepingResult?
+    ) {
+        let pending = exchange.pendingSettlement
+        let bookkeeping = AnswerBookkeeping(settlement: pending?.settlement, leaseRelease: lease?.take())
+        afterAnswerWrites.enqueue(resource: resource) { [self] in
+            // This ledger is the write's alone.
             var ledger = AttemptLedger()
             do {
-                let written = try? await cache.revalidated(notModified, for: request, endpoint: endpoint,
-                                                           requestedAt: sentAt, bookkeeping: bookkeeping, at: revisedAt,
-                                                           onlyEntry: stored.entryID)
-                try await finish(bookkeeping, written: written?.booked, pending: pending, endpoint: endpoint,
+                try await finish(bookkeeping, written: await write(bookkeeping), pending: pending, endpoint: endpoint,
                                  ledger: &ledger)
             } catch {
-                logger.warning("could not write a revalidated answer's settlement", metadata: ["error": "\(error)"])
+                logger.warning("could not write an answer's settlement", metadata: ["error": "\(error)"])
             }
             if let pending, let reservation = pending.reservation, pending.settlement.refundReservationID != nil,
                ledger.unitsCharged != -reservation.cost {
                 // The answer said it cost nothing: the ledger kept what it could not give back
                 // (a reset or a reconciliation of the day gave those units back already, or the write failed).
-                logger.warning("a revalidated answer reported as free was not refunded in full", metadata: [
+                logger.warning("an answer reported as free was not refunded in full", metadata: [
                     "gate.endpoint": "\(endpoint)", "gate.reservation": "\(reservation.id)",
                     "quota.refunded": "\(-ledger.unitsCharged)", "quota.cost": "\(reservation.cost)",
                 ])

@@ -158,7 +158,8 @@ public protocol GateStorage: CacheStorage, CircuitStorage, ThrottleStorage, Quot
     ///   - resourceKey: The resource whose identical requests coalesce.
     ///   - lease: The lease this request asks for.
     /// - Returns: The lease in force, and the admission when the lease was taken.
-    /// - Throws: A storage error; nothing is written then.
+    /// - Throws: A storage error. A store that does both in one transaction then wrote nothing; the
+    ///   default may leave the lease taken, to lapse or be given back with the flight.
     func admit(_ request: AdmissionRequest, leasing resourceKey: String, lease: CoalescingLease) async throws
         -> LeasedAdmission
 }

@@ -1,0 +1,65 @@
+import Foundation
+import HTTPTypes
+import Testing
+@testable import Tollgate
+import TollgateTestSupport
+
+/// The answer the gate gives a 304 before writing it must be what the write leaves stored.
+@Suite("A 304's revision computed in memory")
+struct RevisedInMemoryTests {
+    let url = "https://api.example.com/videos?id=abc"
+
+    @Test("the revision computed in memory equals the one written: headers, validators, freshness, age and body")
+    func inMemoryEqualsWritten() async throws {
+        let fixture = try CacheFixture()
+        let body = Data(#"{"items":[{"id":"abc"}]}"#.utf8)
+        try await fixture.cache.storeResponse(
+            response(200, [("ETag", "\"v1\""), ("Cache-Control", "no-cache"), ("X-Served-By", "cache-1")]),
+            body: body, for: request(url), endpoint: "videos.list"
+        )
+        fixture.clock.advance(by: .seconds(30))
+        guard case .revalidate(let stored, let conditional) = try await fixture.cache.lookup(request(url), endpoint: "videos.list")
+        else { Issue.record("expected a revalidation"); return }
+        let notModified = response(304, [("ETag", "W/\"v1\""), ("Cache-Control", "max-age=600"), ("X-Served-By", "cache-2"),
+                                         ("Age", "5")])
+        let now = fixture.clock.now()
+
+        let inMemory = try #require(fixture.cache.revisedInMemory(notModified, of: stored, for: conditional,
+                                                                 endpoint: "videos.list", requestedAt: nil, at: now))
+        let written = try #require(try await fixture.cache.revalidated(
+            notModified, for: conditional, endpoint: "videos.list", requestedAt: nil, bookkeeping: AnswerBookkeeping(),
+            at: now, onlyEntry: stored.entryID
+        ).cached)
+        #expect(inMemory.headerFields == written.headerFields)
+        #expect(inMemory.headerFields[.cacheControl] == "max-age=600")
+        #expect(inMemory.etag == written.etag)
+        #expect(inMemory.freshUntil == written.freshUntil)
+        #expect(inMemory.validatedAt == written.validatedAt)
+        #expect(inMemory.age == written.age)
+        #expect(inMemory.age == .seconds(5))
+        #expect(inMemory.body == body)
+        #expect(inMemory.body == written.body)
+        // The next lookup reads the written entry: fresh now, with the same answer.
+        guard case .fresh(let next) = try await fixture.cache.lookup(request(url), endpoint: "videos.list") else {
+            Issue.record("expected the revised entry to be fresh"); return
+        }
+        #expect(next.headerFields == inMemory.headerFields)
+    }
+
+    @Test("a 304 whose Last-Modified contradicts the stored one gives no answer in memory, as the store selects nothing")
+    func contradictingLastModifiedGivesNothing() async throws {
+        let fixture = try CacheFixture()
+        try await fixture.cache.storeResponse(
+            response(200, [("Last-Modified", "Tue, 24 Nov 2026 08:00:00 GMT"), ("Cache-Control", "max-age=0")]),
+            body: Data("x".utf8), for: request(url), endpoint: "e"
+        )
+        guard case .revalidate(let stored, let conditional) = try await fixture.cache.lookup(request(url), endpoint: "e")
+        else { Issue.record("expected a revalidation"); return }
+        let contradicting = response(304, [("Last-Modified", "Wed, 25 Nov 2026 08:00:00 GMT")])
+        #expect(fixture.cache.revisedInMemory(contradicting, of: stored, for: conditional, endpoint: "e",
+                                              requestedAt: nil, at: fixture.clock.now()) == nil)
+        let written = try await fixture.cache.revalidated(contradicting, for: conditional, endpoint: "e", requestedAt: nil,
+                                                          bookkeeping: AnswerBookkeeping(), onlyEntry: stored.entryID)
+        #expect(written.cached == nil)
+    }
+}
