@@ -123,11 +123,41 @@ enum CacheHeaders {
             .contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "no-cache" }
     }
 
-    private static func redacting(_ secrets: [String], in value: String) -> String {
+    /// `value` with every occurrence of each secret replaced by the redaction marker. An ASCII
+    /// secret (API keys and tokens are) is found byte by byte: Foundation's search, which showed in
+    /// the profile of every store, runs only for the others, whose canonically equivalent
+    /// spellings it also finds. A byte match is never a smaller set than Foundation's for ASCII.
+    static func redacting(_ secrets: [String], in value: String) -> String {
         var value = value
-        for secret in secrets where value.contains(secret) {
-            value = value.replacingOccurrences(of: secret, with: CacheKey.redactionMarker)
+        for secret in secrets {
+            if secret.utf8.allSatisfy({ $0 < 0x80 }) {
+                value = replacingBytes(of: secret, in: value)
+            } else if value.contains(secret) {
+                value = value.replacingOccurrences(of: secret, with: CacheKey.redactionMarker)
+            }
         }
         return value
+    }
+
+    private static func replacingBytes(of secret: String, in value: String) -> String {
+        let needle = Array(secret.utf8)
+        let haystack = Array(value.utf8)
+        guard !needle.isEmpty, haystack.count >= needle.count else { return value }
+        var redacted: [UInt8] = []
+        var start = 0
+        var index = 0
+        while index + needle.count <= haystack.count {
+            if haystack[index] == needle[0], haystack[index..<(index + needle.count)].elementsEqual(needle) {
+                redacted.append(contentsOf: haystack[start..<index])
+                redacted.append(contentsOf: CacheKey.redactionMarker.utf8)
+                index += needle.count
+                start = index
+            } else {
+                index += 1
+            }
+        }
+        guard start > 0 else { return value }
+        redacted.append(contentsOf: haystack[start...])
+        return String(decoding: redacted, as: UTF8.self)
     }
 }

@@ -131,7 +131,11 @@ public struct CacheKey: Sendable, Hashable {
         }
         var normalisedAuthority = host.lowercased()
         if let port, !port.isEmpty {
-            let defaultPort = ["http": 80, "https": 443, "ws": 80, "wss": 443][normalisedScheme]
+            let defaultPort: Int? = switch normalisedScheme {
+            case "http", "ws": 80
+            case "https", "wss": 443
+            default: nil
+            }
             if let number = Int(port), number >= 0 {
                 if number != defaultPort { normalisedAuthority += ":\(number)" }
             } else {
@@ -140,42 +144,7 @@ public struct CacheKey: Sendable, Hashable {
         }
 
         // Path and query: the fragment is never sent; parameters are sorted, secrets redacted.
-        let target = Self.split(Substring(rawPath), on: "#", maxSplits: 1).first ?? ""
-        let parts = Self.split(target, on: "?", maxSplits: 1)
-        var path = parts.first.map(String.init) ?? ""
-        if path.isEmpty { path = "/" }
-        if path.unicodeScalars.contains(";") {
-            // Path parameters (`/items;key=…/x`) carry secrets as query parameters do.
-            path = Self.split(Substring(path), on: "/").map { segment -> String in
-                let pieces = Self.split(segment, on: ";")
-                guard pieces.count > 1 else { return String(segment) }
-                return ([String(pieces[0])] + pieces.dropFirst().map { parameter -> String in
-                    let pair = Self.split(parameter, on: "=", maxSplits: 1)
-                    guard pair.count == 2, secretRules.isSecretParameter(Self.decodedName(pair[0])) else {
-                        return String(parameter)
-                    }
-                    credentials.append("path:\(pair[0])=\(pair[1])")
-                    Self.collectSecret(String(pair[1]), into: &secrets)
-                    return "\(pair[0])=\(Self.redactionMarker)"
-                }).joined(separator: ";")
-            }.joined(separator: "/")
-        }
-        var query = ""
-        if parts.count == 2 {
-            let parameters = Self.split(parts[1], on: "&").filter { !$0.isEmpty }.map { segment in
-                let pair = Self.split(segment, on: "=", maxSplits: 1)
-                return (name: String(pair[0]), value: pair.count == 2 ? String(pair[1]) : nil)
-            }.sorted(by: Self.precedes)
-            query = parameters.map { parameter in
-                guard let value = parameter.value, secretRules.isSecretParameter(Self.decodedName(parameter.name[...])) else {
-                    return parameter.value.map { "\(parameter.name)=\($0)" } ?? parameter.name
-                }
-                credentials.append("query:\(parameter.name)=\(value)")
-                Self.collectSecret(value, into: &secrets)
-                return "\(parameter.name)=\(Self.redactionMarker)"
-            }.joined(separator: "&")
-            if !parameters.isEmpty { query = "?" + query }
-        }
+        let target = Self.normalisedTarget(rawPath, secretRules: secretRules, credentials: &credentials, secrets: &secrets)
 
         // Header fields that can carry identity, by name and by pattern, every value of each, in
         // a fixed order so the partition does not depend on the order they were sent in.
@@ -197,13 +166,25 @@ public struct CacheKey: Sendable, Hashable {
             })
         }
 
+        var url: [UInt8] = []
+        url.reserveCapacity(normalisedScheme.utf8.count + 3 + normalisedAuthority.utf8.count + target.count)
+        url.append(contentsOf: normalisedScheme.utf8)
+        url.append(contentsOf: "://".utf8)
+        url.append(contentsOf: normalisedAuthority.utf8)
+        url.append(contentsOf: target)
         self.method = request.method.rawValue
-        self.url = "\(normalisedScheme)://\(normalisedAuthority)\(path)\(query)"
+        self.url = String(decoding: url, as: UTF8.self)
         self.credentialPartition = credentials.isEmpty
             ? nil : Self.digest("tollgate.cache.credentials.v1\n" + credentials.joined(separator: "\n"))
-        self.resourceKey = Self.digest(
-            "tollgate.cache.resource.v1\n\(method)\n\(url)\n\(credentialPartition ?? "")"
-        )
+        // The digest's input is assembled as bytes: no interpolated string for each request.
+        var resource = Array("tollgate.cache.resource.v1\n".utf8)
+        resource.reserveCapacity(resource.count + method.utf8.count + url.count + 66)
+        resource.append(contentsOf: method.utf8)
+        resource.append(UInt8(ascii: "\n"))
+        resource.append(contentsOf: url)
+        resource.append(UInt8(ascii: "\n"))
+        resource.append(contentsOf: (credentialPartition ?? "").utf8)
+        self.resourceKey = Self.digest(bytes: resource)
         self.secrets = secrets.filter { $0.utf8.count >= 8 }
     }
 
@@ -248,31 +229,26 @@ public struct CacheKey: Sendable, Hashable {
             .map { Substring($0) }
     }
 
-    /// The order of query parameters in a normalised URL: by the bytes of the name, then no value
-    /// before a value, then by the bytes of the value. Bytes, not Swift's `<` on strings, which
-    /// holds canonically equivalent spellings (`é` and `e` + U+0301) equal: with it, the order
-    /// such parameters arrived in would decide the URL's bytes, and so its cache key.
-    static func precedes(_ first: (name: String, value: String?), _ second: (name: String, value: String?)) -> Bool {
-        if !first.name.utf8.elementsEqual(second.name.utf8) {
-            return first.name.utf8.lexicographicallyPrecedes(second.name.utf8)
-        }
-        switch (first.value, second.value) {
-        case (nil, _): return second.value != nil
-        case (_, nil): return false
-        case (let firstValue?, let secondValue?): return firstValue.utf8.lexicographicallyPrecedes(secondValue.utf8)
+    /// The hex SHA-256 of a text's UTF-8.
+    static func digest(_ text: String) -> String {
+        digest(bytes: Array(text.utf8))
+    }
+
+    /// The hex SHA-256 of some bytes.
+    static func digest(bytes: [UInt8]) -> String {
+        let hash = SHA256.hash(data: bytes)
+        return String(unsafeUninitializedCapacity: 2 * SHA256.byteCount) { hex in
+            var written = 0
+            for byte in hash {
+                hex[written] = hexDigits[Int(byte >> 4)]
+                hex[written + 1] = hexDigits[Int(byte & 0x0F)]
+                written += 2
+            }
+            return written
         }
     }
 
-    static func digest(_ text: String) -> String {
-        let hexDigits = Array("0123456789abcdef".utf8)
-        var hex: [UInt8] = []
-        hex.reserveCapacity(64)
-        for byte in SHA256.hash(data: Data(text.utf8)) {
-            hex.append(hexDigits[Int(byte >> 4)])
-            hex.append(hexDigits[Int(byte & 0x0F)])
-        }
-        return String(decoding: hex, as: UTF8.self)
-    }
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 }
 
 /// What a response's `Vary` says about which requests it can answer.

@@ -128,6 +128,21 @@ struct CacheKeyTests {
         #expect(HTTPDate.parse("Thu, 29 Feb 2024 00:00:00 GMT") != nil)
     }
 
+    @Test("a secret echoed in a response field is redacted at every occurrence, ASCII or not")
+    func echoedSecretsRedacted() {
+        let ascii = "AIzaSy-echoed-key-1"
+        let accented = "clé-secrète-2"
+        let stored = CacheHeaders.storable(
+            [HTTPField.Name("X-Echo")!: "a=\(ascii)&b=\(ascii)", HTTPField.Name("X-Tail")!: "end \(ascii)",
+             HTTPField.Name("X-Accent")!: "v=\(accented);", HTTPField.Name("X-Plain")!: "AIzaSy-echoed-key"],
+            sensitive: [], secrets: [ascii, accented]
+        )
+        #expect(stored.map { "\($0.name): \($0.value)" } == [
+            "X-Echo: a=REDACTED&b=REDACTED", "X-Tail: end REDACTED", "X-Accent: v=REDACTED;",
+            "X-Plain: AIzaSy-echoed-key",
+        ])
+    }
+
     @Test("a 304 merge replaces same-named fields, keeps the rest, never takes Content-Length or Set-Cookie")
     func merge() {
         let stored = [CacheHeaderField(name: "ETag", value: "\"1\""), CacheHeaderField(name: "Content-Length", value: "10"),
