@@ -7,6 +7,20 @@ import TollgateTestSupport
 struct ThrottleStorageTests {
     private let start = Date(timeIntervalSince1970: 1_795_291_200)
 
+    @Test("the window's text: every Int64 written as JSON integers that SQLite's json_each and the decoder read back")
+    func windowText() throws {
+        let times: [Int64] = [.min, -1_000, -1, 0, 7, 10, 1_795_291_200_123, .max]
+        let text = AdmittedTimes.encode(times)
+        #expect(text == "[\(times.map(String.init).joined(separator: ","))]")
+        #expect(AdmittedTimes.encode([]) == "[]")
+        #expect(AdmittedTimes.decode(text) == times.filter { $0 != .min }, "Int64.min's magnitude overflows: skipped, never wrapped")
+        let store = try SQLiteStore(location: .inMemory)
+        let read = try store.read { db in
+            try db.fetchAll("SELECT value FROM json_each(?)", [.text(AdmittedTimes.encode(Array(times.dropFirst())))])
+        }
+        #expect(read.map { $0[0].int64 } == times.dropFirst().map { $0 })
+    }
+
     @Test("a lowered limit waits for enough requests to leave the window, not just the oldest")
     func loweredLimit() async throws {
         let store = try SQLiteStore(location: .inMemory)
