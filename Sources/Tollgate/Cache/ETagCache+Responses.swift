@@ -171,10 +171,14 @@ extension ETagCache {
     ///     its caller's answer was revised at (see ``revisedInMemory(_:of:for:endpoint:requestedAt:at:)``).
     ///   - onlyEntry: The one entry the `304` may revise, when the caller answered from it already:
     ///     no other is selected, and no variant adopted.
+    ///   - answered: The caller's answer, revised in memory from the entry it was built from
+    ///     (``revisedInMemory(_:of:for:endpoint:requestedAt:at:)``): only that entry is revised, with
+    ///     the revision computed then when the entry is still as the answer saw it.
     func revalidated(
         _ notModified: HTTPResponse, for request: HTTPRequest, endpoint: String, requestedAt: Date?,
-        bookkeeping: AnswerBookkeeping, at now: Date? = nil, onlyEntry: Int64? = nil
+        bookkeeping: AnswerBookkeeping, at now: Date? = nil, onlyEntry: Int64? = nil, answered: RevisedInMemory? = nil
     ) async throws -> (cached: CachedResponse?, booked: AnswerBookkeepingResult?) {
+        let onlyEntry = answered?.base.id ?? onlyEntry
         guard notModified.status.code == 304 else { return (nil, nil) }
         guard Self.isCacheable(request, ignoringAddedValidators: true), let key = try? key(for: request) else {
             return (nil, nil)
@@ -183,7 +187,13 @@ extension ETagCache {
         let validatedSinceMs = retention(now: now).expiredBeforeMs
         let initialAgeMs = Self.initialAgeMs(notModified.headerFields, requestedAt: requestedAt, now: now)
         let selecting = reviser(notModified, for: request, key: key, endpoint: endpoint, requestedAt: requestedAt, now: now)
-        let revise: @Sendable ([CacheEntryMetadata]) -> CacheRevision? = if let onlyEntry {
+        let revise: @Sendable ([CacheEntryMetadata]) -> CacheRevision? = if let answered {
+            { candidates in
+                guard let candidate = candidates.first(where: { $0.id == answered.base.id }) else { return nil }
+                // Revised or replaced since the answer: the 304 merges into what is stored now.
+                return answered.base.isSameVersion(as: candidate) ? answered.revision : selecting([candidate])
+            }
+        } else if let onlyEntry {
             { candidates in selecting(candidates.filter { $0.id == onlyEntry }) }
         } else {
             selecting
@@ -220,19 +230,19 @@ extension ETagCache {
     ///   - endpoint: The endpoint name.
     ///   - requestedAt: When the request was sent.
     ///   - now: The time of the revalidation.
-    /// - Returns: The revised response, or nil when the `304` does not confirm `stored` (another
+    /// - Returns: The revised response and the revision that made it, or nil when the `304` does not confirm `stored` (another
     ///   variant, a contradicting `Last-Modified`): only the store can then select what it confirms.
     func revisedInMemory(
         _ notModified: HTTPResponse, of stored: CachedResponse, for request: HTTPRequest, endpoint: String,
         requestedAt: Date?, at now: Date
-    ) -> CachedResponse? {
+    ) -> RevisedInMemory? {
         guard notModified.status.code == 304, Self.isCacheable(request, ignoringAddedValidators: true),
               let key = try? key(for: request), key.resourceKey == stored.metadata.resourceKey,
               let revision = reviser(notModified, for: request, key: key, endpoint: endpoint, requestedAt: requestedAt,
                                      now: now)([stored.metadata])
         else { return nil }
         let revised = CacheEntry(metadata: revision.applied(to: stored.metadata), body: stored.body)
-        return CachedResponse(entry: revised, now: now)
+        return RevisedInMemory(response: CachedResponse(entry: revised, now: now), revision: revision, base: stored.metadata)
     }
 
     /// What a `304` changes in the stored entry it selects among `candidates`, or nil when it selects none.

@@ -630,9 +630,10 @@ public final class Gate: Sendable {
         if status == 304, let revalidating {
             // The answer is the stored response as the 304 revises it: written after the answer.
             let revisedAt = clock.now()
-            if let revised = cache.revisedInMemory(exchange.response, of: revalidating, for: request,
-                                                   endpoint: endpoint, requestedAt: exchange.sentAt, at: revisedAt) {
-                reviseAfterAnswer(exchange, of: revalidating, at: revisedAt, request: request, endpoint: endpoint,
+            if let answered = cache.revisedInMemory(exchange.response, of: revalidating, for: request,
+                                                    endpoint: endpoint, requestedAt: exchange.sentAt, at: revisedAt) {
+                let revised = answered.response
+                reviseAfterAnswer(exchange, answered: answered, at: revisedAt, request: request, endpoint: endpoint,
                                   lease: lease, logger: logger)
                 if let pending = exchange.pendingSettlement, pending.settlement.refundReservationID != nil {
                     // Refunded by that write: the charge is this attempt's own, not refunded before.
@@ -709,18 +710,18 @@ public final class Gate: Sendable {
     }
 
     /// Queues the write of a `304`'s revision, the attempt's settlement and the lease's return, in
-    /// one transaction after the answer. It revises `stored`, the entry the answer was built from,
-    /// or nothing: another process may have replaced it meanwhile, and the 304 does not confirm
-    /// its replacement.
+    /// one transaction after the answer. It revises the entry the answer was built from, with the
+    /// revision computed for the answer while that entry is unchanged, or nothing: another process
+    /// may have replaced it meanwhile, and the 304 does not confirm its replacement.
     private func reviseAfterAnswer(
-        _ exchange: Exchange, of stored: CachedResponse, at revisedAt: Date, request: HTTPRequest, endpoint: String,
+        _ exchange: Exchange, answered: RevisedInMemory, at revisedAt: Date, request: HTTPRequest, endpoint: String,
         lease: LeaseReturn?, logger: Logger
     ) {
-        writeAfterAnswer(exchange, resource: stored.metadata.resourceKey, lease: lease, endpoint: endpoint,
+        writeAfterAnswer(exchange, resource: answered.base.resourceKey, lease: lease, endpoint: endpoint,
                          logger: logger) { [self] bookkeeping in
             try? await cache.revalidated(exchange.response, for: request, endpoint: endpoint,
                                          requestedAt: exchange.sentAt, bookkeeping: bookkeeping, at: revisedAt,
-                                         onlyEntry: stored.entryID).booked
+                                         answered: answered).booked
         }
     }
 

@@ -25,7 +25,8 @@ struct RevisedInMemoryTests {
         let now = fixture.clock.now()
 
         let inMemory = try #require(fixture.cache.revisedInMemory(notModified, of: stored, for: conditional,
-                                                                 endpoint: "videos.list", requestedAt: nil, at: now))
+                                                                 endpoint: "videos.list", requestedAt: nil, at: now)).response
+        // Selected and revised again in the store's transaction, as a write without an answer does.
         let written = try #require(try await fixture.cache.revalidated(
             notModified, for: conditional, endpoint: "videos.list", requestedAt: nil, bookkeeping: AnswerBookkeeping(),
             at: now, onlyEntry: stored.entryID
@@ -61,5 +62,59 @@ struct RevisedInMemoryTests {
         let written = try await fixture.cache.revalidated(contradicting, for: conditional, endpoint: "e", requestedAt: nil,
                                                           bookkeeping: AnswerBookkeeping(), onlyEntry: stored.entryID)
         #expect(written.cached == nil)
+    }
+
+    @Test("the write after the answer applies the revision computed for it while the entry is unchanged, and writes what the answer said")
+    func answeredRevisionWritten() async throws {
+        let fixture = try CacheFixture()
+        try await fixture.cache.storeResponse(
+            response(200, [("ETag", "\"v1\""), ("Cache-Control", "no-cache"), ("X-Served-By", "cache-1")]),
+            body: Data("body".utf8), for: request(url), endpoint: "videos.list"
+        )
+        fixture.clock.advance(by: .seconds(30))
+        guard case .revalidate(let stored, let conditional) = try await fixture.cache.lookup(request(url), endpoint: "videos.list")
+        else { Issue.record("expected a revalidation"); return }
+        let notModified = response(304, [("ETag", "\"v1\""), ("Cache-Control", "max-age=600"), ("X-Served-By", "cache-2")])
+        let now = fixture.clock.now()
+        let answered = try #require(fixture.cache.revisedInMemory(notModified, of: stored, for: conditional,
+                                                                 endpoint: "videos.list", requestedAt: nil, at: now))
+        let written = try #require(try await fixture.cache.revalidated(
+            notModified, for: conditional, endpoint: "videos.list", requestedAt: nil, bookkeeping: AnswerBookkeeping(),
+            at: now, answered: answered
+        ).cached)
+        #expect(written.headerFields == answered.response.headerFields)
+        #expect(written.freshUntil == answered.response.freshUntil)
+        #expect(written.validatedAt == answered.response.validatedAt)
+        guard case .fresh(let next) = try await fixture.cache.lookup(request(url), endpoint: "videos.list") else {
+            Issue.record("expected the revised entry to be fresh"); return
+        }
+        #expect(next.headerFields == answered.response.headerFields)
+    }
+
+    @Test("an entry revised by another answer before the write is revised as it is then, not overwritten with the older revision")
+    func entryRevisedMeanwhileMergedAgain() async throws {
+        let fixture = try CacheFixture()
+        try await fixture.cache.storeResponse(
+            response(200, [("ETag", "\"v1\""), ("Cache-Control", "no-cache"), ("X-Served-By", "cache-1")]),
+            body: Data("body".utf8), for: request(url), endpoint: "videos.list"
+        )
+        fixture.clock.advance(by: .seconds(30))
+        guard case .revalidate(let stored, let conditional) = try await fixture.cache.lookup(request(url), endpoint: "videos.list")
+        else { Issue.record("expected a revalidation"); return }
+        let ours = response(304, [("ETag", "\"v1\""), ("X-Served-By", "cache-2")])
+        let answered = try #require(fixture.cache.revisedInMemory(ours, of: stored, for: conditional,
+                                                                 endpoint: "videos.list", requestedAt: nil,
+                                                                 at: fixture.clock.now()))
+        // Another request's 304 reaches the store first and adds a field.
+        fixture.clock.advance(by: .seconds(1))
+        let other = response(304, [("ETag", "\"v1\""), ("X-Request-Budget", "7")])
+        _ = try #require(try await fixture.cache.revalidated(other, for: conditional, endpoint: "videos.list",
+                                                              requestedAt: nil))
+        let written = try #require(try await fixture.cache.revalidated(
+            ours, for: conditional, endpoint: "videos.list", requestedAt: nil, bookkeeping: AnswerBookkeeping(),
+            at: fixture.clock.now(), answered: answered
+        ).cached)
+        #expect(written.headerFields[HTTPField.Name("X-Request-Budget")!] == "7", "the other revision's field stays")
+        #expect(written.headerFields[HTTPField.Name("X-Served-By")!] == "cache-2")
     }
 }
