@@ -134,6 +134,12 @@ if "floor.admission_statements" in v:
     context.append(f"The admission's own statements through the C API, on Tollgate's schema (floor statements): {us(sql)}, "
                    f"{sql / v['floor.txn']:.2f}× the bare tx; Tollgate's admission is {v['tollgate.admission'] / sql:.2f}× its own SQL.")
 
+if "e2e.gate_back_to_back" in v:
+    sequential = v["e2e.gate_back_to_back"]
+    context.append(f"End to end, back to back (each 304 through the gate sent as soon as the previous answer came, so it also "
+                   f"meets the rest of that answer's write): {us(sequential)}, {(sequential / v['e2e.bare'] - 1) * 100:+.0f} % "
+                   f"over the bare transport. Not a goal row: the row above times the gate up to its answer.")
+
 headers = ("Benchmark", "Tollgate", "Reference", "Ratio", "Goal", "")
 widths = [max(len(str(x[i])) for x in rows + [headers]) for i in range(6)]
 line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"

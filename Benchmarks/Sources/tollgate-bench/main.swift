@@ -209,6 +209,13 @@ case "e2e":
     result("e2e.gate", Timing.median(gateOnly))
     result("e2e.bare", Timing.median(bare))
     print("INFO e2e: the write after the answer, waited for by Gate.flush(): median \(Timing.median(afterAnswer) / 1000) µs")
+    // A caller that sends its next request as soon as it has an answer: each request also meets
+    // what is left of the previous one's write after the answer (its admission waits for it).
+    try await scenario.gate.flush()
+    let backToBack = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { _ in
+        try await scenario.throughGate()
+    }
+    result("e2e.gate_back_to_back", Timing.median(backToBack))
     await scenario.stop()
 
 case "pg-admission":
