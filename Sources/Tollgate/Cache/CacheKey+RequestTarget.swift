@@ -81,34 +81,34 @@ extension CacheKey {
         }
         return String(decoding: name.lazy.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
-}
 
-/// One `name[=value]` of a query, as slices of the target's bytes.
-struct QueryParameter: Comparable {
-    let name: ArraySlice<UInt8>
-    /// Nil for a bare `name`, empty for `name=`.
-    let value: ArraySlice<UInt8>?
+    /// One `name[=value]` of a query, as slices of the target's bytes.
+    struct QueryParameter: Comparable {
+        let name: ArraySlice<UInt8>
+        /// Nil for a bare `name`, empty for `name=`.
+        let value: ArraySlice<UInt8>?
 
-    /// The non-empty `&`-separated parameters of a query, in the order they came.
-    static func parse(_ query: ArraySlice<UInt8>) -> [QueryParameter] {
-        query.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).map { segment in
-            guard let equals = segment.firstIndex(of: UInt8(ascii: "=")) else {
-                return QueryParameter(name: segment, value: nil)
+        /// The non-empty `&`-separated parameters of a query, in the order they came.
+        static func parse(_ query: ArraySlice<UInt8>) -> [QueryParameter] {
+            query.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).map { segment in
+                guard let equals = segment.firstIndex(of: UInt8(ascii: "=")) else {
+                    return QueryParameter(name: segment, value: nil)
+                }
+                return QueryParameter(name: segment[..<equals], value: segment[(equals + 1)...])
             }
-            return QueryParameter(name: segment[..<equals], value: segment[(equals + 1)...])
         }
-    }
 
-    /// The order of a normalised URL: by the bytes of the name, then no value before a value,
-    /// then by the bytes of the value. Bytes, not Swift's `<` on strings, which holds canonically
-    /// equivalent spellings (`é` and `e` + U+0301) equal: with it, the order such parameters
-    /// arrived in would decide the URL's bytes, and so its cache key.
-    static func < (first: QueryParameter, second: QueryParameter) -> Bool {
-        if !first.name.elementsEqual(second.name) { return first.name.lexicographicallyPrecedes(second.name) }
-        switch (first.value, second.value) {
-        case (nil, _): return second.value != nil
-        case (_, nil): return false
-        case (let firstValue?, let secondValue?): return firstValue.lexicographicallyPrecedes(secondValue)
+        /// The order of a normalised URL: by the bytes of the name, then no value before a value,
+        /// then by the bytes of the value. Bytes, not Swift's `<` on strings, which holds canonically
+        /// equivalent spellings (`é` and `e` + U+0301) equal: with it, the order such parameters
+        /// arrived in would decide the URL's bytes, and so its cache key.
+        static func < (first: QueryParameter, second: QueryParameter) -> Bool {
+            if !first.name.elementsEqual(second.name) { return first.name.lexicographicallyPrecedes(second.name) }
+            switch (first.value, second.value) {
+            case (nil, _): return second.value != nil
+            case (_, nil): return false
+            case (let firstValue?, let secondValue?): return firstValue.lexicographicallyPrecedes(secondValue)
+            }
         }
     }
 }
