@@ -28,10 +28,12 @@ extension CacheHeaders {
     static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
 
     /// The freshness of a response received at `responseTime` for a request sent at `requestTime`.
+    /// `cacheControl` is `fields`' `Cache-Control`, when the caller parsed it already.
     static func freshness(
-        _ fields: HTTPFields, status: Int, requestTime: Date, responseTime: Date, heuristics: HeuristicFreshness
+        _ fields: HTTPFields, status: Int, requestTime: Date, responseTime: Date, heuristics: HeuristicFreshness,
+        cacheControl parsed: CacheControl? = nil
     ) -> ResponseFreshness {
-        let cacheControl = CacheControl(fields)
+        let cacheControl = parsed ?? CacheControl(fields)
         let initialAge = initialAge(fields, requestTime: requestTime, responseTime: responseTime)
         guard !cacheControl.noCache else { return ResponseFreshness(lifetime: 0, initialAge: initialAge, freshUntil: nil) }
         let lifetime = lifetime(fields, cacheControl: cacheControl, status: status, responseTime: responseTime,

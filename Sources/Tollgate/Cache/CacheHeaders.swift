@@ -22,9 +22,10 @@ enum CacheHeaders {
         _ name: HTTPField.Name, sensitive: Set<HTTPField.Name>, patterns: [SecretNamePattern] = [],
         connectionOptions: Set<String> = []
     ) -> Bool {
-        let canonical = name.canonicalName
+        let canonical = name.canonicalName // lowercase already: matched as it is
         return canonical != "set-cookie" && canonical != "set-cookie2" && !sensitive.contains(name)
-            && !hopByHop.contains(canonical) && !connectionOptions.contains(canonical) && !patterns.anyMatches(canonical)
+            && !hopByHop.contains(canonical) && !connectionOptions.contains(canonical)
+            && !patterns.anyMatches(lowercasedBytes: Array(canonical.utf8)[...])
     }
 
     /// The fields to store from a response, with any echo of the request's secrets redacted.

@@ -102,7 +102,7 @@ extension ETagCache {
 
         let freshness = CacheHeaders.freshness(
             response.headerFields, status: status, requestTime: requestedAt ?? now, responseTime: now,
-            heuristics: configuration.heuristics
+            heuristics: configuration.heuristics, cacheControl: cacheControl
         )
         let entry = NewCacheEntry(
             resourceKey: key.resourceKey,

@@ -61,7 +61,7 @@ public struct SecretNamePattern: Sendable, Hashable, CustomStringConvertible, Ex
 extension Collection where Element == SecretNamePattern {
     /// Whether any pattern matches `name`.
     func anyMatches(_ name: some StringProtocol) -> Bool {
-        anyMatches(lowercasedBytes: Array(name.lowercased().utf8)[...])
+        !isEmpty && anyMatches(lowercasedBytes: Array(name.lowercased().utf8)[...])
     }
 
     /// Whether any pattern matches the UTF-8 bytes of an already lowercased name.

@@ -324,7 +324,9 @@ enum CacheTable {
     }
 
     private static func singleLine(_ text: String) -> String {
-        guard text.contains(where: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) else { return text }
+        // Checked on bytes first: walking Characters (grapheme breaking) for every stored field
+        // showed in a store's profile, and almost no value holds a line break.
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) else { return text }
         return String(text.map { $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })
     }
 }
