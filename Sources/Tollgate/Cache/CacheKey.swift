@@ -166,25 +166,13 @@ public struct CacheKey: Sendable, Hashable {
             })
         }
 
-        var url: [UInt8] = []
-        url.reserveCapacity(normalisedScheme.utf8.count + 3 + normalisedAuthority.utf8.count + target.count)
-        url.append(contentsOf: normalisedScheme.utf8)
-        url.append(contentsOf: "://".utf8)
-        url.append(contentsOf: normalisedAuthority.utf8)
-        url.append(contentsOf: target)
         self.method = request.method.rawValue
-        self.url = String(decoding: url, as: UTF8.self)
+        self.url = "\(normalisedScheme)://\(normalisedAuthority)" + String(decoding: target, as: UTF8.self)
         self.credentialPartition = credentials.isEmpty
             ? nil : Self.digest("tollgate.cache.credentials.v1\n" + credentials.joined(separator: "\n"))
-        // The digest's input is assembled as bytes: no interpolated string for each request.
-        var resource = Array("tollgate.cache.resource.v1\n".utf8)
-        resource.reserveCapacity(resource.count + method.utf8.count + url.count + 66)
-        resource.append(contentsOf: method.utf8)
-        resource.append(UInt8(ascii: "\n"))
-        resource.append(contentsOf: url)
-        resource.append(UInt8(ascii: "\n"))
-        resource.append(contentsOf: (credentialPartition ?? "").utf8)
-        self.resourceKey = Self.digest(bytes: resource)
+        self.resourceKey = Self.digest(
+            "tollgate.cache.resource.v1\n\(method)\n\(url)\n\(credentialPartition ?? "")"
+        )
         self.secrets = secrets.filter { $0.utf8.count >= 8 }
     }
 
@@ -231,12 +219,7 @@ public struct CacheKey: Sendable, Hashable {
 
     /// The hex SHA-256 of a text's UTF-8.
     static func digest(_ text: String) -> String {
-        digest(bytes: Array(text.utf8))
-    }
-
-    /// The hex SHA-256 of some bytes.
-    static func digest(bytes: [UInt8]) -> String {
-        let hash = SHA256.hash(data: bytes)
+        let hash = SHA256.hash(data: Array(text.utf8))
         return String(unsafeUninitializedCapacity: 2 * SHA256.byteCount) { hex in
             var written = 0
             for byte in hash {

@@ -169,16 +169,14 @@ extension ETagCache {
     /// - Parameters:
     ///   - now: The time of the revalidation; the clock's time when nil. The gate passes the time
     ///     its caller's answer was revised at (see ``revisedInMemory(_:of:for:endpoint:requestedAt:at:)``).
-    ///   - onlyEntry: The one entry the `304` may revise, when the caller answered from it already:
-    ///     no other is selected, and no variant adopted.
     ///   - answered: The caller's answer, revised in memory from the entry it was built from
     ///     (``revisedInMemory(_:of:for:endpoint:requestedAt:at:)``): only that entry is revised, with
-    ///     the revision computed then when the entry is still as the answer saw it.
+    ///     the revision computed then when the entry is still as the answer saw it, and no variant
+    ///     is adopted.
     func revalidated(
         _ notModified: HTTPResponse, for request: HTTPRequest, endpoint: String, requestedAt: Date?,
-        bookkeeping: AnswerBookkeeping, at now: Date? = nil, onlyEntry: Int64? = nil, answered: RevisedInMemory? = nil
+        bookkeeping: AnswerBookkeeping, at now: Date? = nil, answered: RevisedInMemory? = nil
     ) async throws -> (cached: CachedResponse?, booked: AnswerBookkeepingResult?) {
-        let onlyEntry = answered?.base.id ?? onlyEntry
         guard notModified.status.code == 304 else { return (nil, nil) }
         guard Self.isCacheable(request, ignoringAddedValidators: true), let key = try? key(for: request) else {
             return (nil, nil)
@@ -193,8 +191,6 @@ extension ETagCache {
                 // Revised or replaced since the answer: the 304 merges into what is stored now.
                 return answered.base.isSameVersion(as: candidate) ? answered.revision : selecting([candidate])
             }
-        } else if let onlyEntry {
-            { candidates in selecting(candidates.filter { $0.id == onlyEntry }) }
         } else {
             selecting
         }
@@ -205,7 +201,7 @@ extension ETagCache {
             )
         }
         guard let entry = revision.entry else {
-            if onlyEntry == nil, let copied = try await adoptVariant(confirmedBy: notModified, for: request, key: key, now: now,
+            if answered == nil, let copied = try await adoptVariant(confirmedBy: notModified, for: request, key: key, now: now,
                                                    initialAgeMs: initialAgeMs, endpoint: endpoint) {
                 return (copied, revision.bookkeeping)
             }

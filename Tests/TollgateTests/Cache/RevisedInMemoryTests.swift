@@ -9,17 +9,28 @@ import TollgateTestSupport
 struct RevisedInMemoryTests {
     let url = "https://api.example.com/videos?id=abc"
 
-    @Test("the revision computed in memory equals the one written: headers, validators, freshness, age and body")
-    func inMemoryEqualsWritten() async throws {
-        let fixture = try CacheFixture()
-        let body = Data(#"{"items":[{"id":"abc"}]}"#.utf8)
+    /// Stores a no-cache 200 with an ETag, lets 30 s pass and looks it up: the stored response
+    /// and the conditional request the gate would send.
+    private func storedForRevalidation(
+        _ fixture: CacheFixture, body: Data = Data("body".utf8)
+    ) async throws -> (stored: CachedResponse, conditional: HTTPRequest) {
         try await fixture.cache.storeResponse(
             response(200, [("ETag", "\"v1\""), ("Cache-Control", "no-cache"), ("X-Served-By", "cache-1")]),
             body: body, for: request(url), endpoint: "videos.list"
         )
         fixture.clock.advance(by: .seconds(30))
         guard case .revalidate(let stored, let conditional) = try await fixture.cache.lookup(request(url), endpoint: "videos.list")
-        else { Issue.record("expected a revalidation"); return }
+        else { throw RevalidationExpected() }
+        return (stored, conditional)
+    }
+
+    private struct RevalidationExpected: Error {}
+
+    @Test("the revision computed in memory equals the one written: headers, validators, freshness, age and body")
+    func inMemoryEqualsWritten() async throws {
+        let fixture = try CacheFixture()
+        let body = Data(#"{"items":[{"id":"abc"}]}"#.utf8)
+        let (stored, conditional) = try await storedForRevalidation(fixture, body: body)
         let notModified = response(304, [("ETag", "W/\"v1\""), ("Cache-Control", "max-age=600"), ("X-Served-By", "cache-2"),
                                          ("Age", "5")])
         let now = fixture.clock.now()
@@ -29,7 +40,7 @@ struct RevisedInMemoryTests {
         // Selected and revised again in the store's transaction, as a write without an answer does.
         let written = try #require(try await fixture.cache.revalidated(
             notModified, for: conditional, endpoint: "videos.list", requestedAt: nil, bookkeeping: AnswerBookkeeping(),
-            at: now, onlyEntry: stored.entryID
+            at: now
         ).cached)
         #expect(inMemory.headerFields == written.headerFields)
         #expect(inMemory.headerFields[.cacheControl] == "max-age=600")
@@ -60,20 +71,14 @@ struct RevisedInMemoryTests {
         #expect(fixture.cache.revisedInMemory(contradicting, of: stored, for: conditional, endpoint: "e",
                                               requestedAt: nil, at: fixture.clock.now()) == nil)
         let written = try await fixture.cache.revalidated(contradicting, for: conditional, endpoint: "e", requestedAt: nil,
-                                                          bookkeeping: AnswerBookkeeping(), onlyEntry: stored.entryID)
+                                                          bookkeeping: AnswerBookkeeping())
         #expect(written.cached == nil)
     }
 
     @Test("the write after the answer applies the revision computed for it while the entry is unchanged, and writes what the answer said")
     func answeredRevisionWritten() async throws {
         let fixture = try CacheFixture()
-        try await fixture.cache.storeResponse(
-            response(200, [("ETag", "\"v1\""), ("Cache-Control", "no-cache"), ("X-Served-By", "cache-1")]),
-            body: Data("body".utf8), for: request(url), endpoint: "videos.list"
-        )
-        fixture.clock.advance(by: .seconds(30))
-        guard case .revalidate(let stored, let conditional) = try await fixture.cache.lookup(request(url), endpoint: "videos.list")
-        else { Issue.record("expected a revalidation"); return }
+        let (stored, conditional) = try await storedForRevalidation(fixture)
         let notModified = response(304, [("ETag", "\"v1\""), ("Cache-Control", "max-age=600"), ("X-Served-By", "cache-2")])
         let now = fixture.clock.now()
         let answered = try #require(fixture.cache.revisedInMemory(notModified, of: stored, for: conditional,
@@ -94,13 +99,7 @@ struct RevisedInMemoryTests {
     @Test("an entry revised by another answer before the write is revised as it is then, not overwritten with the older revision")
     func entryRevisedMeanwhileMergedAgain() async throws {
         let fixture = try CacheFixture()
-        try await fixture.cache.storeResponse(
-            response(200, [("ETag", "\"v1\""), ("Cache-Control", "no-cache"), ("X-Served-By", "cache-1")]),
-            body: Data("body".utf8), for: request(url), endpoint: "videos.list"
-        )
-        fixture.clock.advance(by: .seconds(30))
-        guard case .revalidate(let stored, let conditional) = try await fixture.cache.lookup(request(url), endpoint: "videos.list")
-        else { Issue.record("expected a revalidation"); return }
+        let (stored, conditional) = try await storedForRevalidation(fixture)
         let ours = response(304, [("ETag", "\"v1\""), ("X-Served-By", "cache-2")])
         let answered = try #require(fixture.cache.revisedInMemory(ours, of: stored, for: conditional,
                                                                  endpoint: "videos.list", requestedAt: nil,
