@@ -80,7 +80,7 @@ extension CacheHeaders {
     static func ageValue(_ fields: HTTPFields) -> Int64? {
         guard let first = fields[values: .age].first else { return nil }
         let member = first.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
-        return CacheControl.deltaSeconds(member.trimmingCharacters(in: CharacterSet(charactersIn: " \t")))
+        return CacheControl.deltaSeconds(String(member.trimmingOptionalWhitespace))
     }
 
     /// `corrected_initial_age` (§4.2.3): the larger of the apparent age (`response_time − Date`)

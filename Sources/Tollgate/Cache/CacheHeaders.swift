@@ -12,7 +12,7 @@ enum CacheHeaders {
     /// The field names a message's `Connection` lists: they describe that connection only.
     static func connectionOptions(_ fields: HTTPFields) -> Set<String> {
         Set(fields[values: .connection].flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty })
+            .map { $0.trimmingOptionalWhitespace.lowercased() }.filter { !$0.isEmpty })
     }
 
     /// Whether a response field may be stored: not `Set-Cookie` (a credential of its own, so it is
@@ -77,21 +77,17 @@ enum CacheHeaders {
         fields[.lastModified].flatMap(trimmedOptionalWhitespace)
     }
 
-    /// A field value without the spaces and tabs around it (RFC 9110's OWS), nil when nothing is
-    /// left. On bytes: Foundation's character-set trimming showed in the profile of every store.
+    /// A field value without the spaces and tabs around it (RFC 9110's OWS), nil when nothing is left.
     private static func trimmedOptionalWhitespace(_ value: String) -> String? {
-        let bytes = value.utf8
-        let isOWS = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        guard let first = bytes.firstIndex(where: { !isOWS($0) }), let last = bytes.lastIndex(where: { !isOWS($0) })
-        else { return nil }
-        if first == bytes.startIndex, last == bytes.index(before: bytes.endIndex) { return value }
-        return String(value[first...last])
+        let trimmed = value.trimmingOptionalWhitespace
+        if trimmed.isEmpty { return nil }
+        return trimmed.startIndex == value.startIndex && trimmed.endIndex == value.endIndex ? value : String(trimmed)
     }
 
     /// Weak comparison of entity tags (RFC 9110 §8.8.3.2): equal opaque tags, `W/` or not.
     static func weaklyMatch(_ first: String, _ second: String) -> Bool {
         func opaque(_ tag: String) -> Substring {
-            let trimmed = Substring(tag.trimmingCharacters(in: .whitespaces))
+            let trimmed = tag.trimmingOptionalWhitespace
             return trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed
         }
         return opaque(first) == opaque(second)
@@ -121,7 +117,7 @@ enum CacheHeaders {
     static func requestPragmaNoCache(_ fields: HTTPFields) -> Bool {
         guard !fields.contains(.cacheControl) else { return false }
         return fields[values: pragma].flatMap { $0.split(separator: ",") }
-            .contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "no-cache" }
+            .contains { $0.trimmingOptionalWhitespace.lowercased() == "no-cache" }
     }
 
     /// `value` with every occurrence of each secret replaced by the redaction marker. An ASCII

@@ -248,7 +248,7 @@ public enum VaryFields: Sendable, Hashable {
     public init(_ fields: HTTPFields) {
         let names = fields[values: .vary]
             .flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .map { $0.trimmingOptionalWhitespace.lowercased() }
             .filter { !$0.isEmpty }
         if names.contains("*") {
             self = .any
@@ -262,7 +262,7 @@ public enum VaryFields: Sendable, Hashable {
     /// Reads the normalised `vary` column of a stored entry.
     /// - Parameter stored: The column, comma-separated names, or nil.
     public init(stored: String?) {
-        let names = (stored ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let names = (stored ?? "").split(separator: ",").map { String($0.trimmingOptionalWhitespace) }
             .filter { !$0.isEmpty }
         self = names.isEmpty ? .none : (names.contains("*") ? .any : .names(names))
     }

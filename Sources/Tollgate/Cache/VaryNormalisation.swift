@@ -21,7 +21,7 @@ enum VaryNormalisation {
         let members = collapsed.flatMap { $0.split(separator: ",") }.map { member in
             member.split(separator: ";").map { parameter in
                 parameter.split(separator: "=", omittingEmptySubsequences: false)
-                    .map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "=")
+                    .map { $0.trimmingOptionalWhitespace }.joined(separator: "=")
             }.joined(separator: ";").lowercased()
         }.filter { !$0.isEmpty }
         return members.sorted().joined(separator: ", ")

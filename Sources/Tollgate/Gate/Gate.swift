@@ -56,6 +56,8 @@ public final class Gate: Sendable {
     /// `stale-while-revalidate` revalidations running after their stale answer was returned, by
     /// resource, so one runs at a time per resource and ``flush()`` can wait for them.
     let backgroundRevalidations = Mutex<[String: Task<Void, Never>]>([:])
+    /// The logger with each endpoint's metadata, made once per endpoint.
+    private let endpointLoggers: EndpointLoggers
     /// A GET's cache store or revision, with its settlement, written after its answer was
     /// returned; ``flush()`` waits for them.
     let afterAnswerWrites = AfterAnswerWrites()
@@ -111,6 +113,7 @@ public final class Gate: Sendable {
         self.transport = transport
         self.clock = clock
         self.logger = logger
+        self.endpointLoggers = EndpointLoggers(base: logger)
         self.metrics = GateMetrics(factory: metrics)
     }
 
@@ -258,9 +261,7 @@ public final class Gate: Sendable {
             return GateResponse(response: cached.response, body: cached.body, source: .cache,
                                 unitsCharged: 0, attempts: 0, age: cached.age)
         }
-        // A handler's metadata is rebuilt on every change: set once the request goes further than a hit.
-        var logger = self.logger
-        logger[metadataKey: "gate.endpoint"] = "\(endpoint)"
+        let logger = endpointLoggers.logger(for: endpoint)
         if let early = await answerWithoutSending(request, lookup: lookup, endpoint: endpoint, options: options,
                                                   via: transport, revalidation: revalidation) {
             return early

@@ -117,6 +117,34 @@ struct RFC9111ParsingTests {
         #expect(CacheControl(values: ["a=\"x,y\", b"]).directives.keys.sorted() == ["a", "b"], "commas inside quotes")
     }
 
+    @Test("§5.2 / RFC 9110 §5.6.2: a directive name is made of exactly the tchar bytes, every one of them")
+    func directiveNamesAreTokens() {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        // Not the list separator, the argument's `=` or a quote: those mean something of their own.
+        for byte in UInt8(0x21)...UInt8(0x7E) where !"=,\"".utf8.contains(byte) {
+            let name = "x" + String(decoding: [byte], as: UTF8.self) + "y"
+            let directives = CacheControl(values: [name]).directives
+            if tchar.contains(byte) {
+                #expect(directives[name.lowercased()] == [.none], "\(name): one name of three tchars")
+            } else {
+                #expect(directives["x"] == [.malformed], "\(name): the name ends before a non-tchar")
+            }
+        }
+    }
+
+    @Test("RFC 9110 §5.6.3: optional whitespace is spaces and tabs only, trimmed at both ends on scalar boundaries")
+    func optionalWhitespace() {
+        #expect(" \t\"v1\" \t".trimmingOptionalWhitespace == "\"v1\"")
+        #expect("W/\"x\"".trimmingOptionalWhitespace == "W/\"x\"")
+        #expect(" \t ".trimmingOptionalWhitespace.isEmpty)
+        #expect("".trimmingOptionalWhitespace.isEmpty)
+        #expect(" é ".trimmingOptionalWhitespace == "é", "a multi-byte scalar at both ends")
+        #expect(" e\u{301}\t".trimmingOptionalWhitespace == "e\u{301}", "a combining mark last")
+        #expect("\u{A0}no-cache\u{A0}".trimmingOptionalWhitespace == "\u{A0}no-cache\u{A0}", "not HTTP whitespace")
+        #expect(CacheHeaders.weaklyMatch(" W/\"a\"\t", "\"a\""))
+        #expect(!CacheHeaders.weaklyMatch("\u{A0}\"a\"", "\"a\""))
+    }
+
     @Test("§4.2.2: the heuristic is 10 % of Date − Last-Modified, capped, only for heuristically cacheable statuses")
     func heuristic() {
         let fields = Self.fields([(.date, HTTPDate.format(Self.now)),
