@@ -15,10 +15,13 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
     ],
     targets: [
+        // The system SQLite3, called bare by the end-to-end floor (EndToEndFloor).
+        .systemLibrary(name: "CSQLiteFloor", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The scenarios, shared by the package-benchmark suite and the comparison harness.
         .target(
             name: "BenchmarkScenarios",
             dependencies: [
+                "CSQLiteFloor",
                 .product(name: "Tollgate", package: "Tollgate"),
                 .product(name: "TollgateStore", package: "Tollgate"),
                 .product(name: "TollgateFakeAPI", package: "Tollgate"),
@@ -49,6 +52,6 @@ let package = Package(
 
 // The scenarios run on their caller's executor, as the library does: the harness times a
 // main-actor caller and a nonisolated one.
-for target in package.targets where target.type != .plugin {
+for target in package.targets where target.type != .plugin && target.type != .system {
     target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
 }

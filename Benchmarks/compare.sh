@@ -56,6 +56,8 @@ for round in $(seq 1 "$rounds"); do
     run "$bin" hit "$(iterations 10000)" "$(fresh hit.sqlite)"
     run "$work/floor" upsert "$(iterations 3000)" "$work"
     run "$bin" store "$(iterations 3000)" "$(fresh store.sqlite)"
+    # The store's own SQL through the C API, on the file the harness just left (1,000 entries).
+    run "$work/floor" store-statements "$(iterations 3000)" "$work/store.sqlite"
     run python3 peer/requests_cache_bench.py "$(iterations 2000)" "$work"
 done
 
@@ -133,6 +135,17 @@ if "floor.admission_statements" in v:
     sql = v["floor.admission_statements"]
     context.append(f"The admission's own statements through the C API, on Tollgate's schema (floor statements): {us(sql)}, "
                    f"{sql / v['floor.txn']:.2f}× the bare tx; Tollgate's admission is {v['tollgate.admission'] / sql:.2f}× its own SQL.")
+
+if "floor.store_statements" in v:
+    sql = v["floor.store_statements"]
+    context.append(f"A store's own statements through the C API, on Tollgate's schema (floor store-statements): {us(sql)}, "
+                   f"{sql / v['floor.upsert']:.2f}× the blob upsert; Tollgate's store is {v['tollgate.store'] / sql:.2f}× its own SQL.")
+
+if "e2e.floor_path" in v:
+    floor_path = v["e2e.floor_path"]
+    context.append(f"End to end, the SQLite floor in situ (one 10 KiB body read and one one-row write transaction through the C API, "
+                   f"then the same bare request): {us(floor_path)}, {(floor_path / v['e2e.bare'] - 1) * 100:+.1f} % over the bare "
+                   f"transport; the gate's own work over that floor: {us(v['e2e.gate'] - floor_path)}.")
 
 if "e2e.gate_back_to_back" in v:
     sequential = v["e2e.gate_back_to_back"]

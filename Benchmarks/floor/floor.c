@@ -11,6 +11,11 @@
  *                                       (their text copied from the Swift sources), on a file the harness's
  *                                       admission run left: Tollgate's schema and rows, no Swift. What the
  *                                       admission's SQL costs by itself, so that the rest is Tollgate's own
+ *   floor store-statements ITERATIONS FILE
+ *                                       the same for a cache store at capacity: its statements as
+ *                                       SQLiteStore issues them, on the file the harness's store run
+ *                                       left (1,000 entries), each store taking over the least recently
+ *                                       used entry's rows with a new key and a new 10 KiB body
  *   floor contention PROCS ITERATIONS DIR
  *                                       PROCS processes each doing ITERATIONS bare transactions
  *                                       on one file; prints aggregate throughput
@@ -314,6 +319,89 @@ static void statements(int iterations, const char *path) {
     free(samples);
 }
 
+/* A cache store at capacity, in the order SQLiteStore.storeCacheEntry runs it (the miss counted,
+ * the resource's rows, the totals, the LRU victim taken over in place with its body, expiry, the
+ * totals again). Keep in step with CacheTable. */
+static const char *const store_sql[] = {
+    "INSERT INTO cache_stats_daily (pacific_date, endpoint, hits, revalidations, misses, stale, bytes_saved, coalesced) "
+    "VALUES (?1, ?2, 0, 0, 1, 0, 0, 0) ON CONFLICT (pacific_date, endpoint) DO UPDATE SET "
+    "hits = hits + excluded.hits, revalidations = revalidations + excluded.revalidations, "
+    "misses = misses + excluded.misses, stale = stale + excluded.stale, "
+    "bytes_saved = bytes_saved + excluded.bytes_saved, coalesced = coalesced + excluded.coalesced",
+    "SELECT id, variant_key, vary, hit_count FROM cache_entries WHERE resource_key = ?1",
+    "SELECT entries, body_bytes FROM cache_totals WHERE id = 1",
+    "SELECT id, body_size FROM cache_entries ORDER BY last_access_ms, id LIMIT 1",
+    "UPDATE cache_entries SET resource_key = ?1, variant_key = '', endpoint = ?2, method = 'GET', url = ?3, vary = NULL, "
+    "status = 200, headers = ?4, etag = '\"v1-etag\"', last_modified = NULL, body_size = 10240, stored_at_ms = ?5, "
+    "validated_at_ms = ?5, fresh_until_ms = ?5 + 3600000, last_access_ms = ?5, hit_count = 0, initial_age_ms = 0 "
+    "WHERE id = ?6",
+    "UPDATE cache_bodies SET body = ?1 WHERE entry_id = ?2",
+    "DELETE FROM cache_entries WHERE last_access_ms < ?1 AND validated_at_ms < ?1",
+    "SELECT entries, body_bytes FROM cache_totals WHERE id = 1",
+};
+
+static void store_statements(int iterations, const char *path) {
+    enum { count = sizeof store_sql / sizeof store_sql[0], size = 10 * 1024 };
+    sqlite3 *db = open_file(path);
+    sqlite3_stmt *begin, *commit, *steps[count];
+    check(sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), db, "prepare");
+    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), db, "prepare");
+    for (int i = 0; i < count; i++) check(sqlite3_prepare_v2(db, store_sql[i], -1, &steps[i], NULL), db, store_sql[i]);
+    unsigned char *payload = malloc(size);
+    for (int i = 0; i < size; i++) payload[i] = (unsigned char)(i * 31 + 7);
+    static const char headers[] = "Content-Type: application/json; charset=UTF-8\nETag: \"v1-etag\"\n"
+                                  "Cache-Control: private, max-age=3600";
+    long long *samples = malloc(sizeof(long long) * (size_t)iterations);
+    char key[72], url[160];
+    for (int i = -iterations / 10; i < iterations; i++) {
+        /* A new resource each time, keyed like a digest, as the harness's stores are. */
+        snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)(i + 7) * 0x9E3779B97F4A7C15ULL,
+                 (unsigned long long)(now_ns() + getpid()) * 0xC2B2AE3D27D4EB4FULL);
+        snprintf(url, sizeof url, "https://www.googleapis.com/youtube/v3/videos?id=floor%d&key=REDACTED&part=snippet", i);
+        payload[0] = (unsigned char)i;
+        long long start = now_ns();
+        long long now_ms = (long long)time(NULL) * 1000;
+        long long victim = 0;
+        check(sqlite3_step(begin), db, "BEGIN IMMEDIATE");
+        sqlite3_reset(begin);
+        for (int s = 0; s < count; s++) {
+            sqlite3_stmt *step = steps[s];
+            switch (s) {
+            case 0: sqlite3_bind_text(step, 1, "2026-11-25", -1, SQLITE_STATIC);
+                    sqlite3_bind_text(step, 2, "videos.list", -1, SQLITE_STATIC); break;
+            case 1: sqlite3_bind_text(step, 1, key, -1, SQLITE_STATIC); break;
+            case 4: sqlite3_bind_text(step, 1, key, -1, SQLITE_STATIC);
+                    sqlite3_bind_text(step, 2, "videos.list", -1, SQLITE_STATIC);
+                    sqlite3_bind_text(step, 3, url, -1, SQLITE_STATIC);
+                    sqlite3_bind_text(step, 4, headers, -1, SQLITE_STATIC);
+                    sqlite3_bind_int64(step, 5, now_ms);
+                    sqlite3_bind_int64(step, 6, victim); break;
+            case 5: sqlite3_bind_blob(step, 1, payload, size, SQLITE_STATIC);
+                    sqlite3_bind_int64(step, 2, victim); break;
+            case 6: sqlite3_bind_int64(step, 1, now_ms - 7LL * 86400000); break;
+            default: break;
+            }
+            int rc;
+            while ((rc = sqlite3_step(step)) == SQLITE_ROW) {
+                if (s == 3) victim = sqlite3_column_int64(step, 0);
+            }
+            check(rc, db, store_sql[s]);
+            sqlite3_reset(step);
+        }
+        check(sqlite3_step(commit), db, "COMMIT");
+        sqlite3_reset(commit);
+        if (i >= 0) samples[i] = now_ns() - start;
+        if (victim == 0) { fprintf(stderr, "floor store-statements: no entry to take over: run the harness's store on this file first\n"); exit(1); }
+    }
+    for (int i = 0; i < count; i++) sqlite3_finalize(steps[i]);
+    sqlite3_finalize(begin);
+    sqlite3_finalize(commit);
+    sqlite3_close(db);
+    printf("RESULT floor.store_statements %lld\n", median(samples, iterations));
+    free(samples);
+    free(payload);
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "txn") == 0) {
         txn(atoi(argv[2]), argv[3]);
@@ -323,10 +411,12 @@ int main(int argc, char **argv) {
         upsert(atoi(argv[2]), argv[3]);
     } else if (argc == 4 && strcmp(argv[1], "statements") == 0) {
         statements(atoi(argv[2]), argv[3]);
+    } else if (argc == 4 && strcmp(argv[1], "store-statements") == 0) {
+        store_statements(atoi(argv[2]), argv[3]);
     } else if (argc == 5 && strcmp(argv[1], "contention") == 0 && atoi(argv[2]) <= 64) {
         contention(atoi(argv[2]), atoi(argv[3]), argv[4]);
     } else {
-        fprintf(stderr, "usage: floor txn N DIR | floor blob N DIR | floor upsert N DIR | floor statements N FILE | "
+        fprintf(stderr, "usage: floor txn N DIR | floor blob N DIR | floor upsert N DIR | floor statements N FILE | floor store-statements N FILE | "
                         "floor contention PROCS N DIR\n");
         return 64;
     }

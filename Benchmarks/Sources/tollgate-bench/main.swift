@@ -188,9 +188,11 @@ case "contention":
 case "e2e":
     let iterations = integer(2)
     let scenario = try await EndToEndScenario(path: argument(3))
+    let floor = try EndToEndFloor(path: argument(3) + "-floor")
     var bare: [UInt64] = []
+    var floorPath: [UInt64] = []
     var afterAnswer: [UInt64] = []
-    // Interleaved, so both see the same machine. The gate's writes after the answer (a 304's
+    // Interleaved, so all three see the same machine. The gate's writes after the answer (a 304's
     // revision and settlement) are waited for before the bare request, untimed, so they never run
     // during it: the bare transport is timed on an idle process, the gate up to its answer.
     let gated = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { index in
@@ -199,15 +201,20 @@ case "e2e":
         try await scenario.gate.flush()
         let start = Timing.now
         try await scenario.bare()
+        let floorStart = Timing.now
+        try floor.pathWork()
+        try await scenario.bare()
         if index >= warmup(iterations) {
-            bare.append(Timing.now - start)
+            bare.append(floorStart - start)
+            floorPath.append(Timing.now - floorStart)
             afterAnswer.append(start - flushed)
         }
     }
-    // `gated` timed all three; take the flush and the bare part out.
-    let gateOnly = zip(zip(gated, bare), afterAnswer).map { $0.0 - $0.1 - $1 }
+    // `gated` timed all of it; take the flush, the bare request and the floor's out.
+    let gateOnly = zip(zip(gated, zip(bare, floorPath)), afterAnswer).map { $0.0 - $0.1.0 - $0.1.1 - $1 }
     result("e2e.gate", Timing.median(gateOnly))
     result("e2e.bare", Timing.median(bare))
+    result("e2e.floor_path", Timing.median(floorPath))
     print("INFO e2e: the write after the answer, waited for by Gate.flush(): median \(Timing.median(afterAnswer) / 1000) µs")
     // A caller that sends its next request as soon as it has an answer: each request also meets
     // what is left of the previous one's write after the answer (its admission waits for it).
