@@ -6,8 +6,9 @@ import Synchronization
 ///
 /// Setting metadata on a `Logger` is not free: swift-log's own `StreamLogHandler`, for one, renders
 /// all of its metadata again on every change. Set on every request that went to the network, it cost
-/// about 3 µs of CPU per `304` (`perf` samples of the end-to-end harness). Endpoints are few, so each one's logger is kept; past ``capacity`` of them (names made
-/// from arbitrary paths, say) the metadata is set per request again rather than kept without bound.
+/// about 3 µs of CPU per `304` (`perf` samples of the end-to-end harness). Endpoints are few, so
+/// each one's logger is kept; past ``capacity`` of them (names made from arbitrary paths, say) the
+/// metadata is set per request again rather than kept without bound.
 final class EndpointLoggers: Sendable {
     /// How many endpoints' loggers are kept.
     static let capacity = 1024

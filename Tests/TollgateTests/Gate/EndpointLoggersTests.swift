@@ -5,7 +5,7 @@ import TollgateTestSupport
 
 @Suite("The gate's logger per endpoint")
 struct EndpointLoggersTests {
-    @Test("each endpoint's logger carries its name and the base logger's own metadata, the same logger every time")
+    @Test("each endpoint's logger carries its name and the base logger's own metadata, each time it is asked for")
     func metadataPerEndpoint() {
         let capture = LogCapture()
         var base = capture.logger
@@ -19,7 +19,7 @@ struct EndpointLoggersTests {
         #expect(metadata.allSatisfy { $0["app"] == "tests" })
     }
 
-    @Test("past its capacity, an endpoint still gets its metadata, from a logger made for the request")
+    @Test("past its capacity, an endpoint not kept still gets its metadata, and a kept one still answers")
     func pastCapacity() {
         let capture = LogCapture()
         let loggers = EndpointLoggers(base: capture.logger)
