@@ -54,6 +54,10 @@ struct PacificDayTests {
         #expect(PacificDay(key: "26-1-1") == nil)
         #expect(PacificDay(key: "2026-12-31")?.next.key == "2027-01-01")
         #expect(PacificDay(key: "2027-01-01")?.previous.key == "2026-12-31")
+        // Keys are written in place, four digits of year, zero-padded; past 9999 the year grows.
+        #expect(PacificDay(key: "0999-01-09")?.key == "0999-01-09")
+        #expect(PacificDay(key: "0001-10-31")?.previous.key == "0001-10-30")
+        #expect(PacificDay(key: "9999-12-31")?.next.key == "10000-01-01")
     }
 
     @Test("every day from 2007 to 2040 agrees with the system's time-zone database")

@@ -21,6 +21,22 @@ struct ThrottleStorageTests {
         #expect(read.map { $0[0].int64 } == times.dropFirst().map { $0 })
     }
 
+    @Test("the window's text read back from hand edits: out of order is sorted, damage and numbers past Int64 are skipped")
+    func windowTextHandEdits() {
+        let cases: [(String, [Int64])] = [
+            ("[3,1,2]", [1, 2, 3]), ("[ 1 , 2 ]", [1, 2]), ("[1,x2,3]", [1, 2, 3]), ("[--5,1-2,-x5]", [-5, 1, 2, 5]),
+            ("[9223372036854775807,9223372036854775808]", [.max]),
+            ("[-9223372036854775807,-9223372036854775808]", [-Int64.max]),
+            ("[18446744073709551616,99999999999999999999,7]", [7]), ("", []), ("[]", []), ("[-0]", [0]),
+            ("1795291200123", [1_795_291_200_123]),
+        ]
+        for (text, times) in cases {
+            #expect(AdmittedTimes.decode(text) == times, "\(text)")
+        }
+        let window = (0..<80).map { 1_795_291_200_000 + Int64($0) * 25 }
+        #expect(AdmittedTimes.decode(AdmittedTimes.encode(window)) == window)
+    }
+
     @Test("a lowered limit waits for enough requests to leave the window, not just the oldest")
     func loweredLimit() async throws {
         let store = try SQLiteStore(location: .inMemory)

@@ -20,31 +20,28 @@ enum HTTPDate {
     ///     more than 50 years ahead means the past century).
     /// - Returns: The instant, or nil when the text is not exactly one of the three forms.
     static func parse(_ text: String, now: Date? = nil) -> Date? {
-        var bytes = Array(text.utf8)[...]
-        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes.removeFirst() }
-        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes.removeLast() }
-        let value = Array(bytes)
+        let value = Array(text.trimmingOptionalWhitespace.utf8)
         return imfFixdate(value) ?? rfc850(value, now: now) ?? asctime(value)
     }
 
     /// `day-name "," SP 2DIGIT SP month SP 4DIGIT SP 2DIGIT ":" 2DIGIT ":" 2DIGIT SP "GMT"`.
     private static func imfFixdate(_ b: [UInt8]) -> Date? {
-        guard b.count == 29, dayNames.contains(Array(b[0..<3])), b[3] == UInt8(ascii: ","), b[4] == 0x20,
+        guard b.count == 29, dayNames.contains(where: { $0.elementsEqual(b[0..<3]) }), b[3] == UInt8(ascii: ","), b[4] == 0x20,
               let day = digits(b, 5, 2), b[7] == 0x20, let month = month(b, 8), b[11] == 0x20,
               let year = digits(b, 12, 4), b[16] == 0x20, let time = timeOfDay(b, 17), b[25] == 0x20,
-              Array(b[26..<29]) == Array("GMT".utf8)
+              b[26..<29].elementsEqual("GMT".utf8)
         else { return nil }
         return instant(year: year, month: month, day: day, time: time)
     }
 
     /// `day-name-l "," SP 2DIGIT "-" month "-" 2DIGIT SP time-of-day SP "GMT"`.
     private static func rfc850(_ b: [UInt8], now: Date?) -> Date? {
-        guard let comma = b.firstIndex(of: UInt8(ascii: ",")), longDayNames.contains(Array(b[0..<comma])) else { return nil }
+        guard let comma = b.firstIndex(of: UInt8(ascii: ",")), longDayNames.contains(where: { $0.elementsEqual(b[0..<comma]) }) else { return nil }
         let s = comma + 1
         guard b.count == s + 23, b[s] == 0x20, let day = digits(b, s + 1, 2), b[s + 3] == UInt8(ascii: "-"),
               let month = month(b, s + 4), b[s + 7] == UInt8(ascii: "-"), let shortYear = digits(b, s + 8, 2),
               b[s + 10] == 0x20, let time = timeOfDay(b, s + 11), b[s + 19] == 0x20,
-              Array(b[(s + 20)..<(s + 23)]) == Array("GMT".utf8)
+              b[(s + 20)..<(s + 23)].elementsEqual("GMT".utf8)
         else { return nil }
         let currentYear = now.map { CivilDate.fromDays(Int(floor($0.timeIntervalSince1970 / 86_400))).year } ?? 2000
         var year = currentYear - currentYear % 100 + shortYear
@@ -54,7 +51,7 @@ enum HTTPDate {
 
     /// `day-name SP month SP ( 2DIGIT / ( SP DIGIT ) ) SP time-of-day SP 4DIGIT`.
     private static func asctime(_ b: [UInt8]) -> Date? {
-        guard b.count == 24, dayNames.contains(Array(b[0..<3])), b[3] == 0x20, let month = month(b, 4), b[7] == 0x20
+        guard b.count == 24, dayNames.contains(where: { $0.elementsEqual(b[0..<3]) }), b[3] == 0x20, let month = month(b, 4), b[7] == 0x20
         else { return nil }
         let day: Int
         if b[8] == 0x20, let one = digits(b, 9, 1) { day = one } else if let two = digits(b, 8, 2) { day = two } else { return nil }
@@ -73,7 +70,7 @@ enum HTTPDate {
     }
 
     private static func month(_ b: [UInt8], _ start: Int) -> Int? {
-        guard start + 3 <= b.count, let index = monthNames.firstIndex(of: Array(b[start..<(start + 3)])) else { return nil }
+        guard start + 3 <= b.count, let index = monthNames.firstIndex(where: { $0.elementsEqual(b[start..<(start + 3)]) }) else { return nil }
         return index + 1
     }
 

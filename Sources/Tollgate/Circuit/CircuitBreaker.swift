@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 
 /// A per-endpoint circuit breaker whose state lives in the store, shared by every process that
 /// opens the same file and kept across restarts (seed 001, DESIGN.md "Circuit breaker").
@@ -272,27 +271,11 @@ public struct CircuitBreaker: Sendable {
         max(0, Int(interval.rounded(.up)))
     }
 
-    /// A new probe-lease token, unique across processes and restarts: the process id and 128
-    /// random bits drawn once per process keep processes (and restarts) apart, a counter keeps one
-    /// process's tokens apart. For callers that run the store's admission themselves.
-    ///
-    /// Every admission makes one, and almost none is used (only a half-open circuit takes a probe),
-    /// so it costs no system call: no `getrandom`, no process id asked for again.
+    /// A new probe-lease token, unique across processes and restarts, for callers that run the
+    /// store's admission themselves. Every admission makes one, and almost none is used (only a
+    /// half-open circuit takes a probe), so it costs no system call.
     /// - Returns: The token.
     public static func newProbeToken() -> String {
-        "\(processNonce)-\(hex(probeTokens.add(1, ordering: .relaxed).newValue))"
-    }
-
-    private static let processNonce: String = {
-        var generator = SystemRandomNumberGenerator()
-        let high = generator.next() as UInt64, low = generator.next() as UInt64
-        return "\(ProcessInfo.processInfo.processIdentifier)-\(hex(high))\(hex(low))"
-    }()
-
-    private static let probeTokens = Atomic<UInt64>(0)
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+        ProcessUniqueToken.next()
     }
 }

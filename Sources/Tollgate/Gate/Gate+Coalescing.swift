@@ -88,7 +88,7 @@ extension Gate {
         // store's lease, or finds theirs. This process's earlier answers give their leases back
         // in their after-answer writes: those first, or one would look like another process's flight.
         await afterAnswerWrites.waitForQueued()
-        return .leading(Flight(key: key, local: local, leaseHolder: UUID().uuidString))
+        return .leading(Flight(key: key, local: local, leaseHolder: ProcessUniqueToken.next()))
     }
 
     /// The store's lease for `holder`, dated now: each admission that takes it asks for it afresh.

@@ -43,11 +43,29 @@ public struct PacificDay: Sendable, Hashable, Comparable, CustomStringConvertibl
 
     /// The `YYYY-MM-DD` key stored in the database.
     public var key: String {
-        func pad(_ value: Int, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
+        guard (0...9999).contains(year) else {
+            func pad(_ value: Int, _ width: Int) -> String {
+                let text = String(value)
+                return String(repeating: "0", count: max(0, width - text.count)) + text
+            }
+            return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))"
         }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))"
+        // Ten bytes written in place: an admission formats its day's key several times.
+        return String(unsafeUninitializedCapacity: 10) { buffer in
+            func write(_ value: Int, digits: Int, endingAt end: Int) {
+                var remaining = value
+                for position in (end - digits..<end).reversed() {
+                    buffer[position] = UInt8(ascii: "0") + UInt8(remaining % 10)
+                    remaining /= 10
+                }
+            }
+            write(year, digits: 4, endingAt: 4)
+            buffer[4] = UInt8(ascii: "-")
+            write(month, digits: 2, endingAt: 7)
+            buffer[7] = UInt8(ascii: "-")
+            write(day, digits: 2, endingAt: 10)
+            return 10
+        }
     }
 
     public var description: String { key }

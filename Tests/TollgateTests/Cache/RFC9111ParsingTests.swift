@@ -101,6 +101,24 @@ struct RFC9111ParsingTests {
         #expect(Self.lifetime([(.cacheControl, "max-age=60"), (.expires, "0")]) == 60, "max-age wins over Expires")
     }
 
+    @Test("§5.2: a value parsed again reads the same, however many others were parsed between, and long values too")
+    func directivesParsedAgain() {
+        let values = ["max-age=60, must-revalidate", "no-cache=\"Set-Cookie\", private", "MAX-AGE=5"]
+        let first = values.map { CacheControl(values: [$0]) }
+        // More distinct values than are remembered, then the first ones again.
+        for index in 0..<600 { _ = CacheControl(values: ["max-age=\(index)"]) }
+        #expect(values.map { CacheControl(values: [$0]) } == first)
+        #expect(CacheControl(values: ["max-age=600"]).maxAge == CacheControl(values: ["max-age=600"]).maxAge)
+        #expect(CacheControl(values: ["max-age=7"]).maxAge != CacheControl(values: ["max-age=8"]).maxAge)
+        // Every line counts: a directive on the second is read.
+        #expect(CacheControl(values: ["max-age=60", "no-store"]).noStore)
+        #expect(!CacheControl(values: ["max-age=60"]).noStore)
+        let long = "x-padding=\"\(String(repeating: "a", count: 2_000))\", max-age=42"
+        #expect(CacheControl(values: [long]).maxAge == CacheControl(values: ["max-age=42"]).maxAge)
+        #expect(CacheControl(values: [long]).contains("x-padding"))
+        #expect(CacheControl(values: []).directives.isEmpty)
+    }
+
     @Test("§5.2.2: no-cache with or without field names, must-revalidate and proxy-revalidate are recognised in any case")
     func responseDirectives() {
         for value in ["no-cache", "NO-CACHE", "no-cache=\"Set-Cookie\"", "no-cache=\"Set-Cookie, X-Other\"", "no-cache=Set-Cookie",

@@ -1,0 +1,29 @@
+import Foundation
+import Synchronization
+
+/// Tokens unique across processes and restarts, for rows that say who holds them: a circuit's
+/// half-open probe lease and a resource's coalescing lease.
+///
+/// The process id and 128 random bits drawn once per process keep processes (and restarts) apart;
+/// a counter keeps one process's tokens apart. Every admission makes one and almost none is used,
+/// so making one costs no system call: no `getrandom`, no `/dev/urandom` (as `UUID()` reads on
+/// Linux, about 3 us on a 304's path), no process id asked for again.
+enum ProcessUniqueToken {
+    /// A new token, such as `4242-<32 hex digits>-000000000000002a`.
+    static func next() -> String {
+        "\(processNonce)-\(hex(issued.add(1, ordering: .relaxed).newValue))"
+    }
+
+    private static let processNonce: String = {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64, low = generator.next() as UInt64
+        return "\(ProcessInfo.processInfo.processIdentifier)-\(hex(high))\(hex(low))"
+    }()
+
+    private static let issued = Atomic<UInt64>(0)
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
