@@ -26,7 +26,7 @@ enum HTTPDate {
 
     /// `day-name "," SP 2DIGIT SP month SP 4DIGIT SP 2DIGIT ":" 2DIGIT ":" 2DIGIT SP "GMT"`.
     private static func imfFixdate(_ b: [UInt8]) -> Date? {
-        guard b.count == 29, dayNames.contains(where: { $0.elementsEqual(b[0..<3]) }), b[3] == UInt8(ascii: ","), b[4] == 0x20,
+        guard b.count == 29, name(b[0..<3], in: dayNames) != nil, b[3] == UInt8(ascii: ","), b[4] == 0x20,
               let day = digits(b, 5, 2), b[7] == 0x20, let month = month(b, 8), b[11] == 0x20,
               let year = digits(b, 12, 4), b[16] == 0x20, let time = timeOfDay(b, 17), b[25] == 0x20,
               b[26..<29].elementsEqual("GMT".utf8)
@@ -36,7 +36,7 @@ enum HTTPDate {
 
     /// `day-name-l "," SP 2DIGIT "-" month "-" 2DIGIT SP time-of-day SP "GMT"`.
     private static func rfc850(_ b: [UInt8], now: Date?) -> Date? {
-        guard let comma = b.firstIndex(of: UInt8(ascii: ",")), longDayNames.contains(where: { $0.elementsEqual(b[0..<comma]) }) else { return nil }
+        guard let comma = b.firstIndex(of: UInt8(ascii: ",")), name(b[0..<comma], in: longDayNames) != nil else { return nil }
         let s = comma + 1
         guard b.count == s + 23, b[s] == 0x20, let day = digits(b, s + 1, 2), b[s + 3] == UInt8(ascii: "-"),
               let month = month(b, s + 4), b[s + 7] == UInt8(ascii: "-"), let shortYear = digits(b, s + 8, 2),
@@ -51,7 +51,7 @@ enum HTTPDate {
 
     /// `day-name SP month SP ( 2DIGIT / ( SP DIGIT ) ) SP time-of-day SP 4DIGIT`.
     private static func asctime(_ b: [UInt8]) -> Date? {
-        guard b.count == 24, dayNames.contains(where: { $0.elementsEqual(b[0..<3]) }), b[3] == 0x20, let month = month(b, 4), b[7] == 0x20
+        guard b.count == 24, name(b[0..<3], in: dayNames) != nil, b[3] == 0x20, let month = month(b, 4), b[7] == 0x20
         else { return nil }
         let day: Int
         if b[8] == 0x20, let one = digits(b, 9, 1) { day = one } else if let two = digits(b, 8, 2) { day = two } else { return nil }
@@ -69,8 +69,13 @@ enum HTTPDate {
         return value
     }
 
+    /// Where `bytes` is in `names`, compared in place: no array per comparison.
+    private static func name(_ bytes: ArraySlice<UInt8>, in names: [[UInt8]]) -> Int? {
+        names.firstIndex { $0.elementsEqual(bytes) }
+    }
+
     private static func month(_ b: [UInt8], _ start: Int) -> Int? {
-        guard start + 3 <= b.count, let index = monthNames.firstIndex(where: { $0.elementsEqual(b[start..<(start + 3)]) }) else { return nil }
+        guard start + 3 <= b.count, let index = name(b[start..<(start + 3)], in: monthNames) else { return nil }
         return index + 1
     }
 
