@@ -115,8 +115,8 @@ enum ThrottleTable {
 
 /// The `admitted_at_ms` column: a JSON array of integers, written and read without a JSON library.
 ///
-/// Every admission reads and rewrites its endpoint's window, tens of times in the admission
-/// benchmark: both directions work on bytes, with no `String` per time, because that showed as
+/// Every admission reads and rewrites its endpoint's window (tens of times long in the admission
+/// benchmark): both directions work on bytes, with no `String` per time, because that showed as
 /// a fifth of an admission in its profile.
 enum AdmittedTimes {
     /// `[1, 2, 3]` without spaces.
