@@ -90,7 +90,9 @@ public struct CacheKey: Sendable, Hashable {
 
         /// Whether a query or path parameter (its percent-decoded, lowercased name) is a secret.
         func isSecretParameter(_ lowercasedName: String) -> Bool {
-            queryParameters.contains(lowercasedName) || queryParameterPatterns.anyMatches(lowercasedName)
+            // The name is lowercase already: no second lowercasing per parameter and request.
+            queryParameters.contains(lowercasedName)
+                || queryParameterPatterns.anyMatches(lowercasedBytes: Array(lowercasedName.utf8)[...])
         }
 
         /// Whether a header field carries a credential.

@@ -12,16 +12,34 @@ import Synchronization
 enum ProcessUniqueToken {
     /// A new token, such as `4242-<32 hex digits>-000000000000002a`.
     static func next() -> String {
-        "\(processNonce)-\(hex(issued.add(1, ordering: .relaxed).newValue))"
+        let counter = issued.add(1, ordering: .relaxed).newValue
+        // Written in place: interpolating and padding the counter took three allocations, a
+        // tenth of an admission's own Swift.
+        return String(unsafeUninitializedCapacity: processNonce.count + 17) { buffer in
+            var written = 0
+            for byte in processNonce {
+                buffer[written] = byte
+                written += 1
+            }
+            buffer[written] = UInt8(ascii: "-")
+            written += 1
+            for shift in stride(from: 60, through: 0, by: -4) {
+                buffer[written] = hexDigits[Int((counter >> UInt64(shift)) & 0xF)]
+                written += 1
+            }
+            return written
+        }
     }
 
-    private static let processNonce: String = {
+    private static let processNonce: [UInt8] = {
         var generator = SystemRandomNumberGenerator()
         let high = generator.next() as UInt64, low = generator.next() as UInt64
-        return "\(ProcessInfo.processInfo.processIdentifier)-\(hex(high))\(hex(low))"
+        return Array("\(ProcessInfo.processInfo.processIdentifier)-\(hex(high))\(hex(low))".utf8)
     }()
 
     private static let issued = Atomic<UInt64>(0)
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     private static func hex(_ value: UInt64) -> String {
         let digits = String(value, radix: 16)

@@ -12,18 +12,19 @@ enum CacheTable {
         id, resource_key, variant_key, endpoint, method, url, vary, status, headers, etag, last_modified,
         body_size, stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms, hit_count, initial_age_ms
         """
+    // Interpolated once: a text built per call is hashed and compared in full by the statement cache.
+    private static let selectCandidates =
+        "SELECT \(metadataColumns) FROM cache_entries WHERE resource_key = ? AND validated_at_ms >= ?"
+    private static let selectEntry = "SELECT \(metadataColumns) FROM cache_entries WHERE id = ?"
 
     /// The live variants of a resource.
     static func candidates(_ db: Database, resourceKey: String, validatedSinceMs: Int64) throws -> [CacheEntryMetadata] {
-        try db.fetchAll(
-            "SELECT \(metadataColumns) FROM cache_entries WHERE resource_key = ? AND validated_at_ms >= ?",
-            [.text(resourceKey), .integer(validatedSinceMs)]
-        ).map(metadata(from:))
+        try db.fetchAll(selectCandidates, [.text(resourceKey), .integer(validatedSinceMs)]).map(metadata(from:))
     }
 
     /// One entry's metadata by id.
     static func entry(_ db: Database, id: Int64) throws -> CacheEntryMetadata? {
-        try db.fetchOne("SELECT \(metadataColumns) FROM cache_entries WHERE id = ?", [.integer(id)]).map(metadata(from:))
+        try db.fetchOne(selectEntry, [.integer(id)]).map(metadata(from:))
     }
 
     /// One entry's body by id.
@@ -308,19 +309,57 @@ enum CacheTable {
     /// Header fields as `sqlite3` users read them: one `name: value` per line. HTTP field values
     /// cannot hold line breaks; any that arrive anyway become spaces so one field stays one line.
     static func encode(_ headers: [CacheHeaderField]) -> String {
-        headers.map { field in
-            "\(singleLine(field.name)): \(singleLine(field.value))"
-        }.joined(separator: "\n")
+        var text = ""
+        text.reserveCapacity(headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 3 })
+        for (index, field) in headers.enumerated() {
+            if index > 0 { text += "\n" }
+            text += singleLine(field.name)
+            text += ": "
+            text += singleLine(field.value)
+        }
+        return text
     }
 
-    /// Reads ``encode(_:)``'s text back; lines without a `: ` separator are skipped.
+    /// Reads ``encode(_:)``'s text back; lines without a `: ` separator are skipped, and a line
+    /// ending in `\r` (a file edited with CRLF line ends) is read without it.
+    ///
+    /// On UTF-8 bytes: splitting into `Character`s and searching with Foundation was most of the
+    /// Swift in a revision's write (every candidate row is decoded).
     static func decode(_ text: String) -> [CacheHeaderField] {
-        text.split(separator: "\n", omittingEmptySubsequences: true).compactMap { line in
-            guard let separator = line.range(of: ": ") else {
-                return line.hasSuffix(":") ? CacheHeaderField(name: String(line.dropLast()), value: "") : nil
+        var text = text
+        return text.withUTF8 { bytes in
+            var fields: [CacheHeaderField] = []
+            var lineStart = 0
+            while lineStart < bytes.count {
+                var lineEnd = lineStart
+                while lineEnd < bytes.count, bytes[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
+                let next = lineEnd + 1
+                if lineEnd > lineStart, bytes[lineEnd - 1] == UInt8(ascii: "\r") { lineEnd -= 1 }
+                if let field = field(in: UnsafeBufferPointer(rebasing: bytes[lineStart..<lineEnd])) {
+                    fields.append(field)
+                }
+                lineStart = next
             }
-            return CacheHeaderField(name: String(line[..<separator.lowerBound]), value: String(line[separator.upperBound...]))
+            return fields
         }
+    }
+
+    /// One `name: value` line, or `name:` with an empty value; nil for an empty line or one
+    /// without the separator.
+    private static func field(in line: UnsafeBufferPointer<UInt8>) -> CacheHeaderField? {
+        guard !line.isEmpty else { return nil }
+        var colon = 0
+        while colon + 1 < line.count {
+            if line[colon] == UInt8(ascii: ":"), line[colon + 1] == UInt8(ascii: " ") {
+                return CacheHeaderField(name: String(decoding: UnsafeBufferPointer(rebasing: line[..<colon]), as: UTF8.self),
+                                        value: String(decoding: UnsafeBufferPointer(rebasing: line[(colon + 2)...]),
+                                                      as: UTF8.self))
+            }
+            colon += 1
+        }
+        guard line[line.count - 1] == UInt8(ascii: ":") else { return nil }
+        return CacheHeaderField(name: String(decoding: UnsafeBufferPointer(rebasing: line.dropLast()), as: UTF8.self),
+                                value: "")
     }
 
     private static func singleLine(_ text: String) -> String {

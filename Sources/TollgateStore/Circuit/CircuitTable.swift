@@ -8,6 +8,8 @@ enum CircuitTable {
         endpoint, state, consecutive_failures, consecutive_rate_limits, failure_threshold, opened_at_ms, \
         open_until_ms, open_duration_ms, probe_owner, probe_lease_until_ms, failed_probes, trips, updated_at_ms
         """
+    // Interpolated once: a text built per call is hashed and compared in full by the statement cache.
+    private static let selectByEndpoint = "SELECT \(columns) FROM circuits WHERE endpoint = ?"
 
     /// Admission: load, decide, write back. Must run inside a write transaction.
     static func admit(_ db: Database, endpoint: String, policy: CircuitPolicy, probeToken: String,
@@ -67,7 +69,7 @@ enum CircuitTable {
 
     /// One circuit's row, by primary key.
     static func load(_ db: Database, endpoint: String) throws -> CircuitRecord? {
-        try db.fetchOne("SELECT \(columns) FROM circuits WHERE endpoint = ?", [.text(endpoint)]).map(decode)
+        try db.fetchOne(selectByEndpoint, [.text(endpoint)]).map(decode)
     }
 
     /// Every circuit, by endpoint.

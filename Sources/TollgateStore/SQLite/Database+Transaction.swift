@@ -21,7 +21,9 @@ extension Database {
     /// - Throws: What `body` throws, or ``DatabaseError`` when `BEGIN` or `COMMIT` fails.
     public func inTransaction<T>(_ kind: TransactionKind = .immediate, _ body: () throws -> T) throws -> T {
         precondition(!isInsideTransaction, "transactions do not nest")
-        try execute("BEGIN \(kind.rawValue) TRANSACTION")
+        // Literal texts: one interpolated per transaction would be hashed and compared in full by
+        // the statement cache.
+        try execute(kind == .immediate ? "BEGIN IMMEDIATE TRANSACTION" : "BEGIN DEFERRED TRANSACTION")
         let result: T
         do {
             result = try body()

@@ -114,6 +114,11 @@ struct CacheStorageTests {
         #expect(CacheTable.decode("garbage\n: \nno separator here\nA: b") == [
             CacheHeaderField(name: "", value: ""), CacheHeaderField(name: "A", value: "b"),
         ])
+        // A file edited with CRLF line ends, a value holding ": ", text beyond ASCII, a bare name.
+        #expect(CacheTable.decode("A: b\r\nX-Ünï: cödé: ✓\r\n\r\nEmpty:\nLast: z") == [
+            CacheHeaderField(name: "A", value: "b"), CacheHeaderField(name: "X-Ünï", value: "cödé: ✓"),
+            CacheHeaderField(name: "Empty", value: ""), CacheHeaderField(name: "Last", value: "z"),
+        ])
     }
 
     @Test("a cache write expires the entries last used before the cutoff; one used since is never served and goes at an operator's prune")

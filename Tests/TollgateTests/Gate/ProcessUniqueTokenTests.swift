@@ -19,6 +19,12 @@ struct ProcessUniqueTokenTests {
         let parts = tokens.map { $0.dropFirst(pid.count).split(separator: "-") }
         #expect(parts.allSatisfy { $0.count == 2 && $0[0].count == 32 && $0[1].count == 16 })
         #expect(Set(parts.map { $0[0] }).count == 1)
+        // The counter, in lowercase hex: one task's tokens count up.
+        let counters = tokens.prefix(1_000).compactMap { token in
+            token.split(separator: "-").last.flatMap { UInt64($0, radix: 16) }
+        }
+        #expect(counters.count == 1_000 && zip(counters, counters.dropFirst()).allSatisfy { $1 > $0 })
+        #expect(tokens.allSatisfy { $0.allSatisfy { $0 == "-" || ($0.isHexDigit && !$0.isUppercase) } })
         #expect(CircuitBreaker.newProbeToken() != CircuitBreaker.newProbeToken())
     }
 }
