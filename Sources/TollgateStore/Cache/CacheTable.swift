@@ -15,16 +15,10 @@ enum CacheTable {
     // Interpolated once: a text built per call is hashed and compared in full by the statement cache.
     private static let selectCandidates =
         "SELECT \(metadataColumns) FROM cache_entries WHERE resource_key = ? AND validated_at_ms >= ?"
-    private static let selectEntry = "SELECT \(metadataColumns) FROM cache_entries WHERE id = ?"
 
     /// The live variants of a resource.
     static func candidates(_ db: Database, resourceKey: String, validatedSinceMs: Int64) throws -> [CacheEntryMetadata] {
         try db.fetchAll(selectCandidates, [.text(resourceKey), .integer(validatedSinceMs)]).map(metadata(from:))
-    }
-
-    /// One entry's metadata by id.
-    static func entry(_ db: Database, id: Int64) throws -> CacheEntryMetadata? {
-        try db.fetchOne(selectEntry, [.integer(id)]).map(metadata(from:))
     }
 
     /// One entry's body by id.
@@ -163,20 +157,24 @@ enum CacheTable {
     }
 
     /// Applies a `304`'s revision: metadata only, never the body.
-    static func revise(_ db: Database, _ revision: CacheRevision) throws {
-        try db.execute(
-            """
-            UPDATE cache_entries SET headers = ?, etag = ?, last_modified = ?, fresh_until_ms = ?,
-                validated_at_ms = ?, last_access_ms = MAX(last_access_ms, ?), hit_count = hit_count + ?,
-                initial_age_ms = ?
-            WHERE id = ?
-            """,
-            [.text(encode(revision.headers)), .optionalText(revision.etag), .optionalText(revision.lastModified),
-             .optionalInt(revision.freshUntilMs), .integer(revision.nowMs), .integer(revision.nowMs),
-             .integer(revision.countsAsRevalidation ? 1 : 0), .integer(max(0, revision.initialAgeMs)),
-             .integer(revision.entryID)]
-        )
+    /// - Returns: The entry's metadata as revised, or nil when no entry has the revision's id.
+    static func revise(_ db: Database, _ revision: CacheRevision) throws -> CacheEntryMetadata? {
+        // RETURNING: the revised row comes back from the UPDATE, not from a second look-up by id.
+        try db.fetchOne(reviseReturningMetadata, [
+            .text(encode(revision.headers)), .optionalText(revision.etag), .optionalText(revision.lastModified),
+            .optionalInt(revision.freshUntilMs), .integer(revision.nowMs), .integer(revision.nowMs),
+            .integer(revision.countsAsRevalidation ? 1 : 0), .integer(max(0, revision.initialAgeMs)),
+            .integer(revision.entryID),
+        ]).map(metadata(from:))
     }
+
+    private static let reviseReturningMetadata = """
+        UPDATE cache_entries SET headers = ?, etag = ?, last_modified = ?, fresh_until_ms = ?,
+            validated_at_ms = ?, last_access_ms = MAX(last_access_ms, ?), hit_count = hit_count + ?,
+            initial_age_ms = ?
+        WHERE id = ?
+        RETURNING \(metadataColumns)
+        """
 
     /// Removes every variant of a resource.
     static func remove(_ db: Database, resourceKey: String) throws -> Int {

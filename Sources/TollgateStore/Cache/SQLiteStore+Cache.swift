@@ -74,8 +74,7 @@ extension SQLiteStore: CacheStorage {
                 guard !candidates.isEmpty, let revision = revise(candidates),
                       candidates.contains(where: { $0.id == revision.entryID })
                 else { return (CacheRevisionResult(entry: nil, bookkeeping: booked), nil) }
-                try CacheTable.revise(db, revision)
-                guard let metadata = try CacheTable.entry(db, id: revision.entryID),
+                guard let metadata = try CacheTable.revise(db, revision),
                       let body = try CacheTable.body(db, entryID: revision.entryID)
                 else { return (CacheRevisionResult(entry: nil, bookkeeping: booked), nil) }
                 if revision.countsAsRevalidation {

@@ -97,18 +97,19 @@ enum QuotaTable {
 
     /// Refunds a charge once. See ``QuotaStorage/refundQuota(reservationID:at:reason:)``.
     static func refund(_ db: Database, reservationID: Int64, at: Date, reason: String?) throws -> QuotaRefundOutcome {
-        guard let charge = try db.fetchOne(
-            "SELECT pacific_date, bucket, endpoint, units FROM quota_events WHERE id = ? AND kind = 'charge'",
-            [.integer(reservationID)]
+        // The charge and whether it was refunded already, in one statement.
+        guard let charge = try db.fetchOne("""
+            SELECT pacific_date, bucket, endpoint, units,
+                   EXISTS (SELECT 1 FROM quota_events AS refund
+                           WHERE refund.reservation_id = charge.id AND refund.kind = 'refund')
+            FROM quota_events AS charge WHERE charge.id = ? AND charge.kind = 'charge'
+            """, [.integer(reservationID)]
         ), let dateKey = charge[0].string, let day = PacificDay(key: dateKey),
               let bucket = charge[1].string, let endpoint = charge[2].string, let cost = charge[3].int
         else {
             throw StoreError.invalidArgument("no quota reservation has id \(reservationID)")
         }
-        let alreadyRefunded = try db.fetchOne(
-            "SELECT 1 FROM quota_events WHERE reservation_id = ? AND kind = 'refund'", [.integer(reservationID)]
-        ) != nil
-        if alreadyRefunded { return .alreadyRefunded }
+        if charge[4].int == 1 { return .alreadyRefunded }
 
         // A reset of that day already gave the units back: never refund below zero.
         let current = try db.fetchValue(
