@@ -23,10 +23,7 @@ enum ProcessUniqueToken {
             }
             buffer[written] = UInt8(ascii: "-")
             written += 1
-            for shift in stride(from: 60, through: 0, by: -4) {
-                buffer[written] = hexDigits[Int((counter >> UInt64(shift)) & 0xF)]
-                written += 1
-            }
+            writeHex(counter, into: buffer, at: &written)
             return written
         }
     }
@@ -34,15 +31,23 @@ enum ProcessUniqueToken {
     private static let processNonce: [UInt8] = {
         var generator = SystemRandomNumberGenerator()
         let high = generator.next() as UInt64, low = generator.next() as UInt64
-        return Array("\(ProcessInfo.processInfo.processIdentifier)-\(hex(high))\(hex(low))".utf8)
+        return Array("\(ProcessInfo.processInfo.processIdentifier)-".utf8)
+            + [UInt8](unsafeUninitializedCapacity: 32) { buffer, written in
+                written = 0
+                writeHex(high, into: buffer, at: &written)
+                writeHex(low, into: buffer, at: &written)
+            }
     }()
 
     private static let issued = Atomic<UInt64>(0)
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+    /// Writes `value` as 16 lowercase hex digits, zero-padded, from `position` on.
+    private static func writeHex(_ value: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at position: inout Int) {
+        for shift in stride(from: 60, through: 0, by: -4) {
+            buffer[position] = hexDigits[Int((value >> UInt64(shift)) & 0xF)]
+            position += 1
+        }
     }
 }
