@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 
-/// Fresh hits and stale serves gathered in memory until the next write of the cache, plus the
-/// per-endpoint counts since this process started that the hit-rate log line reports.
+/// Fresh hits, stale serves and misses gathered in memory until they are due to be written, plus
+/// the per-endpoint counts since this process started that the hit-rate log line reports.
 struct CacheActivityBuffer: Sendable {
     /// What the next write of the store applies first.
     var activity = CacheActivity()
@@ -12,6 +12,32 @@ struct CacheActivityBuffer: Sendable {
     var oldestPendingAt: Date?
     /// Outcomes per endpoint since this process started, for the hit-rate log line.
     var outcomes: [String: CacheStatisticsCounts] = [:]
+
+    /// Buffers a use's counts (and its LRU touch, when it used an entry).
+    mutating func record(_ counts: CacheStatisticsCounts, for key: CacheStatisticsKey, touching entryID: Int64?,
+                         atMs: Int64, now: Date) {
+        if let entryID { activity.touch(entryID, atMs: atMs) }
+        activity.count(counts, for: key)
+        pendingUses += 1
+        oldestPendingAt = min(oldestPendingAt ?? now, now)
+    }
+
+    /// Whether the buffer is due to be written: `threshold` uses have gathered, or the oldest of
+    /// them is `interval` old.
+    func isDue(at now: Date, threshold: Int, interval: Duration) -> Bool {
+        guard let oldestPendingAt else { return false }
+        return pendingUses >= threshold || now.timeIntervalSince(oldestPendingAt) >= interval.timeInterval
+    }
+
+    /// Takes what a store of a new answer carries: the whole buffer when it holds LRU touches (the
+    /// store may evict, and its choice of victim must see every use) or is due; nothing otherwise,
+    /// so that a run of misses writes their counts once per `threshold`, not a statistics row each.
+    mutating func takeForStore(at now: Date, threshold: Int, interval: Duration) -> CacheActivity {
+        guard !activity.touches.isEmpty || isDue(at: now, threshold: threshold, interval: interval) else {
+            return CacheActivity()
+        }
+        return take()
+    }
 
     /// Takes the activity to write, leaving the buffer empty.
     mutating func take() -> CacheActivity {

@@ -55,7 +55,9 @@ extension ETagCache {
         let now = clock.now()
         let miss = CacheStatisticsCounts(misses: 1)
         countOutcome(miss, endpoint: endpoint)
-        buffer.withLock { $0.activity.count(miss, for: statisticsKey(endpoint, now: now)) }
+        // Buffered like a hit: a run of misses writes the day's statistics row once per threshold.
+        let missKey = statisticsKey(endpoint, now: now)
+        buffer.withLock { $0.record(miss, for: missKey, touching: nil, atMs: CacheTime.milliseconds(now), now: now) }
 
         if method == .head, status == 200 {
             try await updateStoredGET(from: response, for: request, endpoint: endpoint, now: now, requestedAt: requestedAt)
@@ -118,7 +120,7 @@ extension ETagCache {
             initialAgeMs: Int64((freshness.initialAge * 1000).rounded(.down))
         )
         let retention = retention(now: now)
-        let result = try await withActivity(now: now) { activity in
+        let result = try await withActivity(now: now, onlyWhenNeeded: true) { activity in
             try await self.storage.storeCacheEntry(entry, retention: retention, activity: activity,
                                                    bookkeeping: bookkeeping)
         }

@@ -13,11 +13,11 @@ import Synchronization
 ///
 /// Fresh hits are the hot path: one on an entry read recently reads no row (the store keeps it in
 /// memory while no other connection has committed), any other costs one read transaction. Their
-/// LRU touches and counts are buffered in memory and written with the next write of the cache (a
-/// store, a `304`), or once
+/// LRU touches and counts, and the counts of misses, are buffered in memory and written once
 /// ``CacheConfiguration/activityFlushThreshold`` uses have gathered or
-/// ``CacheConfiguration/activityFlushInterval`` has passed. Call ``flush()`` before the process
-/// exits so the last few are not lost.
+/// ``CacheConfiguration/activityFlushInterval`` has passed, or earlier with a write of the cache
+/// (a `304`; a store when touches wait, so that its eviction sees every use). Call ``flush()``
+/// before the process exits so the last few are not lost.
 ///
 /// ```swift
 /// let cache = try ETagCache(storage: store, clock: SystemClock())
@@ -316,13 +316,9 @@ public final class ETagCache: Sendable {
         let key = statisticsKey(endpoint, now: now)
         let nowMs = CacheTime.milliseconds(now)
         let (shouldFlush, toLog) = buffer.withLock { buffer -> (Bool, CacheStatisticsCounts?) in
-            buffer.activity.touch(cached.entryID, atMs: nowMs)
-            buffer.activity.count(counts, for: key)
-            buffer.pendingUses += 1
-            let oldest = buffer.oldestPendingAt ?? now
-            buffer.oldestPendingAt = oldest
-            let due = buffer.pendingUses >= configuration.activityFlushThreshold
-                || now.timeIntervalSince(oldest) >= configuration.activityFlushInterval.timeInterval
+            buffer.record(counts, for: key, touching: cached.entryID, atMs: nowMs, now: now)
+            let due = buffer.isDue(at: now, threshold: configuration.activityFlushThreshold,
+                                   interval: configuration.activityFlushInterval)
             return (due, buffer.countOutcome(counts, endpoint: endpoint, logInterval: configuration.hitRateLogInterval))
         }
         toLog.map { logHitRate($0, endpoint: endpoint) }
@@ -338,8 +334,20 @@ public final class ETagCache: Sendable {
     }
 
     /// Runs a write of the store with the buffered activity; puts the activity back if it fails.
-    func withActivity<T: Sendable>(now: Date, _ operation: (CacheActivity) async throws -> T) async throws -> T {
-        let activity = buffer.withLock { $0.take() }
+    /// - Parameters:
+    ///   - now: When the write happens.
+    ///   - onlyWhenNeeded: Whether the write carries the buffer only when it holds LRU touches or
+    ///     is due (a store of a new answer); otherwise it always carries all of it.
+    ///   - operation: The write, given the activity it applies first in its transaction.
+    func withActivity<T: Sendable>(
+        now: Date, onlyWhenNeeded: Bool = false, _ operation: (CacheActivity) async throws -> T
+    ) async throws -> T {
+        let activity = buffer.withLock { buffer in
+            onlyWhenNeeded
+                ? buffer.takeForStore(at: now, threshold: configuration.activityFlushThreshold,
+                                      interval: configuration.activityFlushInterval)
+                : buffer.take()
+        }
         do {
             return try await operation(activity)
         } catch {

@@ -143,7 +143,7 @@ struct ETagCacheFreshnessTests {
         #expect(fixture.logs.entries.contains { $0.level == .debug && $0.message.description == "cache miss: stored" })
     }
 
-    @Test("fresh hits are buffered, not written one by one; the buffer is written once the threshold is reached")
+    @Test("fresh hits and misses are buffered, not written one by one; the buffer is written once the threshold is reached")
     func hitsAreBuffered() async throws {
         var configuration = CacheConfiguration()
         configuration.activityFlushThreshold = 5
@@ -151,16 +151,50 @@ struct ETagCacheFreshnessTests {
         let fixture = try CacheFixture(configuration: configuration)
         try await fixture.cache.storeResponse(response(200, [("ETag", "\"a\""), ("Cache-Control", "max-age=60")]),
                                               body: Data("a".utf8), for: request(url), endpoint: "e")
-        let hits = { try fixture.query("SELECT hits FROM cache_stats").first?[0].int ?? 0 }
-        for _ in 0..<4 { _ = try await fixture.cache.lookup(request(url), endpoint: "e") }
-        #expect(try hits() == 0)
-        _ = try await fixture.cache.lookup(request(url), endpoint: "e")
-        #expect(try hits() == 5)
+        let counts = { try fixture.query("SELECT hits, misses FROM cache_stats").first.map { [$0[0].int, $0[1].int] } }
+        #expect(try counts() == nil, "the store's miss waits in the buffer")
+        for _ in 0..<3 { _ = try await fixture.cache.lookup(request(url), endpoint: "e") }
+        #expect(try counts() == nil)
+        _ = try await fixture.cache.lookup(request(url), endpoint: "e") // the fifth use: the miss and four hits
+        #expect(try counts() == [4, 1])
         _ = try await fixture.cache.lookup(request(url), endpoint: "e")
         fixture.clock.advance(by: .seconds(3600))
         _ = try await fixture.cache.lookup(request(url), endpoint: "e") // stale now: a revalidation, nothing buffered
         try await fixture.cache.flush()
-        #expect(try hits() == 6)
+        #expect(try counts() == [5, 1])
+    }
+
+    @Test("a run of stores writes the day's statistics once per threshold, and an LRU touch still goes with the next store")
+    func missesAreBufferedUntilDue() async throws {
+        var configuration = CacheConfiguration()
+        configuration.activityFlushThreshold = 3
+        configuration.activityFlushInterval = .seconds(3600)
+        let fixture = try CacheFixture(configuration: configuration)
+        let misses = { try fixture.query("SELECT misses FROM cache_stats").first?[0].int ?? 0 }
+        func store(_ index: Int, maxAge: Int = 60) async throws {
+            try await fixture.cache.storeResponse(
+                response(200, [("ETag", "\"\(index)\""), ("Cache-Control", "max-age=\(maxAge)")]),
+                body: Data("\(index)".utf8), for: request("\(url)/\(index)"), endpoint: "e"
+            )
+        }
+        try await store(1)
+        try await store(2)
+        #expect(try misses() == 0)
+        try await store(3) // the third miss: due, written with this store
+        #expect(try misses() == 3)
+        try await store(4)
+        #expect(try misses() == 3)
+        // A hit buffers a touch: the next store carries the buffer, miss counts included.
+        fixture.clock.advance(by: .seconds(1))
+        #expect(try await fixture.cache.lookup(request("\(url)/1"), endpoint: "e").isFresh)
+        try await store(5)
+        #expect(try misses() == 5)
+        #expect(try fixture.query("SELECT hit_count FROM cache_entries WHERE url LIKE '%/1'").first?[0].int == 1)
+        // After an interval the oldest buffered miss is due too.
+        try await store(6)
+        fixture.clock.advance(by: .seconds(3600))
+        try await store(7)
+        #expect(try misses() == 7)
     }
 }
 
