@@ -50,6 +50,8 @@ for round in $(seq 1 "$rounds"); do
     run "$bin" admission "$(iterations 5000)" "$(fresh admission.sqlite)"
     # The admission's own SQL through the C API, on the file the harness just left.
     run "$work/floor" statements "$(iterations 5000)" "$work/admission.sqlite"
+    # The least an admission can write under DESIGN.md's ledger and throttle rules.
+    run "$work/floor" design-admission "$(iterations 5000)" "$work"
 
     log "round $round: cache hit vs blob read vs requests-cache read; store vs transaction vs requests-cache store"
     run "$work/floor" blob "$(iterations 10000)" "$work"
@@ -58,6 +60,8 @@ for round in $(seq 1 "$rounds"); do
     run "$bin" store "$(iterations 3000)" "$(fresh store.sqlite)"
     # The store's own SQL through the C API, on the file the harness just left (1,000 entries).
     run "$work/floor" store-statements "$(iterations 3000)" "$work/store.sqlite"
+    # The least a store at capacity can write under DESIGN.md's cache rules.
+    run "$work/floor" design-store "$(iterations 3000)" "$work"
     run python3 peer/requests_cache_bench.py "$(iterations 2000)" "$work"
 done
 
@@ -135,6 +139,18 @@ if "floor.admission_statements" in v:
     sql = v["floor.admission_statements"]
     context.append(f"The admission's own statements through the C API, on Tollgate's schema (floor statements): {us(sql)}, "
                    f"{sql / v['floor.txn']:.2f}× the bare tx; Tollgate's admission is {v['tollgate.admission'] / sql:.2f}× its own SQL.")
+
+if "floor.design_admission" in v:
+    least = v["floor.design_admission"]
+    context.append(f"The least an admission can write under DESIGN.md (floor design-admission: a charge event appended, the day's "
+                   f"total and the throttle's counter updated, three trivial statements, no reads): {us(least)}, "
+                   f"{least / v['floor.txn']:.2f}× the bare tx; Tollgate's admission is {v['tollgate.admission'] / least:.2f}× it.")
+
+if "floor.design_store" in v:
+    least = v["floor.design_store"]
+    context.append(f"The least a store at capacity can write under DESIGN.md (floor design-store: metadata and body in two tables, "
+                   f"the LRU entry taken over with a new key and body, its key and LRU indexes moved; nothing else): {us(least)}, "
+                   f"{least / v['floor.upsert']:.2f}× the blob upsert; Tollgate's store is {v['tollgate.store'] / least:.2f}× it.")
 
 if "floor.store_statements" in v:
     sql = v["floor.store_statements"]

@@ -16,6 +16,16 @@
  *                                       SQLiteStore issues them, on the file the harness's store run
  *                                       left (1,000 entries), each store taking over the least recently
  *                                       used entry's rows with a new key and a new 10 KiB body
+ *   floor design-admission ITERATIONS DIR
+ *                                       the least an admission can write under DESIGN.md's rules, in
+ *                                       trivial statements on tables of its own: a charge event appended,
+ *                                       the day's total and the throttle's counter updated (three pages);
+ *                                       no reads, no checks. What the ledger's rules cost before any of
+ *                                       Tollgate's SQL or Swift
+ *   floor design-store ITERATIONS DIR   the least a cache store at capacity can write under DESIGN.md's
+ *                                       rules: metadata and body in separate tables, the LRU order and
+ *                                       the key indexed, the least recently used entry taken over in
+ *                                       place with a new key and a new 10 KiB body (1,000 entries)
  *   floor contention PROCS ITERATIONS DIR
  *                                       PROCS processes each doing ITERATIONS bare transactions
  *                                       on one file; prints aggregate throughput
@@ -319,9 +329,10 @@ static void statements(int iterations, const char *path) {
     free(samples);
 }
 
-/* A cache store at capacity, in the order SQLiteStore.storeCacheEntry runs it (the miss counted,
- * the resource's rows, the totals, the LRU victim taken over in place with its body, expiry, the
- * totals again). Keep in step with CacheTable. */
+/* A cache store at capacity, in the order SQLiteStore.storeCacheEntry runs it (the buffered miss
+ * counts, which a run of stores carries once per activityFlushThreshold (64) stores; the resource's
+ * rows, the totals, the LRU victim taken over in place with its body, expiry, the totals again).
+ * Keep in step with CacheTable and ETagCache.storeResponse. */
 static const char *const store_sql[] = {
     "INSERT INTO cache_stats_daily (pacific_date, endpoint, hits, revalidations, misses, stale, bytes_saved, coalesced) "
     "VALUES (?1, ?2, 0, 0, 1, 0, 0, 0) ON CONFLICT (pacific_date, endpoint) DO UPDATE SET "
@@ -366,6 +377,7 @@ static void store_statements(int iterations, const char *path) {
         sqlite3_reset(begin);
         for (int s = 0; s < count; s++) {
             sqlite3_stmt *step = steps[s];
+            if (s == 0 && i % 64 != 0) continue; /* the statistics: once per flush threshold */
             switch (s) {
             case 0: sqlite3_bind_text(step, 1, "2026-11-25", -1, SQLITE_STATIC);
                     sqlite3_bind_text(step, 2, "videos.list", -1, SQLITE_STATIC); break;
@@ -402,6 +414,132 @@ static void store_statements(int iterations, const char *path) {
     free(payload);
 }
 
+/* DESIGN.md: "Reservation is one BEGIN IMMEDIATE transaction: check, charge, append an event ...
+ * the totals always equal the sum of the events", and the throttle's window is persisted and
+ * shared. So an admission writes at least an event, a day's total and the endpoint's window: three
+ * B-trees, three pages. Here each is the cheapest statement that writes it (the window as one
+ * integer), with none of the reads that decide the admission. */
+static void design_admission(int iterations, const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/floor-design-admission.sqlite", dir);
+    sqlite3 *db = open_file(path);
+    exec(db, "DROP TABLE IF EXISTS events; DROP TABLE IF EXISTS totals; DROP TABLE IF EXISTS windows");
+    exec(db, "CREATE TABLE events (id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, units INTEGER NOT NULL)");
+    exec(db, "CREATE TABLE totals (day TEXT NOT NULL, bucket TEXT NOT NULL, endpoint TEXT NOT NULL, "
+             "units INTEGER NOT NULL, calls INTEGER NOT NULL, PRIMARY KEY (day, bucket, endpoint)) WITHOUT ROWID");
+    exec(db, "CREATE TABLE windows (endpoint TEXT PRIMARY KEY NOT NULL, admitted INTEGER NOT NULL)");
+    exec(db, "INSERT INTO totals VALUES ('2026-11-25', 'youtube', 'videos.list', 0, 0)");
+    exec(db, "INSERT INTO windows VALUES ('videos.list', 0)");
+    static const char *const sql[] = {
+        "INSERT INTO events (at_ms, units) VALUES (?1, 1)",
+        "UPDATE totals SET units = units + 1, calls = calls + 1 "
+        "WHERE day = '2026-11-25' AND bucket = 'youtube' AND endpoint = 'videos.list'",
+        "UPDATE windows SET admitted = admitted + 1 WHERE endpoint = 'videos.list'",
+    };
+    enum { count = sizeof sql / sizeof sql[0] };
+    sqlite3_stmt *begin, *commit, *writes[count];
+    check(sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), db, "prepare");
+    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), db, "prepare");
+    for (int s = 0; s < count; s++) check(sqlite3_prepare_v2(db, sql[s], -1, &writes[s], NULL), db, sql[s]);
+    long long *samples = malloc(sizeof(long long) * (size_t)iterations);
+    for (int i = -iterations / 10; i < iterations; i++) {
+        long long start = now_ns();
+        check(sqlite3_step(begin), db, "BEGIN IMMEDIATE");
+        sqlite3_reset(begin);
+        sqlite3_bind_int64(writes[0], 1, (long long)i);
+        for (int s = 0; s < count; s++) {
+            check(sqlite3_step(writes[s]), db, sql[s]);
+            sqlite3_reset(writes[s]);
+        }
+        check(sqlite3_step(commit), db, "COMMIT");
+        sqlite3_reset(commit);
+        if (i >= 0) samples[i] = now_ns() - start;
+    }
+    for (int s = 0; s < count; s++) sqlite3_finalize(writes[s]);
+    sqlite3_finalize(begin);
+    sqlite3_finalize(commit);
+    sqlite3_close(db);
+    printf("RESULT floor.design_admission %lld\n", median(samples, iterations));
+    free(samples);
+}
+
+/* DESIGN.md: "Metadata and body live in separate tables so a 304 or an LRU touch does not rewrite
+ * the body", eviction by LRU at 1000 entries, a key to look entries up by. So a store at capacity
+ * finds the least recently used entry by an index on its last use, gives it a new key (its unique
+ * index), a new last use (the LRU index) and a new body row. Nothing else: no URL index, no
+ * statistics, no totals, headers of 100 bytes. */
+static void design_store(int iterations, const char *dir) {
+    enum { rows = 1000, size = 10 * 1024 };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/floor-design-store.sqlite", dir);
+    sqlite3 *db = open_file(path);
+    exec(db, "DROP TABLE IF EXISTS bodies; DROP TABLE IF EXISTS entries");
+    exec(db, "CREATE TABLE entries (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, "
+             "last_access INTEGER NOT NULL, headers TEXT NOT NULL)");
+    exec(db, "CREATE INDEX entries_lru ON entries (last_access)");
+    exec(db, "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)");
+    unsigned char *payload = malloc(size);
+    for (int i = 0; i < size; i++) payload[i] = (unsigned char)(i * 31 + 7);
+    sqlite3_stmt *fill;
+    exec(db, "BEGIN");
+    check(sqlite3_prepare_v2(db, "INSERT INTO entries (id, key, last_access, headers) VALUES (?1, printf('%016x', ?1 * 40503), "
+                                 "?1 - 2000000, printf('%100s', 'h'))", -1, &fill, NULL), db, "prepare");
+    for (int i = 1; i <= rows; i++) {
+        sqlite3_bind_int(fill, 1, i);
+        check(sqlite3_step(fill), db, "INSERT");
+        sqlite3_reset(fill);
+    }
+    sqlite3_finalize(fill);
+    check(sqlite3_prepare_v2(db, "INSERT INTO bodies (id, body) SELECT id, ?1 FROM entries", -1, &fill, NULL), db, "prepare");
+    sqlite3_bind_blob(fill, 1, payload, size, SQLITE_STATIC);
+    check(sqlite3_step(fill), db, "INSERT");
+    sqlite3_finalize(fill);
+    exec(db, "COMMIT");
+
+    static const char *const sql[] = {
+        "SELECT id FROM entries ORDER BY last_access LIMIT 1",
+        "UPDATE entries SET key = ?1, last_access = ?2 WHERE id = ?3",
+        "UPDATE bodies SET body = ?1 WHERE id = ?2",
+    };
+    enum { count = sizeof sql / sizeof sql[0] };
+    sqlite3_stmt *begin, *commit, *writes[count];
+    check(sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), db, "prepare");
+    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), db, "prepare");
+    for (int s = 0; s < count; s++) check(sqlite3_prepare_v2(db, sql[s], -1, &writes[s], NULL), db, sql[s]);
+    char key[40];
+    long long *samples = malloc(sizeof(long long) * (size_t)iterations);
+    for (int i = -iterations / 10; i < iterations; i++) {
+        /* A new key each time, spread like a digest, so its index entry lands at a random place. */
+        snprintf(key, sizeof key, "%016llx", (unsigned long long)(i + rows + 1) * 0x9E3779B97F4A7C15ULL);
+        payload[0] = (unsigned char)i;
+        long long start = now_ns();
+        check(sqlite3_step(begin), db, "BEGIN IMMEDIATE");
+        sqlite3_reset(begin);
+        check(sqlite3_step(writes[0]), db, sql[0]);
+        long long victim = sqlite3_column_int64(writes[0], 0);
+        sqlite3_reset(writes[0]);
+        sqlite3_bind_text(writes[1], 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(writes[1], 2, (long long)(i + rows));
+        sqlite3_bind_int64(writes[1], 3, victim);
+        sqlite3_bind_blob(writes[2], 1, payload, size, SQLITE_STATIC);
+        sqlite3_bind_int64(writes[2], 2, victim);
+        for (int s = 1; s < count; s++) {
+            check(sqlite3_step(writes[s]), db, sql[s]);
+            sqlite3_reset(writes[s]);
+        }
+        check(sqlite3_step(commit), db, "COMMIT");
+        sqlite3_reset(commit);
+        if (i >= 0) samples[i] = now_ns() - start;
+    }
+    for (int s = 0; s < count; s++) sqlite3_finalize(writes[s]);
+    sqlite3_finalize(begin);
+    sqlite3_finalize(commit);
+    sqlite3_close(db);
+    printf("RESULT floor.design_store %lld\n", median(samples, iterations));
+    free(samples);
+    free(payload);
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "txn") == 0) {
         txn(atoi(argv[2]), argv[3]);
@@ -413,11 +551,15 @@ int main(int argc, char **argv) {
         statements(atoi(argv[2]), argv[3]);
     } else if (argc == 4 && strcmp(argv[1], "store-statements") == 0) {
         store_statements(atoi(argv[2]), argv[3]);
+    } else if (argc == 4 && strcmp(argv[1], "design-admission") == 0) {
+        design_admission(atoi(argv[2]), argv[3]);
+    } else if (argc == 4 && strcmp(argv[1], "design-store") == 0) {
+        design_store(atoi(argv[2]), argv[3]);
     } else if (argc == 5 && strcmp(argv[1], "contention") == 0 && atoi(argv[2]) <= 64) {
         contention(atoi(argv[2]), atoi(argv[3]), argv[4]);
     } else {
         fprintf(stderr, "usage: floor txn N DIR | floor blob N DIR | floor upsert N DIR | floor statements N FILE | floor store-statements N FILE | "
-                        "floor contention PROCS N DIR\n");
+                        "floor design-admission N DIR | floor design-store N DIR | floor contention PROCS N DIR\n");
         return 64;
     }
     return 0;
