@@ -135,27 +135,28 @@ r = v["e2e.gate"] / v["e2e.bare"] - 1
 row("End to end: 304 via gate vs bare transport", us(v["e2e.gate"]), "bare " + us(v["e2e.bare"]), f"{r * 100:+.0f} %", "≤ +10 %", r <= 0.10)
 
 context = []
-if "floor.admission_statements" in v:
-    sql = v["floor.admission_statements"]
-    context.append(f"The admission's own statements through the C API, on Tollgate's schema (floor statements): {us(sql)}, "
-                   f"{sql / v['floor.txn']:.2f}× the bare tx; Tollgate's admission is {v['tollgate.admission'] / sql:.2f}× its own SQL.")
+def beside_floor(key, description, reference, reference_label, tollgate, tollgate_label, relation):
+    """A context line: a floor beside its row's reference, and Tollgate's row beside the floor."""
+    if key not in v:
+        return
+    floor = v[key]
+    context.append(f"{description}: {us(floor)}, {floor / v[reference]:.2f}× the {reference_label}; "
+                   f"Tollgate's {tollgate_label} is {v[tollgate] / floor:.2f}× {relation}.")
 
-if "floor.design_admission" in v:
-    least = v["floor.design_admission"]
-    context.append(f"The least an admission can write under DESIGN.md (floor design-admission: a charge event appended, the day's "
-                   f"total and the throttle's counter updated, three trivial statements, no reads): {us(least)}, "
-                   f"{least / v['floor.txn']:.2f}× the bare tx; Tollgate's admission is {v['tollgate.admission'] / least:.2f}× it.")
-
-if "floor.design_store" in v:
-    least = v["floor.design_store"]
-    context.append(f"The least a store at capacity can write under DESIGN.md (floor design-store: metadata and body in two tables, "
-                   f"the LRU entry taken over with a new key and body, its key and LRU indexes moved; nothing else): {us(least)}, "
-                   f"{least / v['floor.upsert']:.2f}× the blob upsert; Tollgate's store is {v['tollgate.store'] / least:.2f}× it.")
-
-if "floor.store_statements" in v:
-    sql = v["floor.store_statements"]
-    context.append(f"A store's own statements through the C API, on Tollgate's schema (floor store-statements): {us(sql)}, "
-                   f"{sql / v['floor.upsert']:.2f}× the blob upsert; Tollgate's store is {v['tollgate.store'] / sql:.2f}× its own SQL.")
+beside_floor("floor.admission_statements",
+             "The admission's own statements through the C API, on Tollgate's schema (floor statements)",
+             "floor.txn", "bare tx", "tollgate.admission", "admission", "its own SQL")
+beside_floor("floor.design_admission",
+             "The least an admission can write under DESIGN.md (floor design-admission: a charge event appended, the day's "
+             "total and the throttle's counter updated, three trivial statements, no reads)",
+             "floor.txn", "bare tx", "tollgate.admission", "admission", "it")
+beside_floor("floor.design_store",
+             "The least a store at capacity can write under DESIGN.md (floor design-store: metadata and body in two tables, "
+             "the LRU entry taken over with a new key and body, its key and LRU indexes moved; nothing else)",
+             "floor.upsert", "blob upsert", "tollgate.store", "store", "it")
+beside_floor("floor.store_statements",
+             "A store's own statements through the C API, on Tollgate's schema (floor store-statements)",
+             "floor.upsert", "blob upsert", "tollgate.store", "store", "its own SQL")
 
 if "e2e.floor_path" in v:
     floor_path = v["e2e.floor_path"]

@@ -13,10 +13,10 @@ struct CacheActivityBuffer: Sendable {
     /// Outcomes per endpoint since this process started, for the hit-rate log line.
     var outcomes: [String: CacheStatisticsCounts] = [:]
 
-    /// Buffers a use's counts (and its LRU touch, when it used an entry).
-    mutating func record(_ counts: CacheStatisticsCounts, for key: CacheStatisticsKey, touching entryID: Int64?,
-                         atMs: Int64, now: Date) {
-        if let entryID { activity.touch(entryID, atMs: atMs) }
+    /// Buffers a use's counts, and its LRU touch when it used a stored entry.
+    mutating func record(_ counts: CacheStatisticsCounts, for key: CacheStatisticsKey, at now: Date,
+                         touching entryID: Int64? = nil) {
+        if let entryID { activity.touch(entryID, atMs: CacheTime.milliseconds(now)) }
         activity.count(counts, for: key)
         pendingUses += 1
         oldestPendingAt = min(oldestPendingAt ?? now, now)

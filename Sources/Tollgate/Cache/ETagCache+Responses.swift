@@ -57,7 +57,7 @@ extension ETagCache {
         countOutcome(miss, endpoint: endpoint)
         // Buffered like a hit: a run of misses writes the day's statistics row once per threshold.
         let missKey = statisticsKey(endpoint, now: now)
-        buffer.withLock { $0.record(miss, for: missKey, touching: nil, atMs: CacheTime.milliseconds(now), now: now) }
+        buffer.withLock { $0.record(miss, for: missKey, at: now) }
 
         if method == .head, status == 200 {
             try await updateStoredGET(from: response, for: request, endpoint: endpoint, now: now, requestedAt: requestedAt)
@@ -329,7 +329,8 @@ extension ETagCache {
             try await self.storage.storeCacheEntry(entry, retention: retention, activity: activity)
         }
         let counts = CacheStatisticsCounts(revalidations: 1, bytesSaved: Int64(source.body.count))
-        buffer.withLock { $0.activity.count(counts, for: statisticsKey(endpoint, now: now)) }
+        let countsKey = statisticsKey(endpoint, now: now)
+        buffer.withLock { $0.record(counts, for: countsKey, at: now) }
         countOutcome(counts, endpoint: endpoint)
         logger.debug("cache hit: 304 selected another variant", metadata: ["cache.url": "\(key.url)"])
         return CachedResponse(entry: CacheEntry(metadata: result.entry, body: source.body), now: now)

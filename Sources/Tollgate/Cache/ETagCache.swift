@@ -314,9 +314,8 @@ public final class ETagCache: Sendable {
     /// Buffers a use and its counts; writes the buffer when it is full or old.
     func recordUse(of cached: CachedResponse, endpoint: String, counts: CacheStatisticsCounts, now: Date) async throws {
         let key = statisticsKey(endpoint, now: now)
-        let nowMs = CacheTime.milliseconds(now)
         let (shouldFlush, toLog) = buffer.withLock { buffer -> (Bool, CacheStatisticsCounts?) in
-            buffer.record(counts, for: key, touching: cached.entryID, atMs: nowMs, now: now)
+            buffer.record(counts, for: key, at: now, touching: cached.entryID)
             let due = buffer.isDue(at: now, threshold: configuration.activityFlushThreshold,
                                    interval: configuration.activityFlushInterval)
             return (due, buffer.countOutcome(counts, endpoint: endpoint, logInterval: configuration.hitRateLogInterval))

@@ -171,9 +171,9 @@ struct ETagCacheFreshnessTests {
         configuration.activityFlushInterval = .seconds(3600)
         let fixture = try CacheFixture(configuration: configuration)
         let misses = { try fixture.query("SELECT misses FROM cache_stats").first?[0].int ?? 0 }
-        func store(_ index: Int, maxAge: Int = 60) async throws {
+        func store(_ index: Int) async throws {
             try await fixture.cache.storeResponse(
-                response(200, [("ETag", "\"\(index)\""), ("Cache-Control", "max-age=\(maxAge)")]),
+                response(200, [("ETag", "\"\(index)\""), ("Cache-Control", "max-age=60")]),
                 body: Data("\(index)".utf8), for: request("\(url)/\(index)"), endpoint: "e"
             )
         }
