@@ -29,10 +29,11 @@ struct CacheActivityBuffer: Sendable {
         return pendingUses >= threshold || now.timeIntervalSince(oldestPendingAt) >= interval.timeInterval
     }
 
-    /// Takes what a store of a new answer carries: the whole buffer when it holds LRU touches (the
-    /// store may evict, and its choice of victim must see every use) or is due; nothing otherwise,
-    /// so that a run of misses writes their counts once per `threshold`, not a statistics row each.
-    mutating func takeForStore(at now: Date, threshold: Int, interval: Duration) -> CacheActivity {
+    /// Takes what a store of a new answer or a `304`'s revision carries: the whole buffer when it
+    /// holds LRU touches (a store may evict, and its choice of victim must see every use) or is
+    /// due; nothing otherwise, so that a run of misses or revalidations writes their counts once
+    /// per `threshold`, not a statistics row each.
+    mutating func takeWhenNeeded(at now: Date, threshold: Int, interval: Duration) -> CacheActivity {
         guard !activity.touches.isEmpty || isDue(at: now, threshold: threshold, interval: interval) else {
             return CacheActivity()
         }

@@ -56,9 +56,9 @@ public struct CacheConfiguration: Sendable {
     /// How long a leader's lease in the store holds other processes back if the leader dies
     /// before it answers. 30 s by default.
     public var coalescingLease: Duration = .seconds(30)
-    /// Fresh hits and stale serves (their LRU touch and their count) and misses (their count) are
-    /// buffered in memory and written once this many have gathered, or earlier with a write of the
-    /// cache that needs them (a `304`'s revision; a store while LRU touches wait).
+    /// Fresh hits and stale serves (their LRU touch and their count), misses and revalidations
+    /// (their count) are buffered in memory and written once this many have gathered, or earlier
+    /// with a store or a `304`'s revision while LRU touches wait.
     public var activityFlushThreshold: Int = 64
     /// …or once the oldest buffered use is this old.
     public var activityFlushInterval: Duration = .seconds(1)

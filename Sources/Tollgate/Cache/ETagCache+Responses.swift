@@ -196,7 +196,7 @@ extension ETagCache {
         } else {
             selecting
         }
-        let revision = try await withActivity(now: now) { activity in
+        let revision = try await withActivity(now: now, onlyWhenNeeded: true) { activity in
             try await self.storage.reviseCacheEntry(
                 resourceKey: key.resourceKey, validatedSinceMs: validatedSinceMs, activity: activity,
                 bookkeeping: bookkeeping, revise: revise
@@ -210,7 +210,11 @@ extension ETagCache {
             logger.debug("cache: 304 matched no stored response", metadata: ["cache.url": "\(key.url)"])
             return (nil, revision.bookkeeping)
         }
-        countOutcome(CacheStatisticsCounts(revalidations: 1, bytesSaved: entry.metadata.bodySize), endpoint: endpoint)
+        let counts = CacheStatisticsCounts(revalidations: 1, bytesSaved: entry.metadata.bodySize)
+        // Buffered like a hit: the revision's transaction writes no statistics row of its own.
+        let countsKey = statisticsKey(endpoint, now: now)
+        buffer.withLock { $0.record(counts, for: countsKey, at: now) }
+        countOutcome(counts, endpoint: endpoint)
         logger.debug("cache hit: revalidated", metadata: [
             "cache.endpoint": "\(endpoint)", "cache.url": "\(key.url)", "cache.bytes": "\(entry.body.count)",
         ])
@@ -250,7 +254,6 @@ extension ETagCache {
     ) -> @Sendable ([CacheEntryMetadata]) -> CacheRevision? {
         let sensitive = configuration.sensitiveHeaders
         let patterns = configuration.sensitiveHeaderPatterns
-        let statisticsKey = statisticsKey(endpoint, now: now)
         let fields = notModified.headerFields
         let heuristics = configuration.heuristics
         let initialAgeMs = Self.initialAgeMs(fields, requestedAt: requestedAt, now: now)
@@ -261,8 +264,7 @@ extension ETagCache {
             let merged = CacheHeaders.merge(
                 stored: selected.headers, notModified: fields, sensitive: sensitive, patterns: patterns, secrets: key.secrets
             )
-            return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now,
-                                 heuristics: heuristics, statisticsKey: statisticsKey)
+            return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now, heuristics: heuristics)
         }
     }
 
@@ -275,7 +277,7 @@ extension ETagCache {
     /// freshness and age, counted as a revalidation.
     static func revision(
         of selected: CacheEntryMetadata, merged: [CacheHeaderField], initialAgeMs: Int64, now: Date,
-        heuristics: HeuristicFreshness, statisticsKey: CacheStatisticsKey
+        heuristics: HeuristicFreshness
     ) -> CacheRevision {
         let mergedFields = CacheHeaders.fields(merged)
         let lifetime = CacheHeaders.lifetime(
@@ -288,7 +290,7 @@ extension ETagCache {
         return CacheRevision(
             entryID: selected.id, headers: merged,
             etag: CacheHeaders.etag(mergedFields), lastModified: CacheHeaders.lastModified(mergedFields),
-            freshUntilMs: freshUntilMs, nowMs: nowMs, statisticsKey: statisticsKey, initialAgeMs: initialAgeMs
+            freshUntilMs: freshUntilMs, nowMs: nowMs, initialAgeMs: initialAgeMs
         )
     }
 
@@ -316,7 +318,7 @@ extension ETagCache {
                                         sensitive: configuration.sensitiveHeaders,
                                         patterns: configuration.sensitiveHeaderPatterns, secrets: key.secrets)
         let revision = Self.revision(of: metadata, merged: merged, initialAgeMs: initialAgeMs, now: now,
-                                     heuristics: configuration.heuristics, statisticsKey: statisticsKey(endpoint, now: now))
+                                     heuristics: configuration.heuristics)
         let vary = VaryFields(stored: metadata.vary)
         let entry = NewCacheEntry(
             resourceKey: key.resourceKey, variantKey: CacheKey.variantKey(for: request, vary: vary.names),
@@ -350,7 +352,6 @@ extension ETagCache {
         let sensitive = configuration.sensitiveHeaders
         let patterns = configuration.sensitiveHeaderPatterns
         let heuristics = configuration.heuristics
-        let statisticsKey = statisticsKey(endpoint, now: now)
         let initialAgeMs = Int64((CacheHeaders.initialAge(fields, requestTime: requestedAt ?? now, responseTime: now) * 1000)
             .rounded(.down))
         let nowMs = CacheTime.milliseconds(now)
@@ -365,12 +366,12 @@ extension ETagCache {
                 let merged = CacheHeaders.merge(stored: selected.headers, notModified: fields, sensitive: sensitive, patterns: patterns,
                                                 secrets: key.secrets)
                 return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now,
-                                     heuristics: heuristics, statisticsKey: statisticsKey)
+                                     heuristics: heuristics)
             }
             return CacheRevision(
                 entryID: selected.id, headers: selected.headers, etag: selected.etag,
                 lastModified: selected.lastModified, freshUntilMs: min(selected.freshUntilMs ?? nowMs, nowMs),
-                nowMs: selected.validatedAtMs, statisticsKey: statisticsKey, initialAgeMs: selected.initialAgeMs,
+                nowMs: selected.validatedAtMs, initialAgeMs: selected.initialAgeMs,
                 countsAsRevalidation: false
             )
         }

@@ -13,11 +13,11 @@ import Synchronization
 ///
 /// Fresh hits are the hot path: one on an entry read recently reads no row (the store keeps it in
 /// memory while no other connection has committed), any other costs one read transaction. Their
-/// LRU touches and counts, and the counts of misses, are buffered in memory and written once
-/// ``CacheConfiguration/activityFlushThreshold`` uses have gathered or
-/// ``CacheConfiguration/activityFlushInterval`` has passed, or earlier with a write of the cache
-/// (a `304`; a store when touches wait, so that its eviction sees every use). Call ``flush()``
-/// before the process exits so the last few are not lost.
+/// LRU touches and counts, and the counts of misses and revalidations, are buffered in memory and
+/// written once ``CacheConfiguration/activityFlushThreshold`` uses have gathered or
+/// ``CacheConfiguration/activityFlushInterval`` has passed, or earlier with a store or a `304`'s
+/// revision while touches wait (a store's eviction must see every use). Call ``flush()`` before
+/// the process exits so the last few are not lost.
 ///
 /// ```swift
 /// let cache = try ETagCache(storage: store, clock: SystemClock())
@@ -336,15 +336,15 @@ public final class ETagCache: Sendable {
     /// - Parameters:
     ///   - now: When the write happens.
     ///   - onlyWhenNeeded: Whether the write carries the buffer only when it holds LRU touches or
-    ///     is due (a store of a new answer); otherwise it always carries all of it.
+    ///     is due (a store of a new answer, a `304`'s revision); otherwise it always carries all of it.
     ///   - operation: The write, given the activity it applies first in its transaction.
     func withActivity<T: Sendable>(
         now: Date, onlyWhenNeeded: Bool = false, _ operation: (CacheActivity) async throws -> T
     ) async throws -> T {
         let activity = buffer.withLock { buffer in
             onlyWhenNeeded
-                ? buffer.takeForStore(at: now, threshold: configuration.activityFlushThreshold,
-                                      interval: configuration.activityFlushInterval)
+                ? buffer.takeWhenNeeded(at: now, threshold: configuration.activityFlushThreshold,
+                                        interval: configuration.activityFlushInterval)
                 : buffer.take()
         }
         do {

@@ -87,12 +87,6 @@ extension PostgresStore: CacheStorage {
             guard let metadata = try await cacheEntryMetadata(connection, id: revision.entryID),
                   let body = try await cacheBody(connection, entryID: revision.entryID)
             else { return CacheRevisionResult(entry: nil, bookkeeping: booked) }
-            if revision.countsAsRevalidation {
-                try await countCacheStatistics(
-                    connection, CacheStatisticsCounts(revalidations: 1, bytesSaved: metadata.bodySize),
-                    for: revision.statisticsKey
-                )
-            }
             return CacheRevisionResult(entry: CacheEntry(metadata: metadata, body: body), bookkeeping: booked)
         }
     }

@@ -36,7 +36,8 @@ public protocol CacheStorage: Sendable {
 
     /// Applies a `304` to one stored entry, chosen by `revise` among the resource's live variants:
     /// its headers, validators, freshness, validation and access times change; its body does not.
-    /// The revalidation is counted when the revision is applied.
+    /// The day's statistics are left to the caller, which buffers the revalidation's count with its
+    /// other activity (one page less in every revision's transaction).
     /// - Parameters:
     ///   - resourceKey: The resource's digest.
     ///   - validatedSinceMs: Expired entries are not candidates.

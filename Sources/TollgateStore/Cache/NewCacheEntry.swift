@@ -86,10 +86,9 @@ public struct CacheRevision: Sendable, Hashable {
     public var initialAgeMs: Int64
     /// The time of the revalidation: the new validated and last-access time.
     public var nowMs: Int64
-    /// The Pacific date and endpoint to count the revalidation under.
-    public var statisticsKey: CacheStatisticsKey
-    /// Whether the server confirmed the entry (a `304`, a matching `HEAD`): counted as a
-    /// revalidation and a use. False for a change that only marks the entry stale.
+    /// Whether the server confirmed the entry (a `304`, a matching `HEAD`): a use of it, added to
+    /// its hit count. False for a change that only marks the entry stale. The day's statistics are
+    /// not the store's to count: the cache buffers a revalidation's count with its other activity.
     public var countsAsRevalidation: Bool
 
     /// Creates a revision.
@@ -100,12 +99,11 @@ public struct CacheRevision: Sendable, Hashable {
     ///   - lastModified: The `Last-Modified` value after the merge.
     ///   - freshUntilMs: Until when the entry is fresh.
     ///   - nowMs: The time of the revalidation.
-    ///   - statisticsKey: Where the revalidation is counted.
     ///   - initialAgeMs: The age the revalidating response had when it arrived.
     ///   - countsAsRevalidation: Whether the server confirmed the entry.
     public init(
         entryID: Int64, headers: [CacheHeaderField], etag: String?, lastModified: String?, freshUntilMs: Int64?,
-        nowMs: Int64, statisticsKey: CacheStatisticsKey, initialAgeMs: Int64 = 0, countsAsRevalidation: Bool = true
+        nowMs: Int64, initialAgeMs: Int64 = 0, countsAsRevalidation: Bool = true
     ) {
         self.entryID = entryID
         self.headers = headers
@@ -113,7 +111,6 @@ public struct CacheRevision: Sendable, Hashable {
         self.lastModified = lastModified
         self.freshUntilMs = freshUntilMs
         self.nowMs = nowMs
-        self.statisticsKey = statisticsKey
         self.initialAgeMs = initialAgeMs
         self.countsAsRevalidation = countsAsRevalidation
     }

@@ -77,11 +77,6 @@ extension SQLiteStore: CacheStorage {
                 guard let metadata = try CacheTable.revise(db, revision),
                       let body = try CacheTable.body(db, entryID: revision.entryID)
                 else { return (CacheRevisionResult(entry: nil, bookkeeping: booked), nil) }
-                if revision.countsAsRevalidation {
-                    try CacheTable.count(
-                        db, CacheStatisticsCounts(revalidations: 1, bytesSaved: metadata.bodySize), for: revision.statisticsKey
-                    )
-                }
                 // The resource as this transaction leaves it: what the next lookup would read.
                 let resource = RecentCacheEntries.Resource(
                     candidates: candidates.map { $0.id == metadata.id ? metadata : $0 },

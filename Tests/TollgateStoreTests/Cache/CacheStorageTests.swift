@@ -85,10 +85,9 @@ struct CacheStorageTests {
         var activity = CacheActivity()
         activity.touch(stored.entry.id, atMs: 3_000)
         try await store.recordCacheActivity(activity)
-        let key = CacheStatisticsKey(pacificDate: "2026-11-21", endpoint: "videos.list")
         let revised = try await store.reviseCacheEntry(resourceKey: "a", validatedSinceMs: 0, activity: activity) { candidates in
             CacheRevision(entryID: candidates[0].id, headers: [], etag: "\"v2\"", lastModified: nil, freshUntilMs: nil,
-                          nowMs: 4_000, statisticsKey: key)
+                          nowMs: 4_000)
         }
         #expect(revised?.body == Data("payload".utf8))
         let writes = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM body_writes").int }

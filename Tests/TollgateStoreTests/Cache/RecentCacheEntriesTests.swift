@@ -48,8 +48,7 @@ struct RecentCacheEntriesTests {
 
         let revised = try await store.reviseCacheEntry(resourceKey: "a", validatedSinceMs: 0, activity: CacheActivity()) { candidates in
             CacheRevision(entryID: candidates[0].id, headers: [CacheHeaderField(name: "ETag", value: "\"v2\"")],
-                          etag: "\"v2\"", lastModified: nil, freshUntilMs: nil, nowMs: 3_000,
-                          statisticsKey: CacheStatisticsKey(pacificDate: "2026-11-24", endpoint: "videos.list"))
+                          etag: "\"v2\"", lastModified: nil, freshUntilMs: nil, nowMs: 3_000)
         }
         #expect(revised?.metadata.etag == "\"v2\"")
         let afterRevision = try await store.cachedEntry(resourceKey: "a", validatedSinceMs: 0) { $0.first?.id }

@@ -196,6 +196,31 @@ struct ETagCacheFreshnessTests {
         try await store(7)
         #expect(try misses() == 7)
     }
+
+    @Test("a run of 304s writes its revalidation counts once per threshold, not a statistics row with each revision")
+    func revalidationsAreBufferedUntilDue() async throws {
+        var configuration = CacheConfiguration()
+        configuration.activityFlushThreshold = 3
+        configuration.activityFlushInterval = .seconds(3600)
+        let fixture = try CacheFixture(configuration: configuration)
+        try await fixture.cache.storeResponse(response(200, [("ETag", "\"v\"")]), body: Data("abcd".utf8),
+                                              for: request(url), endpoint: "e")
+        let counts = { try fixture.query("SELECT misses, revalidations, bytes_saved FROM cache_stats").first.map {
+            [$0[0].int, $0[1].int, $0[2].int]
+        } }
+        func revalidate() async throws {
+            let conditional = try #require(try await fixture.cache.lookup(request(url), endpoint: "e").conditionalRequest)
+            #expect(try await fixture.cache.revalidated(response(304, [("ETag", "\"v\"")]), for: conditional, endpoint: "e") != nil)
+        }
+        try await revalidate()
+        try await revalidate()
+        #expect(try counts() == nil, "one miss and two revalidations wait in memory")
+        try await revalidate() // its revision carries the three uses gathered before it
+        #expect(try counts() == [1, 2, 8])
+        #expect(try fixture.query("SELECT hit_count FROM cache_entries").first?[0].int == 3, "each revision counts its use")
+        try await fixture.cache.flush()
+        #expect(try counts() == [1, 3, 12])
+    }
 }
 
 /// Formats HTTP dates for tests, independently of the library's parser.
