@@ -31,7 +31,7 @@ extension QuotaTable {
         _ db: Database, _ charge: QuotaBucketCharge, endpoint: String, reservationID: Int64, day: PacificDay, nowMs: Int64
     ) throws {
         try appendEvent(
-            db, atMs: nowMs, day: day, bucket: charge.bucket, endpoint: endpoint, kind: "charge", units: charge.cost,
+            db, atMs: nowMs, day: day, bucket: charge.bucket, endpoint: endpoint, kind: .charge, units: charge.cost,
             reservationID: reservationID, detail: "charged with reservation \(reservationID)"
         )
         try db.execute("""

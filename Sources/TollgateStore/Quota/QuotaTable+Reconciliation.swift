@@ -15,7 +15,7 @@ extension QuotaTable {
         let adjustment = used - before   // both within ±maximumUnits: no overflow
         try appendEvent(
             db, atMs: at.quotaMilliseconds, day: day, bucket: bucket, endpoint: "*",
-            kind: adjustment >= 0 ? "charge" : "reset", units: adjustment,
+            kind: adjustment >= 0 ? .charge : .reset, units: adjustment,
             detail: "reconciled with the provider's count: \(used) units used (the ledger had \(before))"
         )
         if adjustment != 0 {

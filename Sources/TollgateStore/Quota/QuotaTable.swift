@@ -64,7 +64,7 @@ enum QuotaTable {
         }
 
         let reservationID = try appendEvent(
-            db, atMs: nowMs, day: day, bucket: request.bucket, endpoint: request.endpoint, kind: "charge",
+            db, atMs: nowMs, day: day, bucket: request.bucket, endpoint: request.endpoint, kind: .charge,
             units: request.cost
         )
         for charge in request.additionalCharges {
@@ -120,7 +120,7 @@ enum QuotaTable {
         let bucketTotal = try bucketUnits(db, bucket: bucket, day: day)
         let units = min(cost, max(current, 0), max(bucketTotal, 0))
         try appendEvent(
-            db, atMs: at.quotaMilliseconds, day: day, bucket: bucket, endpoint: endpoint, kind: "refund",
+            db, atMs: at.quotaMilliseconds, day: day, bucket: bucket, endpoint: endpoint, kind: .refund,
             units: -units, reservationID: reservationID, detail: reason
         )
         if units != 0 {
@@ -148,7 +148,7 @@ enum QuotaTable {
             [.integer(day.nextReset.quotaMilliseconds), .integer(nowMs), .text(bucket)]
         )
         try appendEvent(
-            db, atMs: nowMs, day: day, bucket: bucket, endpoint: endpoint ?? "*", kind: "exhausted", units: 0,
+            db, atMs: nowMs, day: day, bucket: bucket, endpoint: endpoint ?? "*", kind: .exhausted, units: 0,
             detail: "the server said the daily quota is spent; closed until \(PacificDay.localTimeDescription(of: day.nextReset))"
         )
         return QuotaExhaustion(bucket: bucket, until: day.nextReset, isNew: true)
@@ -198,7 +198,7 @@ enum QuotaTable {
             """, [.text(bucket), .int(newLimit), .text(source.rawValue), .integer(nowMs)])
         let from = previous.map { "\($0.limit) (\($0.limitSource.rawValue))" } ?? "none"
         try appendEvent(
-            db, atMs: nowMs, day: PacificDay(containing: at), bucket: bucket, endpoint: "*", kind: "limit", units: 0,
+            db, atMs: nowMs, day: PacificDay(containing: at), bucket: bucket, endpoint: "*", kind: .limit, units: 0,
             detail: "daily limit \(from) → \(newLimit) (\(source.rawValue))"
         )
         return try status(db, bucket: bucket, configuredLimit: configuredLimit, at: at)
@@ -220,7 +220,7 @@ enum QuotaTable {
             }
             cleared[endpoint] = units
             try appendEvent(
-                db, atMs: nowMs, day: day, bucket: bucket, endpoint: endpoint, kind: "reset", units: -units,
+                db, atMs: nowMs, day: day, bucket: bucket, endpoint: endpoint, kind: .reset, units: -units,
                 detail: "day reset by an operator"
             )
             try db.execute(
@@ -244,7 +244,7 @@ enum QuotaTable {
         if cleared.isEmpty || clearsMark {
             // The operator's action is on record even when it changed no total.
             try appendEvent(
-                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: "reset", units: 0,
+                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: .reset, units: 0,
                 detail: clearsMark ? "day reset by an operator; exhausted mark lifted" : "day reset by an operator; nothing to clear"
             )
         }
@@ -335,7 +335,7 @@ enum QuotaTable {
                 [.text(bucket), .int(configuredLimit), .integer(nowMs)]
             )
             try appendEvent(
-                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: "limit", units: 0,
+                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: .limit, units: 0,
                 detail: "daily limit \(configuredLimit) (configuration)"
             )
             return BucketRow(limit: configuredLimit, storedLimit: configuredLimit, limitSource: .configuration, warnedPercent: 0)
@@ -346,7 +346,7 @@ enum QuotaTable {
                 [.int(configuredLimit), .integer(nowMs), .text(bucket)]
             )
             try appendEvent(
-                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: "limit", units: 0,
+                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: .limit, units: 0,
                 detail: "daily limit \(row.storedLimit) → \(configuredLimit) (configuration)"
             )
         }
@@ -367,13 +367,13 @@ enum QuotaTable {
     /// Appends an event and returns its id.
     @discardableResult
     static func appendEvent(
-        _ db: Database, atMs: Int64, day: PacificDay, bucket: String, endpoint: String, kind: String, units: Int,
+        _ db: Database, atMs: Int64, day: PacificDay, bucket: String, endpoint: String, kind: QuotaEventKind, units: Int,
         reservationID: Int64? = nil, detail: String? = nil
     ) throws -> Int64 {
         try db.execute("""
             INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.integer(atMs), .text(day.key), .text(bucket), .text(endpoint), .text(kind), .int(units),
+            """, [.integer(atMs), .text(day.key), .text(bucket), .text(endpoint), .text(kind.rawValue), .int(units),
                   .optionalInt(reservationID), .optionalText(detail)])
         return db.lastInsertedRowID
     }
