@@ -116,8 +116,10 @@ struct QuotaCommandTests {
               (["quota", "set-limit", "youtube", "10", "--clear"], "Give a limit or --clear, not both"),
               (["quota", "set-limit", "youtube", "--", "-5"], "must be zero or more"),
               (["quota", "set-limit", "nosuch", "5"], "Unknown bucket 'nosuch'. Known buckets: youtube"),
-              (["quota", "show", "--day", "2026-13-01"], "--day must be a Pacific date written YYYY-MM-DD"),
-              (["quota", "reset", "--day", "yesterday"], "--day must be a Pacific date written YYYY-MM-DD"),
+              (["quota", "show", "--day", "2026-13-01"],
+               "The value '2026-13-01' is invalid for '--day <YYYY-MM-DD>': not a Pacific date written YYYY-MM-DD"),
+              (["quota", "reset", "--day", "yesterday"],
+               "The value 'yesterday' is invalid for '--day <YYYY-MM-DD>': not a Pacific date written YYYY-MM-DD"),
               (["quota", "reset", "--bucket", "nosuch"], "Unknown bucket 'nosuch'"),
           ])
     func badArguments(arguments: [String], message: String) throws {
@@ -278,7 +280,8 @@ struct CacheCommandTests {
 
     @Test("bad arguments exit non-zero with a clear message",
           arguments: [
-              (["cache", "stats", "--day", "12/01/2026"], "--day must be a Pacific date written YYYY-MM-DD"),
+              (["cache", "stats", "--day", "12/01/2026"],
+               "The value '12/01/2026' is invalid for '--day <YYYY-MM-DD>': not a Pacific date written YYYY-MM-DD"),
               (["cache", "clear", "--endpoint", " "], "--endpoint must not be empty"),
               (["cache", "explode"], "Unexpected argument 'explode'"),
           ])

@@ -23,8 +23,9 @@ struct CacheCommand: AsyncParsableCommand {
 
         @OptionGroup var logging: LoggingOptions
 
-        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
-        var day: String?
+        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"),
+                transform: AdminArguments.day)
+        var day: PacificDay?
 
         @Flag(help: "Print JSON instead of text.")
         var json = false
@@ -47,13 +48,9 @@ struct CacheCommand: AsyncParsableCommand {
             var endpoints: [Endpoint]
         }
 
-        func validate() throws {
-            _ = try AdminArguments.day(day)
-        }
-
         func run() async throws {
             try await AdminServices.with(database, logging: logging, access: .readOnly) { services in
-                let day = try AdminArguments.day(day) ?? PacificDay(containing: Date())
+                let day = day ?? PacificDay(containing: Date())
                 let rows = try await services.cache.statistics(on: day)
                 let totals = try await services.cache.totals()
                 if json {

@@ -23,19 +23,16 @@ struct QuotaCommand: AsyncParsableCommand {
 
         @OptionGroup var logging: LoggingOptions
 
-        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
-        var day: String?
+        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"),
+                transform: AdminArguments.day)
+        var day: PacificDay?
 
         @Flag(help: "Print JSON instead of text.")
         var json = false
 
-        func validate() throws {
-            _ = try AdminArguments.day(day)
-        }
-
         func run() async throws {
             try await AdminServices.with(database, logging: logging, access: .readOnly) { services in
-                let report = try await QuotaReport.read(services, day: try AdminArguments.day(day))
+                let report = try await QuotaReport.read(services, day: day)
                 if json {
                     try printJSON(report)
                 } else {
@@ -102,20 +99,20 @@ struct QuotaCommand: AsyncParsableCommand {
 
         @OptionGroup var logging: LoggingOptions
 
-        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
-        var day: String?
+        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"),
+                transform: AdminArguments.day)
+        var day: PacificDay?
 
         @Option(help: "The bucket. Default: the configuration's default bucket.")
         var bucket: String?
 
         func validate() throws {
-            _ = try AdminArguments.day(day)
             if let bucket { try AdminArguments.bucket(bucket) }
         }
 
         func run() async throws {
             try await AdminServices.with(database, logging: logging) { services in
-                let day = try AdminArguments.day(day) ?? PacificDay(containing: Date())
+                let day = day ?? PacificDay(containing: Date())
                 let reset = try await services.quota.resetDay(day, bucket: bucket)
                 let endpoints = reset.unitsCleared.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
                 print("\(reset.bucket) on \(reset.day): \(DashboardRenderer.grouped(reset.totalUnitsCleared)) units given back"
@@ -147,11 +144,11 @@ extension QuotaCommand {
         @Option(help: "The bucket. Default: the configuration's default bucket.")
         var bucket: String?
 
-        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"))
-        var day: String?
+        @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"),
+                transform: AdminArguments.day)
+        var day: PacificDay?
 
         func validate() throws {
-            _ = try AdminArguments.day(day)
             if let bucket { try AdminArguments.bucket(bucket) }
             guard QuotaLimits.allowedUnits.contains(used) else {
                 throw ValidationError("--used must be 0 to \(DashboardRenderer.grouped(QuotaLimits.maximumUnits)) units, not \(used).")
@@ -160,7 +157,7 @@ extension QuotaCommand {
 
         func run() async throws {
             try await AdminServices.with(database, logging: logging) { services in
-                let result = try await services.quota.reconcile(used: used, bucket: bucket, on: try AdminArguments.day(day))
+                let result = try await services.quota.reconcile(used: used, bucket: bucket, on: day)
                 let change = result.adjustment == 0 ? "no change"
                     : (result.adjustment > 0 ? "+" : "") + DashboardRenderer.grouped(result.adjustment) + " units"
                 print("\(result.bucket) on \(result.day): \(DashboardRenderer.grouped(result.used)) units used "

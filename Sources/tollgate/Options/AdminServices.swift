@@ -87,11 +87,12 @@ func printError(_ message: String) {
 
 /// Validation shared by the admin commands.
 enum AdminArguments {
-    /// A Pacific date `YYYY-MM-DD`, or today when nil.
-    static func day(_ text: String?, option: String = "--day") throws -> PacificDay? {
-        guard let text else { return nil }
+    /// Reads `--day`: a Pacific date `YYYY-MM-DD` (the option's `transform`, so a command holds a
+    /// ``PacificDay``, not text to parse again).
+    static func day(_ text: String) throws -> PacificDay {
         guard let day = PacificDay(key: text) else {
-            throw ValidationError("\(option) must be a Pacific date written YYYY-MM-DD, not '\(text)'.")
+            // argument-parser prints it after "The value 'X' is invalid for '--day <YYYY-MM-DD>': ".
+            throw ValidationError("not a Pacific date written YYYY-MM-DD (such as 2026-11-25).")
         }
         return day
     }
