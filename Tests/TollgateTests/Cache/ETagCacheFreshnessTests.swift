@@ -143,12 +143,17 @@ struct ETagCacheFreshnessTests {
         #expect(fixture.logs.entries.contains { $0.level == .debug && $0.message.description == "cache miss: stored" })
     }
 
+    /// A cache whose buffered uses are written every `threshold` uses, and not by age within a test.
+    private static func fixture(flushingEvery threshold: Int) throws -> CacheFixture {
+        var configuration = CacheConfiguration()
+        configuration.activityFlushThreshold = threshold
+        configuration.activityFlushInterval = .seconds(3600)
+        return try CacheFixture(configuration: configuration)
+    }
+
     @Test("fresh hits and misses are buffered, not written one by one; the buffer is written once the threshold is reached")
     func hitsAreBuffered() async throws {
-        var configuration = CacheConfiguration()
-        configuration.activityFlushThreshold = 5
-        configuration.activityFlushInterval = .seconds(3600)
-        let fixture = try CacheFixture(configuration: configuration)
+        let fixture = try Self.fixture(flushingEvery: 5)
         try await fixture.cache.storeResponse(response(200, [("ETag", "\"a\""), ("Cache-Control", "max-age=60")]),
                                               body: Data("a".utf8), for: request(url), endpoint: "e")
         let counts = { try fixture.query("SELECT hits, misses FROM cache_stats").first.map { [$0[0].int, $0[1].int] } }
@@ -166,10 +171,7 @@ struct ETagCacheFreshnessTests {
 
     @Test("a run of stores writes the day's statistics once per threshold, and an LRU touch still goes with the next store")
     func missesAreBufferedUntilDue() async throws {
-        var configuration = CacheConfiguration()
-        configuration.activityFlushThreshold = 3
-        configuration.activityFlushInterval = .seconds(3600)
-        let fixture = try CacheFixture(configuration: configuration)
+        let fixture = try Self.fixture(flushingEvery: 3)
         let misses = { try fixture.query("SELECT misses FROM cache_stats").first?[0].int ?? 0 }
         func store(_ index: Int) async throws {
             try await fixture.cache.storeResponse(
@@ -199,10 +201,7 @@ struct ETagCacheFreshnessTests {
 
     @Test("a run of 304s writes its revalidation counts once per threshold, not a statistics row with each revision")
     func revalidationsAreBufferedUntilDue() async throws {
-        var configuration = CacheConfiguration()
-        configuration.activityFlushThreshold = 3
-        configuration.activityFlushInterval = .seconds(3600)
-        let fixture = try CacheFixture(configuration: configuration)
+        let fixture = try Self.fixture(flushingEvery: 3)
         try await fixture.cache.storeResponse(response(200, [("ETag", "\"v\"")]), body: Data("abcd".utf8),
                                               for: request(url), endpoint: "e")
         let counts = { try fixture.query("SELECT misses, revalidations, bytes_saved FROM cache_stats").first.map {
