@@ -62,6 +62,15 @@ static void exec(sqlite3 *db, const char *sql) {
     }
 }
 
+static sqlite3 *open_file(const char *path);
+
+/* Opens (or creates) the floor's own file `name` in `dir`. */
+static sqlite3 *open_in(const char *dir, const char *name) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return open_file(path);
+}
+
 static sqlite3 *open_file(const char *path) {
     sqlite3 *db = NULL;
     check(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), db, "open");
@@ -76,9 +85,47 @@ static int compare_ll(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* A prepared statement; exits, naming the SQL, when SQLite cannot prepare it. */
+static sqlite3_stmt *prepare(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *statement = NULL;
+    check(sqlite3_prepare_v2(db, sql, -1, &statement, NULL), db, sql);
+    return statement;
+}
+
+/* `size` bytes of a fixed pattern: the bodies every floor writes or reads. */
+static unsigned char *new_payload(int size) {
+    unsigned char *payload = malloc((size_t)size);
+    for (int i = 0; i < size; i++) payload[i] = (unsigned char)(i * 31 + 7);
+    return payload;
+}
+
 static long long median(long long *samples, int count) {
     qsort(samples, (size_t)count, sizeof(long long), compare_ll);
     return samples[count / 2];
+}
+
+/* Steps statements[from..<count] in order, each to its end; exits on an error, naming its SQL. */
+static void step_each(sqlite3 *db, sqlite3_stmt **statements, int from, int count) {
+    for (int s = from; s < count; s++) {
+        int rc;
+        while ((rc = sqlite3_step(statements[s])) == SQLITE_ROW) {}
+        check(rc, db, sqlite3_sql(statements[s]));
+        sqlite3_reset(statements[s]);
+    }
+}
+
+/* Finalizes a transaction floor's statements and closes its connection. */
+static void finish(sqlite3 *db, sqlite3_stmt *begin, sqlite3_stmt *commit, sqlite3_stmt **statements, int count) {
+    for (int s = 0; s < count; s++) sqlite3_finalize(statements[s]);
+    sqlite3_finalize(begin);
+    sqlite3_finalize(commit);
+    sqlite3_close(db);
+}
+
+/* Prints a floor's median as compare.sh reads it, and frees its samples. */
+static void report(const char *name, long long *samples, int count) {
+    printf("RESULT %s %lld\n", name, median(samples, count));
+    free(samples);
 }
 
 /* One bare transaction; returns the number of SQLITE_BUSY results seen (0 when it went through). */
@@ -104,9 +151,9 @@ static void prepare_counter(const char *path) {
 static int run_transactions(const char *path, int iterations, long long *samples) {
     sqlite3 *db = open_file(path);
     sqlite3_stmt *begin, *update, *commit;
-    check(sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), db, "prepare");
-    check(sqlite3_prepare_v2(db, "UPDATE counter SET n = n + 1 WHERE id = 1", -1, &update, NULL), db, "prepare");
-    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), db, "prepare");
+    begin = prepare(db, "BEGIN IMMEDIATE");
+    update = prepare(db, "UPDATE counter SET n = n + 1 WHERE id = 1");
+    commit = prepare(db, "COMMIT");
     int busy = 0;
     for (int i = 0; i < iterations; i++) {
         long long start = now_ns();
@@ -127,23 +174,19 @@ static void txn(int iterations, const char *dir) {
     run_transactions(path, iterations / 10 + 1, NULL); /* warm up */
     long long *samples = malloc(sizeof(long long) * (size_t)iterations);
     run_transactions(path, iterations, samples);
-    printf("RESULT floor.txn %lld\n", median(samples, iterations));
-    free(samples);
+    report("floor.txn", samples, iterations);
 }
 
 static void blob(int iterations, const char *dir) {
     /* 100 rows of 10 KiB: they fit in SQLite's page cache, as the hit benchmark's 100 entries do. */
     enum { rows = 100, size = 10 * 1024 };
-    char path[4096];
-    snprintf(path, sizeof path, "%s/floor-blob.sqlite", dir);
-    sqlite3 *db = open_file(path);
+    sqlite3 *db = open_in(dir, "floor-blob.sqlite");
     exec(db, "DROP TABLE IF EXISTS bodies");
     exec(db, "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)");
-    unsigned char *payload = malloc(size);
-    for (int i = 0; i < size; i++) payload[i] = (unsigned char)(i * 31 + 7);
+    unsigned char *payload = new_payload(size);
     sqlite3_stmt *insert;
     exec(db, "BEGIN");
-    check(sqlite3_prepare_v2(db, "INSERT INTO bodies (id, body) VALUES (?, ?)", -1, &insert, NULL), db, "prepare");
+    insert = prepare(db, "INSERT INTO bodies (id, body) VALUES (?, ?)");
     for (int i = 1; i <= rows; i++) {
         sqlite3_bind_int(insert, 1, i);
         sqlite3_bind_blob(insert, 2, payload, size, SQLITE_STATIC);
@@ -154,7 +197,7 @@ static void blob(int iterations, const char *dir) {
     exec(db, "COMMIT");
 
     sqlite3_stmt *select;
-    check(sqlite3_prepare_v2(db, "SELECT body FROM bodies WHERE id = ?", -1, &select, NULL), db, "prepare");
+    select = prepare(db, "SELECT body FROM bodies WHERE id = ?");
     unsigned char *copy = malloc(size);
     long long *samples = malloc(sizeof(long long) * (size_t)iterations);
     unsigned long long checksum = 0;
@@ -170,28 +213,24 @@ static void blob(int iterations, const char *dir) {
     }
     sqlite3_finalize(select);
     sqlite3_close(db);
-    printf("RESULT floor.blob %lld\n", median(samples, iterations));
+    report("floor.blob", samples, iterations);
     fprintf(stderr, "checksum %llu\n", checksum);
-    free(samples);
     free(copy);
     free(payload);
 }
 
 static void upsert(int iterations, const char *dir) {
     enum { rows = 1000, size = 10 * 1024 };
-    char path[4096];
-    snprintf(path, sizeof path, "%s/floor-upsert.sqlite", dir);
-    sqlite3 *db = open_file(path);
+    sqlite3 *db = open_in(dir, "floor-upsert.sqlite");
     exec(db, "DROP TABLE IF EXISTS entries");
     exec(db, "CREATE TABLE entries (id INTEGER PRIMARY KEY, key TEXT NOT NULL, body BLOB NOT NULL)");
     exec(db, "CREATE UNIQUE INDEX entries_by_key ON entries (key)");
-    unsigned char *payload = malloc(size);
-    for (int i = 0; i < size; i++) payload[i] = (unsigned char)(i * 31 + 7);
+    unsigned char *payload = new_payload(size);
     sqlite3_stmt *begin, *write, *commit;
-    check(sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), db, "prepare");
-    check(sqlite3_prepare_v2(db, "INSERT INTO entries (key, body) VALUES (?, ?) "
-                                 "ON CONFLICT (key) DO UPDATE SET body = excluded.body", -1, &write, NULL), db, "prepare");
-    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), db, "prepare");
+    begin = prepare(db, "BEGIN IMMEDIATE");
+    write = prepare(db, "INSERT INTO entries (key, body) VALUES (?, ?) "
+                        "ON CONFLICT (key) DO UPDATE SET body = excluded.body");
+    commit = prepare(db, "COMMIT");
     long long *samples = malloc(sizeof(long long) * (size_t)iterations);
     char key[80];
     /* The first `rows` upserts fill the table; the warm-up and the timed ones replace. */
@@ -214,8 +253,7 @@ static void upsert(int iterations, const char *dir) {
     sqlite3_finalize(write);
     sqlite3_finalize(commit);
     sqlite3_close(db);
-    printf("RESULT floor.upsert %lld\n", median(samples, iterations));
-    free(samples);
+    report("floor.upsert", samples, iterations);
     free(payload);
 }
 
@@ -282,9 +320,9 @@ static void statements(int iterations, const char *path) {
     enum { count = sizeof admission_sql / sizeof admission_sql[0] };
     sqlite3 *db = open_file(path);
     sqlite3_stmt *begin, *commit, *steps[count];
-    check(sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), db, "prepare");
-    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), db, "prepare");
-    for (int i = 0; i < count; i++) check(sqlite3_prepare_v2(db, admission_sql[i], -1, &steps[i], NULL), db, admission_sql[i]);
+    begin = prepare(db, "BEGIN IMMEDIATE");
+    commit = prepare(db, "COMMIT");
+    for (int i = 0; i < count; i++) steps[i] = prepare(db, admission_sql[i]);
     /* The day of the file's usage row, so the charge adds to it as the harness's did. */
     sqlite3_stmt *day;
     check(sqlite3_prepare_v2(db, "SELECT pacific_date FROM quota_usage ORDER BY pacific_date DESC LIMIT 1", -1, &day, NULL),
@@ -321,12 +359,8 @@ static void statements(int iterations, const char *path) {
         sqlite3_reset(commit);
         if (i >= 0) samples[i] = now_ns() - start;
     }
-    for (int i = 0; i < count; i++) sqlite3_finalize(steps[i]);
-    sqlite3_finalize(begin);
-    sqlite3_finalize(commit);
-    sqlite3_close(db);
-    printf("RESULT floor.admission_statements %lld\n", median(samples, iterations));
-    free(samples);
+    finish(db, begin, commit, steps, count);
+    report("floor.admission_statements", samples, iterations);
 }
 
 /* A cache store at capacity, in the order SQLiteStore.storeCacheEntry runs it (the buffered miss
@@ -355,11 +389,10 @@ static void store_statements(int iterations, const char *path) {
     enum { count = sizeof store_sql / sizeof store_sql[0], size = 10 * 1024 };
     sqlite3 *db = open_file(path);
     sqlite3_stmt *begin, *commit, *steps[count];
-    check(sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), db, "prepare");
-    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), db, "prepare");
-    for (int i = 0; i < count; i++) check(sqlite3_prepare_v2(db, store_sql[i], -1, &steps[i], NULL), db, store_sql[i]);
-    unsigned char *payload = malloc(size);
-    for (int i = 0; i < size; i++) payload[i] = (unsigned char)(i * 31 + 7);
+    begin = prepare(db, "BEGIN IMMEDIATE");
+    commit = prepare(db, "COMMIT");
+    for (int i = 0; i < count; i++) steps[i] = prepare(db, store_sql[i]);
+    unsigned char *payload = new_payload(size);
     static const char headers[] = "Content-Type: application/json; charset=UTF-8\nETag: \"v1-etag\"\n"
                                   "Cache-Control: private, max-age=3600";
     long long *samples = malloc(sizeof(long long) * (size_t)iterations);
@@ -405,12 +438,8 @@ static void store_statements(int iterations, const char *path) {
         if (i >= 0) samples[i] = now_ns() - start;
         if (victim == 0) { fprintf(stderr, "floor store-statements: no entry to take over: run the harness's store on this file first\n"); exit(1); }
     }
-    for (int i = 0; i < count; i++) sqlite3_finalize(steps[i]);
-    sqlite3_finalize(begin);
-    sqlite3_finalize(commit);
-    sqlite3_close(db);
-    printf("RESULT floor.store_statements %lld\n", median(samples, iterations));
-    free(samples);
+    finish(db, begin, commit, steps, count);
+    report("floor.store_statements", samples, iterations);
     free(payload);
 }
 
@@ -420,9 +449,7 @@ static void store_statements(int iterations, const char *path) {
  * B-trees, three pages. Here each is the cheapest statement that writes it (the window as one
  * integer), with none of the reads that decide the admission. */
 static void design_admission(int iterations, const char *dir) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/floor-design-admission.sqlite", dir);
-    sqlite3 *db = open_file(path);
+    sqlite3 *db = open_in(dir, "floor-design-admission.sqlite");
     exec(db, "DROP TABLE IF EXISTS events; DROP TABLE IF EXISTS totals; DROP TABLE IF EXISTS windows");
     exec(db, "CREATE TABLE events (id INTEGER PRIMARY KEY, at_ms INTEGER NOT NULL, units INTEGER NOT NULL)");
     exec(db, "CREATE TABLE totals (day TEXT NOT NULL, bucket TEXT NOT NULL, endpoint TEXT NOT NULL, "
@@ -438,29 +465,22 @@ static void design_admission(int iterations, const char *dir) {
     };
     enum { count = sizeof sql / sizeof sql[0] };
     sqlite3_stmt *begin, *commit, *writes[count];
-    check(sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), db, "prepare");
-    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), db, "prepare");
-    for (int s = 0; s < count; s++) check(sqlite3_prepare_v2(db, sql[s], -1, &writes[s], NULL), db, sql[s]);
+    begin = prepare(db, "BEGIN IMMEDIATE");
+    commit = prepare(db, "COMMIT");
+    for (int s = 0; s < count; s++) writes[s] = prepare(db, sql[s]);
     long long *samples = malloc(sizeof(long long) * (size_t)iterations);
     for (int i = -iterations / 10; i < iterations; i++) {
         long long start = now_ns();
         check(sqlite3_step(begin), db, "BEGIN IMMEDIATE");
         sqlite3_reset(begin);
         sqlite3_bind_int64(writes[0], 1, (long long)i);
-        for (int s = 0; s < count; s++) {
-            check(sqlite3_step(writes[s]), db, sql[s]);
-            sqlite3_reset(writes[s]);
-        }
+        step_each(db, writes, 0, count);
         check(sqlite3_step(commit), db, "COMMIT");
         sqlite3_reset(commit);
         if (i >= 0) samples[i] = now_ns() - start;
     }
-    for (int s = 0; s < count; s++) sqlite3_finalize(writes[s]);
-    sqlite3_finalize(begin);
-    sqlite3_finalize(commit);
-    sqlite3_close(db);
-    printf("RESULT floor.design_admission %lld\n", median(samples, iterations));
-    free(samples);
+    finish(db, begin, commit, writes, count);
+    report("floor.design_admission", samples, iterations);
 }
 
 /* DESIGN.md: "Metadata and body live in separate tables so a 304 or an LRU touch does not rewrite
@@ -470,27 +490,24 @@ static void design_admission(int iterations, const char *dir) {
  * statistics, no totals, headers of 100 bytes. */
 static void design_store(int iterations, const char *dir) {
     enum { rows = 1000, size = 10 * 1024 };
-    char path[4096];
-    snprintf(path, sizeof path, "%s/floor-design-store.sqlite", dir);
-    sqlite3 *db = open_file(path);
+    sqlite3 *db = open_in(dir, "floor-design-store.sqlite");
     exec(db, "DROP TABLE IF EXISTS bodies; DROP TABLE IF EXISTS entries");
     exec(db, "CREATE TABLE entries (id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, "
              "last_access INTEGER NOT NULL, headers TEXT NOT NULL)");
     exec(db, "CREATE INDEX entries_lru ON entries (last_access)");
     exec(db, "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)");
-    unsigned char *payload = malloc(size);
-    for (int i = 0; i < size; i++) payload[i] = (unsigned char)(i * 31 + 7);
+    unsigned char *payload = new_payload(size);
     sqlite3_stmt *fill;
     exec(db, "BEGIN");
-    check(sqlite3_prepare_v2(db, "INSERT INTO entries (id, key, last_access, headers) VALUES (?1, printf('%016x', ?1 * 40503), "
-                                 "?1 - 2000000, printf('%100s', 'h'))", -1, &fill, NULL), db, "prepare");
+    fill = prepare(db, "INSERT INTO entries (id, key, last_access, headers) VALUES (?1, printf('%016x', ?1 * 40503), "
+                       "?1 - 2000000, printf('%100s', 'h'))");
     for (int i = 1; i <= rows; i++) {
         sqlite3_bind_int(fill, 1, i);
         check(sqlite3_step(fill), db, "INSERT");
         sqlite3_reset(fill);
     }
     sqlite3_finalize(fill);
-    check(sqlite3_prepare_v2(db, "INSERT INTO bodies (id, body) SELECT id, ?1 FROM entries", -1, &fill, NULL), db, "prepare");
+    fill = prepare(db, "INSERT INTO bodies (id, body) SELECT id, ?1 FROM entries");
     sqlite3_bind_blob(fill, 1, payload, size, SQLITE_STATIC);
     check(sqlite3_step(fill), db, "INSERT");
     sqlite3_finalize(fill);
@@ -503,9 +520,9 @@ static void design_store(int iterations, const char *dir) {
     };
     enum { count = sizeof sql / sizeof sql[0] };
     sqlite3_stmt *begin, *commit, *writes[count];
-    check(sqlite3_prepare_v2(db, "BEGIN IMMEDIATE", -1, &begin, NULL), db, "prepare");
-    check(sqlite3_prepare_v2(db, "COMMIT", -1, &commit, NULL), db, "prepare");
-    for (int s = 0; s < count; s++) check(sqlite3_prepare_v2(db, sql[s], -1, &writes[s], NULL), db, sql[s]);
+    begin = prepare(db, "BEGIN IMMEDIATE");
+    commit = prepare(db, "COMMIT");
+    for (int s = 0; s < count; s++) writes[s] = prepare(db, sql[s]);
     char key[40];
     long long *samples = malloc(sizeof(long long) * (size_t)iterations);
     for (int i = -iterations / 10; i < iterations; i++) {
@@ -523,20 +540,13 @@ static void design_store(int iterations, const char *dir) {
         sqlite3_bind_int64(writes[1], 3, victim);
         sqlite3_bind_blob(writes[2], 1, payload, size, SQLITE_STATIC);
         sqlite3_bind_int64(writes[2], 2, victim);
-        for (int s = 1; s < count; s++) {
-            check(sqlite3_step(writes[s]), db, sql[s]);
-            sqlite3_reset(writes[s]);
-        }
+        step_each(db, writes, 1, count);
         check(sqlite3_step(commit), db, "COMMIT");
         sqlite3_reset(commit);
         if (i >= 0) samples[i] = now_ns() - start;
     }
-    for (int s = 0; s < count; s++) sqlite3_finalize(writes[s]);
-    sqlite3_finalize(begin);
-    sqlite3_finalize(commit);
-    sqlite3_close(db);
-    printf("RESULT floor.design_store %lld\n", median(samples, iterations));
-    free(samples);
+    finish(db, begin, commit, writes, count);
+    report("floor.design_store", samples, iterations);
     free(payload);
 }
 
