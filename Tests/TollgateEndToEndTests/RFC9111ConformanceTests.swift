@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Synchronization
 import Testing
 import Tollgate
 import TollgateAsyncHTTPClient
@@ -454,6 +455,48 @@ struct RFC9111ConformanceTests {
         #expect(other.source == .network)
         #expect(other.attempts == 2)
         #expect(harness.origin.received.map { $0.header("If-None-Match") } == [nil, "\"en\"", nil])
+    }
+
+    @Test("§4.3.4: a 304 whose ETag names no stored response revises nothing: the request is sent again without conditions")
+    func notModifiedWithAnotherTagIsResent() async throws {
+        let version = Mutex(1)
+        let harness = try RFCHarness { request in
+            let current = version.withLock { $0 }
+            // A confused server: it answers every conditional request with a 304 carrying its
+            // current tag, whether or not that matches the one asked about.
+            if request.header("If-None-Match") != nil {
+                return .init(304, [("ETag", "\"v\(current)\""), ("Cache-Control", "max-age=0")])
+            }
+            return .init(200, [("ETag", "\"v\(current)\""), ("Cache-Control", "max-age=0")], body: "body \(current)")
+        }
+        #expect(try await harness.send("/item").text == "body 1")
+        version.withLock { $0 = 2 }
+        let answer = try await harness.send("/item")
+        #expect(answer.text == "body 2", "the old body is never served under the new tag")
+        #expect(answer.source == .network)
+        #expect(answer.response.headerFields[.eTag] == "\"v2\"")
+        #expect(harness.origin.received.map { $0.header("If-None-Match") } == [nil, "\"v1\"", nil])
+        // And the stored response is now the new one: the next 304 confirms it.
+        let again = try await harness.send("/item")
+        #expect(again.source == .revalidated)
+        #expect(again.text == "body 2")
+    }
+
+    @Test("an entity tag the parser could not read as sent (8-bit bytes) is never sent back; the date is")
+    func damagedTagIsNotSentBack() async throws {
+        let harness = try RFCHarness { request in
+            if request.header("If-Modified-Since") != nil {
+                return .init(304, [("Cache-Control", "max-age=0")])
+            }
+            return .init(200, [("ETag", "\"caf\u{FFFD}\""), ("Last-Modified", "Tue, 01 Sep 2026 10:00:00 GMT"),
+                               ("Cache-Control", "max-age=0")], body: "menu")
+        }
+        _ = try await harness.send("/menu")
+        let second = try await harness.send("/menu")
+        #expect(harness.origin.received.last?.header("If-None-Match") == nil)
+        #expect(harness.origin.received.last?.header("If-Modified-Since") == "Tue, 01 Sep 2026 10:00:00 GMT")
+        #expect(second.source == .revalidated)
+        #expect(second.unitsCharged == 0)
     }
 
     // MARK: §3.1 Headers that are not stored

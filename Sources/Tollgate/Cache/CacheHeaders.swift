@@ -72,6 +72,15 @@ enum CacheHeaders {
         fields[.eTag].flatMap(trimmedOptionalWhitespace)
     }
 
+    /// Whether a validator reads as the server sent it. HTTP/1 parsers below Tollgate (SwiftNIO's,
+    /// Foundation's) decode field values as UTF-8 and put U+FFFD in place of other bytes, so an
+    /// entity tag with 8-bit bytes (ISO-8859-1) reaches the cache changed: sent back, it would
+    /// match nothing, and every revalidation would be charged for a full answer. Such a tag is not
+    /// sent; the stored date is, when there is one.
+    static func isIntact(_ validator: String) -> Bool {
+        !validator.unicodeScalars.contains("\u{FFFD}")
+    }
+
     /// The `Last-Modified` value, verbatim.
     static func lastModified(_ fields: HTTPFields) -> String? {
         fields[.lastModified].flatMap(trimmedOptionalWhitespace)

@@ -2,9 +2,9 @@ import Foundation
 
 extension CacheKey {
     /// The normalised path and query of a request target, as UTF-8: the fragment dropped, an empty
-    /// path made `/`, query parameters sorted (never dropped), secret values redacted. Each secret
-    /// is added to `credentials` (what the partition hashes) and `secrets` (what stored headers
-    /// are scrubbed of).
+    /// path made `/`, query parameters sorted by name (never dropped; one name's values keep their
+    /// order), secret values redacted. Each secret is added to `credentials` (what the partition
+    /// hashes) and `secrets` (what stored headers are scrubbed of).
     ///
     /// Bytes, not `String`s: every store of a new URL computes its key, and splitting and sorting
     /// strings was the largest part of a store's Swift time. The result is byte for byte what
@@ -34,7 +34,7 @@ extension CacheKey {
         }
         guard let questionMark else { return target }
 
-        let parameters = QueryParameter.parse(bytes[(questionMark + 1)..<end]).sorted()
+        let parameters = QueryParameter.inNormalisedOrder(QueryParameter.parse(bytes[(questionMark + 1)..<end]))
         for (index, parameter) in parameters.enumerated() {
             target.append(index == 0 ? UInt8(ascii: "?") : UInt8(ascii: "&"))
             target.append(contentsOf: parameter.name)
@@ -83,7 +83,7 @@ extension CacheKey {
     }
 
     /// One `name[=value]` of a query, as slices of the target's bytes.
-    struct QueryParameter: Comparable {
+    struct QueryParameter {
         let name: ArraySlice<UInt8>
         /// Nil for a bare `name`, empty for `name=`.
         let value: ArraySlice<UInt8>?
@@ -98,17 +98,16 @@ extension CacheKey {
             }
         }
 
-        /// The order of a normalised URL: by the bytes of the name, then no value before a value,
-        /// then by the bytes of the value. Bytes, not Swift's `<` on strings, which holds canonically
-        /// equivalent spellings (`é` and `e` + U+0301) equal: with it, the order such parameters
-        /// arrived in would decide the URL's bytes, and so its cache key.
-        static func < (first: QueryParameter, second: QueryParameter) -> Bool {
-            if !first.name.elementsEqual(second.name) { return first.name.lexicographicallyPrecedes(second.name) }
-            switch (first.value, second.value) {
-            case (nil, _): return second.value != nil
-            case (_, nil): return false
-            case (let firstValue?, let secondValue?): return firstValue.lexicographicallyPrecedes(secondValue)
-            }
+        /// The order of a normalised URL: by the bytes of the name, and parameters of one name in
+        /// the order they came. The order of a name's values is meaning (`?sort=date&sort=title`,
+        /// a list of ids), so `?a=2&a=1` and `?a=1&a=2` are different resources. Bytes, not Swift's
+        /// `<` on strings, which holds canonically equivalent spellings (`é` and `e` + U+0301)
+        /// equal: with it, the order such parameters arrived in would decide the URL's bytes.
+        static func inNormalisedOrder(_ parameters: [QueryParameter]) -> [QueryParameter] {
+            parameters.indices.sorted { first, second in
+                let (firstName, secondName) = (parameters[first].name, parameters[second].name)
+                return firstName.elementsEqual(secondName) ? first < second : firstName.lexicographicallyPrecedes(secondName)
+            }.map { parameters[$0] }
         }
     }
 }

@@ -6,7 +6,7 @@ import HTTPTypes
 /// redacted, and a one-way hash of the request's credentials.
 ///
 /// Pure computation, no storage. The URL is normalised so that equivalent requests share an
-/// entry: scheme and host lowercased, the default port dropped, query parameters sorted (never
+/// entry: scheme and host lowercased, the default port dropped, query parameters sorted by name (never
 /// dropped). Sensitive query parameters, user information in the authority and sensitive headers
 /// are taken out of the URL and hashed into ``credentialPartition``: two API keys never share an
 /// entry, and no secret reaches the database in plaintext.

@@ -440,12 +440,20 @@ extension ETagCache {
             let vary = VaryFields(stored: candidate.vary)
             return vary != .any && CacheKey.variantKey(for: request, vary: vary.names) == candidate.variantKey
         }
-        if let etag = CacheHeaders.etag(notModified),
-           let confirmed = matching.filter({ $0.etag.map { CacheHeaders.weaklyMatch($0, etag) } ?? false })
+        let tag = CacheHeaders.etag(notModified)
+        if let tag, let confirmed = matching.filter({ $0.etag.map { CacheHeaders.weaklyMatch($0, tag) } ?? false })
             .max(by: { ($0.validatedAtMs, $0.id) < ($1.validatedAtMs, $1.id) }) {
             return confirmed
         }
         guard let selected = selectVariant(among: matching, for: request) else { return nil }
+        if tag != nil, selected.etag != nil {
+            // RFC 9111 §4.3.4: an entity tag selects the stored responses that carry it. One that
+            // names none of them (the resource changed between the request and the 304, or a
+            // confused server) confirms nothing stored: the stored body under a tag it never had
+            // would be a wrong answer. A stored response without a tag, validated by its date, is
+            // left to the Last-Modified rule below.
+            return nil
+        }
         if let lastModified = CacheHeaders.lastModified(notModified), let stored = selected.lastModified,
            CacheHeaders.etag(notModified) == nil, lastModified != stored {
             return nil

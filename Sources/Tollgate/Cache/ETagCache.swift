@@ -114,7 +114,7 @@ public final class ETagCache: Sendable {
             return .fresh(cached)
         }
         var conditional = request
-        if let etag = cached.etag {
+        if let etag = cached.etag, CacheHeaders.isIntact(etag) {
             conditional.headerFields[.ifNoneMatch] = etag
         } else if let lastModified = cached.lastModified {
             conditional.headerFields[.ifModifiedSince] = lastModified
@@ -277,7 +277,7 @@ public final class ETagCache: Sendable {
             resourceKey: key.resourceKey, validatedSinceMs: retention(now: now).expiredBeforeMs,
             selectVariant: { candidates in
                 if let selected = Self.selectVariant(among: candidates, for: request) { return selected.id }
-                let others = candidates.compactMap(\.etag)
+                let others = candidates.compactMap(\.etag).filter(CacheHeaders.isIntact)
                 tags.withLock { $0 = Array(Set(others)).sorted() }
                 return nil
             }

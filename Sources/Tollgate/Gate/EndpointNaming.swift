@@ -15,11 +15,30 @@ public struct EndpointNaming: Sendable {
     }
 
     /// The endpoint name of a request.
+    ///
+    /// The naming function sees the path without its query and without path parameters
+    /// (`/v1/items;key=…` is named from `/v1/items`): both can carry secrets, and an endpoint name
+    /// is written in plaintext to the ledger, the circuits, the throttle and the logs.
     /// - Parameter request: The request.
     /// - Returns: Its name, such as `videos.list` or `GET /api/activities`.
     public func endpoint(for request: HTTPRequest) -> String {
-        let path = request.path.map { String($0.prefix { $0 != "?" }) } ?? "/"
-        return name(request.method, path)
+        name(request.method, Self.pathWithoutParameters(request.path ?? "/"))
+    }
+
+    /// A request target's path without its query, fragment and path parameters (`;name=value`
+    /// after a segment).
+    static func pathWithoutParameters(_ target: String) -> String {
+        let path = target.utf8.prefix { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        guard path.contains(UInt8(ascii: ";")) else { return String(Substring(path)) }
+        var kept: [UInt8] = []
+        kept.reserveCapacity(path.count)
+        var inParameters = false
+        for byte in path {
+            if byte == UInt8(ascii: "/") { inParameters = false }
+            if byte == UInt8(ascii: ";") { inParameters = true }
+            if !inParameters { kept.append(byte) }
+        }
+        return String(decoding: kept, as: UTF8.self)
     }
 
     /// `METHOD /path`, for any API.

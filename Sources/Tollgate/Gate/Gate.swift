@@ -168,6 +168,8 @@ public final class Gate: Sendable {
         options: GateRequestOptions = GateRequestOptions(),
         via transport: (any HTTPTransport)? = nil
     ) async throws(GateFailure) -> GateResponse {
+        // Whatever derived the name, it is written in plaintext everywhere: never with a secret in it.
+        let endpoint = EndpointNaming.redactingSecrets(in: endpoint, rules: cache.secretRules)
         let policy = options.redirects ?? configuration.redirects
         var hop = RedirectHop(request: request, body: body, crossedOrigin: false)
         var redirects: [URL] = []
@@ -182,7 +184,8 @@ public final class Gate: Sendable {
                 var hopOptions = options
                 var hopEndpoint = endpoint
                 if hop.crossedOrigin {
-                    hopEndpoint = "redirect \(hop.request.authority ?? "")"
+                    // The host alone: an authority's user information is a credential.
+                    hopEndpoint = "redirect \(Self.hostAndPort(of: hop.request.authority ?? ""))"
                     hopOptions.cost = 0
                 }
                 answer = try await route(hop.request, body: hop.body, endpoint: hopEndpoint, options: hopOptions,
@@ -774,6 +777,12 @@ public final class Gate: Sendable {
             try? await storage.releaseCoalescingLease(resourceKey: release.resourceKey, holder: release.holder)
         }
         if let pending { try await settle(pending, endpoint: endpoint, ledger: &ledger) }
+    }
+
+    /// An authority without its user information (`user:password@`), which is a credential.
+    static func hostAndPort(of authority: String) -> Substring {
+        guard let at = authority.lastIndex(of: "@") else { return authority[...] }
+        return authority[authority.index(after: at)...]
     }
 
     /// A GET or HEAD with a body: the cache key cannot see the body, so such a request is neither

@@ -3,6 +3,7 @@ import Foundation
 extension SQLiteStore: MaintenanceStorage {
     public func vacuum(at: Date) async throws -> VacuumResult {
         try requireWritable()
+        try requireFileInPlace()
         let sizes = try await translatingErrors { try await writer.run { db -> (before: Int64, after: Int64, free: Int, checkpoint: Row?) in
             // Outside any transaction, on the writer connection: SQLite refuses VACUUM in a transaction.
             guard !db.isInsideTransaction else {

@@ -31,7 +31,10 @@ struct Migrator: Sendable {
         // pending" cannot change under us; anything pending is re-checked below under the lock.
         let alreadyApplied = try appliedMigrations(db)
         try validate(alreadyApplied)
-        if migrations.allSatisfy({ alreadyApplied[$0.version] != nil }) { return [] }
+        if migrations.allSatisfy({ alreadyApplied[$0.version] != nil }) {
+            try markIfUnmarked(db)
+            return []
+        }
         var appliedNow: [Migration] = []
         for migration in migrations {
             let didApply = try db.inTransaction(.immediate) {
@@ -40,6 +43,7 @@ struct Migrator: Sendable {
                 try validate(applied)
                 guard applied[migration.version] == nil else { return false }
                 try db.executeScript(migration.sql)
+                try DatabaseOwnership.mark(db)
                 try db.execute(
                     "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
                     [.int(migration.version), .text(migration.name), .text(migration.checksum),
@@ -50,6 +54,12 @@ struct Migrator: Sendable {
             if didApply { appliedNow.append(migration) }
         }
         return appliedNow
+    }
+
+    /// Marks a file that a release before the mark made, once; a marked file costs one pragma.
+    private func markIfUnmarked(_ db: Database) throws {
+        guard try DatabaseOwnership.of(db, firstMigration: migrations.first) == .unmarkedTollgate else { return }
+        try db.inTransaction(.immediate) { try DatabaseOwnership.mark(db) }
     }
 
     private struct AppliedMigration {

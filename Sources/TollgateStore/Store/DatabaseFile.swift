@@ -13,8 +13,12 @@ enum DatabaseFile {
 
     /// Creates an empty file readable and writable by its owner only, unless one exists.
     /// SQLite gives the -wal and -shm files the same permissions.
+    ///
+    /// A dangling symbolic link is followed to the file it names, which is created with the same
+    /// mode: `O_EXCL` refuses to follow links, and SQLite would otherwise create the target itself,
+    /// with the umask's mode (0644, readable by every user).
     static func createIfMissing(path: String) throws {
-        let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        let descriptor = open(danglingLinkTarget(of: path) ?? path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         if descriptor >= 0 {
             close(descriptor)
         } else if errno != EEXIST {
@@ -25,6 +29,62 @@ enum DatabaseFile {
                 systemErrorCode: code
             )
         }
+    }
+
+    /// The file a chain of symbolic links ends at, when that file does not exist yet; nil when
+    /// `path` is no link, or its target exists (opening the path then opens that target).
+    static func danglingLinkTarget(of path: String) -> String? {
+        var current = path
+        for _ in 0..<40 {
+            var status = stat()
+            guard lstat(current, &status) == 0 else { return current == path ? nil : current }
+            guard status.st_mode & S_IFMT == S_IFLNK,
+                  let destination = try? FileManager.default.destinationOfSymbolicLink(atPath: current)
+            else { return nil }
+            current = destination.hasPrefix("/")
+                ? destination : (current as NSString).deletingLastPathComponent + "/" + destination
+        }
+        return nil
+    }
+
+    /// Refuses what cannot hold a ledger before SQLite opens it: SQLite's own special names
+    /// (`:memory:`, the empty path: a private database gone at exit) and anything at the path that
+    /// is not a regular file (a device such as `/dev/null`, a FIFO, a socket), beside which SQLite
+    /// would create `-journal` or `-wal` files.
+    static func requireFilePath(_ path: String) throws {
+        if path.isEmpty || path == ":memory:" || path.hasPrefix("file:") {
+            throw StoreError.cannotOpen(
+                path: path,
+                reason: "\(path.isEmpty ? "an empty path" : "'\(path)'") is SQLite's name for a database that is "
+                    + "not a file at that path, and the ledger must live in a file that every process can open "
+                    + "(write ./\(path) for a file of that name)",
+                cause: nil
+            )
+        }
+        var status = stat()
+        guard stat(path, &status) == 0 else { return }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFDIR: throw StoreError.isDirectory(path: path)
+        default: throw StoreError.notARegularFile(path: path)
+        }
+    }
+
+    /// The device and inode the path names now; nil when nothing is there.
+    static func identity(path: String) -> FileIdentity? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
+    }
+
+    /// The application ID at offset 68 of an SQLite file's header (`PRAGMA application_id`), read
+    /// without SQLite; nil for a file shorter than its header. In WAL mode a newer value may wait in
+    /// the log: the open connection's pragma is the truth, this is for a file no one may open.
+    static func headerApplicationID(path: String) -> UInt32? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 72), header.count == 72 else { return nil }
+        return header[68..<72].reduce(0) { $0 << 8 | UInt32($1) }
     }
 
     /// Whether the file's write-ahead log is absent or holds nothing: every committed page is then

@@ -15,6 +15,15 @@ extension SQLiteStore {
         if isReadOnly { throw StoreError.openedReadOnly(path: locationPath) }
     }
 
+    /// Refuses to write into a file that is no longer at its path (deleted, or replaced by another
+    /// file): no other process could see the write, and it would be lost when this one exits. One
+    /// `stat` of the path per write transaction.
+    /// - Throws: ``StoreError/fileMoved(path:)``.
+    func requireFileInPlace() throws {
+        guard let openedFile, case .file(let path) = location else { return }
+        guard DatabaseFile.identity(path: path) == openedFile else { throw StoreError.fileMoved(path: path) }
+    }
+
     /// Runs `body`, turning SQLite's failures about the file into ``StoreError``s that say what to do.
     ///
     /// In a read, a plain `SQLITE_READONLY` is the reader's `query_only` refusing a write that the

@@ -7,12 +7,15 @@ extension SQLiteStore {
 
     /// Creates the file when missing, migrates it, and opens a writer and a reader.
     static func openForWriting(path: String, configuration: Configuration, migrator: Migrator) throws -> Opened {
+        try DatabaseFile.requireFilePath(path)
         try DatabaseFile.createIfMissing(path: path)
         try DatabaseFile.requireSQLiteHeader(path: path)
         try DatabaseFile.requireCompleteFile(path: path)
         let database = try Self.refusingNonDatabase(path: path) {
             let database = try Database(path: path, busyTimeout: configuration.busyTimeout)
-            // Check the history before the first write, so a refused file stays untouched.
+            // Check whose file it is and its history before the first write, so a refused file
+            // stays untouched (no table added, its journal mode unchanged).
+            try DatabaseOwnership.requireTollgate(database, path: path, firstMigration: migrator.migrations.first)
             _ = try migrator.status(database)
             return database
         }
@@ -44,6 +47,7 @@ extension SQLiteStore {
 
     /// Opens one read-only connection on an existing, up-to-date file; creates and writes nothing.
     static func openForReading(path: String, configuration: Configuration, migrator: Migrator) throws -> Opened {
+        try DatabaseFile.requireFilePath(path)
         guard FileManager.default.fileExists(atPath: path) else { throw StoreError.notFound(path: path) }
         try DatabaseFile.requireSQLiteHeader(path: path)
         try DatabaseFile.requireCompleteFile(path: path)
@@ -72,8 +76,12 @@ extension SQLiteStore {
         path: String, busyTimeout: Duration, migrator: Migrator
     ) throws -> (database: Database, statuses: [MigrationStatus], immutable: Bool) {
         let database = try Database(path: path, mode: .readOnly, busyTimeout: busyTimeout)
+        func statuses(_ database: Database) throws -> [MigrationStatus] {
+            try DatabaseOwnership.requireTollgate(database, path: path, firstMigration: migrator.migrations.first)
+            return try migrator.status(database)
+        }
         do {
-            return (database, try migrator.status(database), false)
+            return (database, try statuses(database), false)
         } catch let error as DatabaseError where error.cannotUseSharedMemory {
             guard DatabaseFile.hasEmptyLog(path: path) else {
                 // Reading the file alone would miss committed pages: say what is needed instead.
@@ -85,7 +93,7 @@ extension SQLiteStore {
                 )
             }
             let snapshot = try Database(path: path, mode: .immutable, busyTimeout: busyTimeout)
-            return (snapshot, try migrator.status(snapshot), true)
+            return (snapshot, try statuses(snapshot), true)
         }
     }
 

@@ -91,6 +91,8 @@ public final class SQLiteStore: Sendable {
     private let lastDataVersion = Mutex<DataVersionMark?>(nil)
     /// How many times `PRAGMA data_version` ran: for tests of when it need not.
     let dataVersionPragmas = Atomic<Int>(0)
+    /// The file the path named when the store opened it; nil in memory.
+    let openedFile: FileIdentity?
 
     /// Opens, or creates, the database at `path` and applies its pending migrations.
     /// - Parameters:
@@ -134,6 +136,7 @@ public final class SQLiteStore: Sendable {
             writer = SerializedDatabase(database: database, label: "tollgate.store.memory")
             reader = writer
             readsImmutableSnapshot = false
+            openedFile = nil
         case .file(let path):
             let opened = try Self.translatingErrors(path: path, busyTimeout: configuration.busyTimeout) {
                 try DatabaseFile.requireNotDirectory(path: path)
@@ -146,6 +149,7 @@ public final class SQLiteStore: Sendable {
             reader = opened.reader
             migrationsAppliedAtOpen = opened.applied
             readsImmutableSnapshot = opened.immutable
+            openedFile = DatabaseFile.identity(path: path)
         }
         // The connection that runs `PRAGMA data_version` lends its mapping of the WAL index. Only
         // in WAL mode: asked for one otherwise (a read-only store on a rollback-journal file), SQLite
@@ -175,6 +179,7 @@ public final class SQLiteStore: Sendable {
         let migrator = Migrator(migrations: migrations)
         return try translatingErrors(path: path, busyTimeout: .seconds(5)) {
             try DatabaseFile.requireNotDirectory(path: path)
+            try DatabaseFile.requireFilePath(path)
             guard FileManager.default.fileExists(atPath: path) else {
                 return migrator.migrations.map { MigrationStatus(migration: $0, appliedAt: nil) }
             }
@@ -183,6 +188,25 @@ public final class SQLiteStore: Sendable {
             return try refusingNonDatabase(path: path) {
                 try openReadOnlyConnection(path: path, busyTimeout: .seconds(5), migrator: migrator).statuses
             }
+        }
+    }
+
+    /// Refuses to let a new database replace what is at `path` unless it is a Tollgate database, an
+    /// empty regular file, or nothing: for commands that start from a new file (`tollgate demo
+    /// --replace`), so that they never delete another application's data or a device.
+    /// - Parameter path: The path a new database is about to be created at.
+    /// - Throws: ``StoreError/notADatabase(path:)``, ``StoreError/notTollgate(path:reason:)``,
+    ///   ``StoreError/notARegularFile(path:)`` or ``StoreError/isDirectory(path:)``, saying what is there.
+    public static func requireReplaceable(path: String) throws {
+        try translatingErrors(path: path, busyTimeout: .seconds(5)) {
+            try DatabaseFile.requireFilePath(path)
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return }
+            if ((attributes[.size] as? NSNumber)?.intValue ?? 0) == 0 { return }
+            try DatabaseFile.requireSQLiteHeader(path: path)
+            let ownership = try refusingNonDatabase(path: path) {
+                try DatabaseOwnership.of(Database(path: path, mode: .readOnly), firstMigration: Migration.all.first)
+            }
+            if case .foreign(let reason) = ownership { throw StoreError.notTollgate(path: path, reason: reason) }
         }
     }
 
@@ -203,6 +227,7 @@ public final class SQLiteStore: Sendable {
     /// they forget those recent entries themselves, and ledger, circuit and throttle writes none.
     func writeKeepingRecentEntries<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try requireWritable()
+        try requireFileInPlace()
         return try await translatingErrors {
             try await writer.run { db in
                 var headerBeforeCommit: WALIndexWatch.Header?
@@ -260,6 +285,7 @@ public final class SQLiteStore: Sendable {
     public func write<T>(_ updates: (Database) throws -> T) throws -> T {
         defer { recentCacheEntries.withLock { $0.forgetAll() } }
         try requireWritable()
+        try requireFileInPlace()
         return try Self.translatingErrors(path: locationPath, busyTimeout: busyTimeout) {
             try writer.sync { db in try db.inTransaction(.immediate) { try updates(db) } }
         }

@@ -37,14 +37,22 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case migrationsPending(path: String, databaseVersion: Int, libraryVersion: Int)
     /// A write was asked of a store opened read-only.
     case openedReadOnly(path: String)
+    /// The file is an SQLite database, but another application's: neither empty nor marked as
+    /// Tollgate's (`PRAGMA application_id`) nor holding Tollgate's migration history.
+    case notTollgate(path: String, reason: String)
+    /// The path names something that is not a regular file (a device, a FIFO, a socket).
+    case notARegularFile(path: String)
+    /// The file was deleted or replaced at its path while this process had it open: what it
+    /// would write no other process could see, and it would be lost when this one exits.
+    case fileMoved(path: String)
 
     /// Whether the store could not do its work on the file (full, read-only, locked, unopenable)
     /// although the request itself was valid: what a gate's ledger-failure policy applies to.
     public var isStorageFailure: Bool {
         switch self {
-        case .readOnly, .diskFull, .locked, .cannotOpen, .openedReadOnly: true
+        case .readOnly, .diskFull, .locked, .cannotOpen, .openedReadOnly, .fileMoved: true
         case .notADatabase, .migrationChecksumMismatch, .databaseIsNewer, .walUnavailable, .invalidArgument,
-             .truncated, .isDirectory, .notFound, .migrationsPending: false
+             .truncated, .isDirectory, .notFound, .migrationsPending, .notTollgate, .notARegularFile: false
         }
     }
 
@@ -100,6 +108,16 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case .openedReadOnly(let path):
             "\(path) was opened read-only, and this operation writes. Nothing was changed; open the store for "
                 + "writing to do it."
+        case .notTollgate(let path, let reason):
+            "\(path) is another application's SQLite database, not Tollgate's (\(reason)). It was left untouched: "
+                + "give the path of a Tollgate database, or of a file that does not exist yet."
+        case .notARegularFile(let path):
+            "\(path) is not a regular file (a device, a pipe or a socket), so it cannot hold a database. "
+                + "Nothing was opened or created; give the path of a file."
+        case .fileMoved(let path):
+            "\(path) was deleted or replaced while this process had it open. Nothing more is charged: another "
+                + "process could not see the charges, and they would be lost when this one exits. Restart this "
+                + "process to open the file now at that path."
         }
     }
 

@@ -23,7 +23,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(name: .customLong("db"), help: ArgumentHelp("The database file the demo creates.", valueName: "path"))
     var path: String = DemoCommand.defaultPath
 
-    @Flag(help: "Replace the file if it exists (the default demo file is always replaced).")
+    @Flag(help: "Replace the file if it is a Tollgate database (the default demo file is always replaced); any other file is refused.")
     var replace = false
 
     @OptionGroup var logging: LoggingOptions
@@ -35,6 +35,9 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Only a Tollgate database (or an empty file) is replaced: never another application's
+        // data, a text file or a device.
+        try SQLiteStore.requireReplaceable(path: path)
         for suffix in ["", "-wal", "-shm"] {
             try? FileManager.default.removeItem(atPath: path + suffix)
         }

@@ -130,16 +130,13 @@ private struct ReferenceCacheKey {
             let parameters = split(parts[1], "&", .max).filter { !$0.isEmpty }.map { segment in
                 let pair = split(segment, "=", 1)
                 return (name: String(pair[0]), value: pair.count == 2 ? String(pair[1]) : nil)
-            }.sorted { first, second in
-                if !first.name.utf8.elementsEqual(second.name.utf8) {
-                    return first.name.utf8.lexicographicallyPrecedes(second.name.utf8)
+            }.enumerated().sorted { first, second in
+                // By name; one name's values in the order they came.
+                if !first.element.name.utf8.elementsEqual(second.element.name.utf8) {
+                    return first.element.name.utf8.lexicographicallyPrecedes(second.element.name.utf8)
                 }
-                switch (first.value, second.value) {
-                case (nil, _): return second.value != nil
-                case (_, nil): return false
-                case (let firstValue?, let secondValue?): return firstValue.utf8.lexicographicallyPrecedes(secondValue.utf8)
-                }
-            }
+                return first.offset < second.offset
+            }.map(\.element)
             query = parameters.map { parameter in
                 guard let value = parameter.value,
                       secretRules.isSecretParameter(CacheKey.decodedName(parameter.name[...])) else {

@@ -18,12 +18,16 @@ struct CacheKeyTests {
         try key(HTTPRequest(method: method, scheme: scheme, authority: authority, path: path))
     }
 
-    @Test("scheme and host are lowercased, the default port dropped, parameters sorted and never dropped")
+    @Test("scheme and host are lowercased, the default port dropped, parameters sorted by name and never dropped")
     func normalisation() throws {
         let first = try key(scheme: "HTTPS", authority: "API.Example.COM:443", path: "/v3/Videos?part=snippet&id=b&id=a&flag")
-        #expect(first.url == "https://api.example.com/v3/Videos?flag&id=a&id=b&part=snippet")
-        let second = try key(path: "/v3/Videos?id=a&flag&part=snippet&id=b")
+        #expect(first.url == "https://api.example.com/v3/Videos?flag&id=b&id=a&part=snippet")
+        let second = try key(path: "/v3/Videos?id=b&flag&part=snippet&id=a")
         #expect(first.resourceKey == second.resourceKey)
+        #expect(try key(path: "/v3/Videos?id=a&flag&part=snippet&id=b").resourceKey != first.resourceKey,
+                "the values of one name keep their order: it is meaning (sort keys, id lists)")
+        #expect(try key(path: "/v3/items?a=2&a=1").url == "https://api.example.com/v3/items?a=2&a=1")
+        #expect(try key(path: "/v3/items?a&a=1").url != key(path: "/v3/items?a=1&a").url)
         #expect(try key(path: "/v3/Videos?part=snippet").resourceKey != first.resourceKey, "parameters are never dropped")
         #expect(try key(path: "/v3/videos?flag&id=a&id=b&part=snippet").resourceKey != first.resourceKey, "paths keep their case")
         #expect(try key(scheme: "http", authority: "api.example.com:80", path: "").url == "http://api.example.com/")
