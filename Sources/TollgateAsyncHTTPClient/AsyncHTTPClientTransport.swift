@@ -5,6 +5,7 @@ import HTTPTypesFoundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 import Tollgate
 
@@ -39,6 +40,17 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         // would otherwise hold a body (and a proxy's client) forever.
         configuration.timeout.read = .seconds(30)
         return configuration
+    }
+
+    /// A client of ``recommendedConfiguration`` that trusts `authorities` instead of the system's
+    /// certificate authorities (an API behind a private CA). The caller owns it: shut it down
+    /// (`try await client.shutdown()`) once no transport uses it.
+    /// - Parameter authorities: The authorities to trust, such as
+    ///   `try CertificateAuthorities(file: "ca.pem")`.
+    /// - Returns: The client.
+    public static func makeClient(trusting authorities: CertificateAuthorities) -> HTTPClient {
+        HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+                   configuration: authorities.applied(to: recommendedConfiguration))
     }
 
     /// Creates a transport.
@@ -142,8 +154,29 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     }
 
     /// Sorts AsyncHTTPClient's and NIO's errors by what they say of the request: refused before it
-    /// left the machine, never connected, timed out, or lost on the way.
+    /// left the machine, never connected, stopped at the TLS handshake, timed out, answered with
+    /// something that is not HTTP, or lost on the way.
     static func transportError(for error: any Error) -> HTTPTransportError {
+        if let tlsError = error as? NIOSSLError {
+            switch tlsError {
+            case .handshakeFailed, .unableToValidateCertificate, .noCertificateToValidate, .cannotMatchULabel,
+                 .cannotFindPeerIP, .failedToLoadCertificate, .failedToLoadPrivateKey, .noSuchFilesystemObject:
+                // The handshake did not complete, or the client's TLS configuration could not be
+                // loaded for it: not a byte of the request was written.
+                return .tlsFailure(String(describing: tlsError))
+            default:
+                // After the handshake (an unclean shutdown mid-answer…): the request may have arrived.
+                return .connectionFailed(String(describing: tlsError))
+            }
+        }
+        if error is NIOSSLExtraError {
+            // The server's name does not match its certificate, or cannot be sent as SNI.
+            return .tlsFailure(String(describing: error))
+        }
+        if error is HTTPParserError {
+            // Too many header bytes, an invalid character, conflicting Content-Length or Transfer-Encoding.
+            return .malformedResponse(String(describing: error))
+        }
         if let clientError = error as? HTTPClientError {
             switch clientError {
             case .deadlineExceeded, .readTimeout, .writeTimeout:

@@ -173,6 +173,8 @@ public final class Gate: Sendable {
         let policy = options.redirects ?? configuration.redirects
         var hop = RedirectHop(request: request, body: body, crossedOrigin: false)
         var redirects: [URL] = []
+        // Every request made in this send, so a redirect back to one of them ends the chain.
+        var visited: Set<String> = [RedirectHop.visit(request)]
         var unitsCharged = 0
         var attempts = 0
         while true {
@@ -201,10 +203,18 @@ public final class Gate: Sendable {
             }
             unitsCharged += answer.unitsCharged
             attempts += answer.attempts
-            guard let next = RedirectHop.next(
+            var following = RedirectHop.next(
                 after: answer.response, to: hop.request, body: hop.body, hopsSoFar: redirects.count,
                 alreadyCrossed: hop.crossedOrigin, policy: policy, secrets: cache.secretRules
-            ) else {
+            )
+            if let loop = following, !visited.insert(RedirectHop.visit(loop.request)).inserted {
+                // Back to a request already made in this send: the same answer again, at a price.
+                logger.info("redirect loop: the redirect is returned as it is", metadata: [
+                    "gate.endpoint": "\(endpoint)", "gate.status": "\(answer.status.code)",
+                ])
+                following = nil
+            }
+            guard let next = following else {
                 var delivered = answer
                 delivered.unitsCharged = unitsCharged
                 delivered.attempts = attempts

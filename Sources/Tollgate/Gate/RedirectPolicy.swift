@@ -16,6 +16,9 @@ import HTTPTypes
 ///   `--location` made stricter. A hop to another origin is not the endpoint's call: it is charged
 ///   nothing and counted under an endpoint of its own, `redirect HOST`.
 ///
+/// A hop back to a request already made in the same send (the same method and URL: `/a` → `/a`,
+/// or `/a` → `/b` → `/a`) is a loop: the redirect is returned as it is, and nothing more is spent.
+///
 /// Every answer is stored only under the URL that produced it.
 public struct RedirectPolicy: Sendable, Hashable {
     /// The most hops followed for one request; past it the last redirect is returned as it is.
@@ -53,6 +56,13 @@ struct RedirectHop: Sendable {
 
     /// The statuses whose `Location` names where the resource is (RFC 9110 §15.4).
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// What identifies a request within one send's redirect chain: its method, origin, path and
+    /// query. A hop whose visit was already made in the same send is a loop.
+    static func visit(_ request: HTTPRequest) -> String {
+        guard let url = request.url else { return "\(request.method.rawValue) \(request.authority ?? "")\(request.path ?? "")" }
+        return "\(request.method.rawValue) \(origin(of: url))\(request.path ?? "")"
+    }
 
     /// The next hop after `response`, or nil when the policy returns the answer as it is.
     /// - Parameters:

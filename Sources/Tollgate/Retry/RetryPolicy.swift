@@ -14,9 +14,21 @@ import HTTPTypes
 /// | 4 | 8 s (only when ``maximumRetries`` ≥ 4) | 6.4 – 9.6 s |
 /// | n | `initialDelay × multiplier^(n−1)`, capped by ``maximumDelay`` | |
 ///
-/// A `Retry-After` from the server wins over the schedule, unjittered. When it asks for more than
-/// ``maximumDelay``, the policy does not sleep: the answer is returned to the caller with its
-/// `Retry-After`.
+/// A `Retry-After` from the server wins over the schedule, unjittered, when it asks for at least
+/// the schedule's delay. One that asks for less (`Retry-After: 0`, a date already past) is raised to
+/// the schedule: the retry waits as if the server had sent none, so a server cannot make the
+/// gate hammer it (`Retry-After: 0` on a 503 once gave 4 attempts in 80 ms). With the defaults:
+///
+/// | Retry | `Retry-After` | Delay |
+/// |---|---|---|
+/// | 1 | none, 0 or 1 s | 1 s (± jitter) |
+/// | 2 | none, 0 or 1 s | 2 s (± jitter) |
+/// | 3 | 3 s | 4 s (± jitter) |
+/// | any | 7 s | 7 s, unjittered |
+/// | any | over ``maximumDelay`` (60 s) | no retry: the answer goes back with its `Retry-After` |
+///
+/// When it asks for more than ``maximumDelay``, the policy does not sleep: the answer is returned
+/// to the caller with its `Retry-After`.
 ///
 /// Retried: statuses in ``retryableStatuses`` (429, 502, 503, 504; add 500 with
 /// ``retryingInternalServerErrors()``), timeouts and connection errors — and only for
@@ -108,9 +120,17 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// How long to wait before retry number `retry`, or why not to retry. A pure function: the
     /// same arguments and random numbers always give the same answer.
+    ///
+    /// | `Retry-After` | Delay |
+    /// |---|---|
+    /// | none | ``scheduledDelay(forRetry:)``, jittered (1 s, 2 s, 4 s by default) |
+    /// | below ``scheduledDelay(forRetry:)`` (`0`, a date past) | the same as none: the schedule is the floor |
+    /// | from ``scheduledDelay(forRetry:)`` to ``maximumDelay`` | the `Retry-After`, unjittered |
+    /// | over ``maximumDelay`` | ``RetryDelay/giveUp(_:)`` with ``RetryStopReason/retryAfterExceedsMaximum(retryAfter:maximum:)`` |
+    /// | any, past ``maximumRetries`` | ``RetryDelay/giveUp(_:)`` with ``RetryStopReason/retriesExhausted(retries:)`` |
     /// - Parameters:
     ///   - retry: The retry, from 1 (the second attempt).
-    ///   - retryAfter: The server's `Retry-After`, which wins over the schedule.
+    ///   - retryAfter: The server's `Retry-After`, which wins over the schedule when it is longer.
     ///   - now: The current time, for a `Retry-After` date.
     ///   - generator: The random source for jitter.
     /// - Returns: ``RetryDelay/wait(_:)`` or ``RetryDelay/giveUp(_:)``.
@@ -119,14 +139,15 @@ public struct RetryPolicy: Sendable, Hashable {
         using generator: inout some RandomNumberGenerator
     ) -> RetryDelay {
         guard retry >= 1, retry <= maximumRetries else { return .giveUp(.retriesExhausted(retries: maximumRetries)) }
+        let scheduled = scheduledDelay(forRetry: retry)
         if let retryAfter {
             let requested = retryAfter.delay(from: now)
             guard requested <= maximumDelay else {
                 return .giveUp(.retryAfterExceedsMaximum(retryAfter: requested, maximum: maximumDelay))
             }
-            return .wait(requested)
+            // Shorter than the schedule: the schedule's own delay, below.
+            if requested >= scheduled { return .wait(requested) }
         }
-        let scheduled = scheduledDelay(forRetry: retry)
         let spread = min(max(jitter, 0), 1)
         guard spread > 0 else { return .wait(scheduled) }
         let factor = Double.random(in: (1 - spread)...(1 + spread), using: &generator)

@@ -63,20 +63,36 @@ public struct URLSessionTransport: HTTPTransport {
     }
 
     /// Sorts URLSession's errors by what they say of the request: refused before it left the
-    /// machine, never connected, or lost on the way.
+    /// machine, never connected, stopped at the TLS handshake, answered with something that is not
+    /// HTTP, or lost on the way.
     static func transportError(for error: URLError) -> HTTPTransportError {
         switch error.code {
         case .timedOut:
             .timedOut
         case .badURL, .unsupportedURL:
             .invalidRequest(error.localizedDescription)
-        case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet,
-             .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
-             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+        case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet:
             .connectionRefused(error.localizedDescription)
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected,
+             .clientCertificateRequired:
+            .tlsFailure(error.localizedDescription)
+        case .cannotParseResponse:
+            .malformedResponse(error.localizedDescription)
+        case .unknown where isLibcurlTLSFailure(error.localizedDescription):
+            .tlsFailure(error.localizedDescription)
         default:
             .connectionFailed(error.localizedDescription)
         }
+    }
+
+    /// FoundationNetworking reports libcurl's certificate and handshake failures
+    /// (`CURLE_PEER_FAILED_VERIFICATION`, `CURLE_SSL_CONNECT_ERROR`) as `.unknown`, with libcurl's
+    /// message as the description: those messages are all there is to tell them by.
+    static func isLibcurlTLSFailure(_ message: String) -> Bool {
+        ["SSL certificate problem", "SSL: no alternative certificate subject name", "SSL: certificate subject name",
+         "SSL peer certificate", "SSL connect error", "SSL_connect", "TLS connect error"]
+            .contains { message.hasPrefix($0) || message.contains($0) }
     }
 }
 

@@ -14,8 +14,9 @@ struct GetCommand: AsyncParsableCommand {
         discussion: """
             Exit status: 0 answered (any HTTP status, unless --fail), 22 with --fail when the final status \
             is 400 or more, 3 throttled, 4 circuit open, 5 quota exceeded, 6 network failure with nothing \
-            stored, 64 bad arguments or a request that cannot be sent, 1 other errors (such as a database that
-            cannot be written).
+            stored (a certificate that does not verify too: refunded, never retried), 64 bad arguments (a \
+            --cacert or SSL_CERT_FILE that holds no certificate too) or a request that cannot be sent, 1 other \
+            errors (such as a database that cannot be written).
             """
     )
 
@@ -70,6 +71,8 @@ struct GetCommand: AsyncParsableCommand {
 
     @OptionGroup var stalePolicy: StalePolicyOptions
 
+    @OptionGroup var tls: TLSOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -92,6 +95,7 @@ struct GetCommand: AsyncParsableCommand {
         if data != nil, let method, ["GET", "HEAD"].contains(method.uppercased()) {
             throw ValidationError("--data with -X \(method.uppercased()): a \(method.uppercased()) body has no meaning (RFC 9110 §9.3.1) and the cache could not tell such requests apart.")
         }
+        _ = try tls.authorities()
     }
 
     func run() async throws {
@@ -112,11 +116,13 @@ struct GetCommand: AsyncParsableCommand {
         }
         let endpoint = endpoint ?? EndpointNaming.youTubeDataAPIv3.endpoint(for: request)
         // AsyncHTTPClient, like curl, sends the request as written and returns the bytes as sent.
-        let (gate, opened) = try await database.openGate(
-            transport: AsyncHTTPClientTransport(),
-            configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger
-        )
-        try await opened.closing { try await send(request, body: body, endpoint: endpoint, through: gate) }
+        try await tls.withTransport { transport in
+            let (gate, opened) = try await database.openGate(
+                transport: transport,
+                configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger
+            )
+            try await opened.closing { try await send(request, body: body, endpoint: endpoint, through: gate) }
+        }
     }
 
     private func send(_ request: HTTPRequest, body: Data?, endpoint: String, through gate: Gate) async throws {
@@ -128,7 +134,12 @@ struct GetCommand: AsyncParsableCommand {
             answer = try await gate.sendReportingCost(request, body: body, endpoint: endpoint, options: options)
         } catch {
             try? await gate.flush()
-            printError("tollgate: \(endpoint): \(error.error) · units charged \(error.unitsCharged)")
+            let hint = if case HTTPTransportError.tlsFailure = error.error {
+                " (a private CA? trust its certificate with --cacert FILE or SSL_CERT_FILE)"
+            } else {
+                ""
+            }
+            printError("tollgate: \(endpoint): \(error.error)\(hint) · units charged \(error.unitsCharged)")
             throw ExitCode(Self.exitCode(for: error.error))
         }
         try await gate.flush()

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Tollgate
+import TollgateAsyncHTTPClient
 import TollgateProxy
 
 /// `tollgate proxy`: a loopback reverse proxy that puts any HTTP client behind the gate.
@@ -13,8 +14,9 @@ struct ProxyCommand: AsyncParsableCommand {
             curl http://127.0.0.1:PORT/youtube/v3/videos?id=… is sent to the same path under --upstream \
             through the cache, circuit breaker, throttle and quota ledger of the database. Answers carry \
             X-Tollgate-Source and X-Tollgate-Units; refusals are 429 (throttled, quota spent) or 503 \
-            (circuit open) with Retry-After, and 502 when the upstream cannot be reached. The first \
-            line printed is the address it listens on. Ctrl-C or SIGTERM stops it.
+            (circuit open) with Retry-After, and 502 when the upstream cannot be reached (or its \
+            certificate does not verify: trust a private CA with --cacert FILE, SSL_CERT_FILE or \
+            SSL_CERT_DIR). The first line printed is the address it listens on. Ctrl-C or SIGTERM stops it.
             """
     )
 
@@ -29,6 +31,8 @@ struct ProxyCommand: AsyncParsableCommand {
     @OptionGroup var secrets: SecretOptions
 
     @OptionGroup var stalePolicy: StalePolicyOptions
+
+    @OptionGroup var tls: TLSOptions
 
     @Option(help: ArgumentHelp(
         "Seconds a connection may go without a complete request head (or idle between requests) before it is closed.",
@@ -53,6 +57,7 @@ struct ProxyCommand: AsyncParsableCommand {
         }
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
         guard (1...65_536).contains(maxConnections) else { throw ValidationError("--max-connections must be 1 to 65536.") }
+        _ = try tls.authorities()
     }
 
     func run() async throws {
@@ -64,14 +69,21 @@ struct ProxyCommand: AsyncParsableCommand {
     }
 
     private func serve(logger: Logger) async throws {
+        // AsyncHTTPClient passes the client's bytes and header fields through unchanged; it is also
+        // the client that trusts --cacert.
+        try await tls.withTransport { transport in try await serve(through: transport, logger: logger) }
+    }
+
+    private func serve(through transport: AsyncHTTPClientTransport, logger: Logger) async throws {
         let (gate, opened) = try await database.openGate(
-            transport: URLSessionTransport(),
+            transport: transport,
             configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger
         )
         try await opened.closing {
             let proxy = try await GateProxy.start(
                 gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen),
-                idleTimeout: .seconds(idleTimeout), maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
+                transport: transport, idleTimeout: .seconds(idleTimeout),
+                maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
             )
             // Written straight to the file descriptor, unbuffered: a script waits for this line.
             FileHandle.standardOutput.write(Data(

@@ -9,14 +9,20 @@ struct ScriptedGate {
     let directory: TemporaryDirectory
     let store: SQLiteStore
     let gate: Gate
+    /// The gate's clock: its `sleeps` are the retry delays waited.
+    let clock: SimulatedClock
 
     init(_ kind: TransportKind, configure: (inout GateConfiguration) -> Void = { _ in }) throws {
+        try self.init(transport: kind.make(), configure: configure)
+    }
+
+    init(transport: any HTTPTransport, configure: (inout GateConfiguration) -> Void = { _ in }) throws {
         directory = try TemporaryDirectory()
         store = try SQLiteStore(path: directory.path("gate.sqlite"))
         var configuration = GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000)
         configure(&configuration)
-        gate = try Gate(store: store, transport: kind.make(), configuration: configuration,
-                        clock: SimulatedClock(base: ManualClock(now: GateHarness.start)))
+        clock = SimulatedClock(base: ManualClock(now: GateHarness.start))
+        gate = try Gate(store: store, transport: transport, configuration: configuration, clock: clock)
     }
 
     /// A GET with the credentials an attacker must never see.
@@ -107,7 +113,9 @@ struct RedirectTests {
             switch request.target {
             case "/old": .init(status: 301, headers: [("Location", "/new")])
             case "/new": .init(headers: [("ETag", "\"n\"")], body: "new place; auth=\(request.header("Authorization") ?? "none")")
-            default: .init(status: 302, headers: [("Location", "/loop")])
+            default:
+                // /hop/N sends on to /hop/N+1: a chain that never revisits a URL, ended by the limit.
+                .init(status: 302, headers: [("Location", "/hop/\((Int(request.target.dropFirst(5)) ?? 0) + 1)")])
             }
         }
         defer { origin.stop() }
@@ -121,10 +129,10 @@ struct RedirectTests {
         #expect(moved.unitsCharged == 2)
         #expect(moved.attempts == 2)
 
-        let loop = try await harness.gate.send(HTTPRequest(url: URL(string: "\(origin.baseURL)/loop")!), endpoint: "videos.list")
-        #expect(loop.status.code == 302, "past the limit the last redirect is returned")
-        #expect(loop.redirects.count == RedirectPolicy.sameOrigin.maximumRedirects)
-        #expect(origin.requests.filter { $0.target == "/loop" }.count == RedirectPolicy.sameOrigin.maximumRedirects + 1)
+        let chain = try await harness.gate.send(HTTPRequest(url: URL(string: "\(origin.baseURL)/hop/0")!), endpoint: "videos.list")
+        #expect(chain.status.code == 302, "past the limit the last redirect is returned")
+        #expect(chain.redirects.count == RedirectPolicy.sameOrigin.maximumRedirects)
+        #expect(origin.requests.filter { $0.target.hasPrefix("/hop/") }.count == RedirectPolicy.sameOrigin.maximumRedirects + 1)
     }
 
     @Test("a 303 after a POST becomes a GET without the body")

@@ -70,6 +70,22 @@ struct RetryPolicyTests {
             == .giveUp(.retryAfterExceedsMaximum(retryAfter: .seconds(3600), maximum: .seconds(60))))
     }
 
+    @Test("a Retry-After shorter than the schedule's delay waits the schedule's delay, jittered as without one")
+    func retryAfterBelowScheduleIsRaised() {
+        let policy = RetryPolicy(jitter: 0)
+        var generator = SeededGenerator(seed: 5)
+        let zero = (1...3).map { policy.delay(forRetry: $0, retryAfter: .seconds(0), now: now, using: &generator) }
+        #expect(zero == [.wait(.seconds(1)), .wait(.seconds(2)), .wait(.seconds(4))])
+        #expect(policy.delay(forRetry: 3, retryAfter: .seconds(3), now: now, using: &generator) == .wait(.seconds(4)))
+        #expect(policy.delay(forRetry: 2, retryAfter: .date(now.addingTimeInterval(-60)), now: now, using: &generator)
+            == .wait(.seconds(2)), "a date already past")
+        #expect(policy.delay(forRetry: 1, retryAfter: .seconds(1), now: now, using: &generator) == .wait(.seconds(1)))
+        var jittered = SeededGenerator(seed: 9)
+        var plain = SeededGenerator(seed: 9)
+        #expect(RetryPolicy.default.delay(forRetry: 2, retryAfter: .seconds(0), now: now, using: &jittered)
+            == RetryPolicy.default.delay(forRetry: 2, now: now, using: &plain))
+    }
+
     @Test("retryable: 429, 502, 503, 504, timeouts and connection errors; 500 only when configured")
     func retryableTriggers() {
         let policy = RetryPolicy.default
