@@ -39,6 +39,15 @@ struct GetFailureTests {
         #expect(whole.status == 0, "\(whole.stderr)")
         #expect(FileManager.default.contents(atPath: file) == Data("whole body".utf8))
         #expect(try posixPermissions(file) & 0o600 == 0o600)
+
+        // Through a symbolic link the file it names is replaced, and the link stays.
+        let link = directory.path("latest.bin")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: file)
+        let linked = try CommandRunner.tollgate("get", "\(origin.baseURL)/youtube/v3/videos?id=whole&again=1", "--db",
+                                                directory.path("g.sqlite"), "-o", link)
+        #expect(linked.status == 0, "\(linked.stderr)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == file)
+        #expect(FileManager.default.contents(atPath: file) == Data("whole body".utf8))
     }
 
     @Test("Ctrl-C during a retry wait exits at once (130) and still prints the units charged")
