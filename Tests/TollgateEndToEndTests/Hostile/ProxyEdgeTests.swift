@@ -37,10 +37,10 @@ extension ProxyUnderTest {
         do {
             try await body(harness)
         } catch {
-            _ = await harness.stop(within: .seconds(5), advancing: clock)
+            _ = await harness.stop(within: .seconds(20), advancing: clock)
             throw error
         }
-        _ = await harness.stop(within: .seconds(5), advancing: clock)
+        _ = await harness.stop(within: .seconds(20), advancing: clock)
     }
 
     /// Stops the proxy; whether it stopped within `limit` without the clock moving. Past the
@@ -63,8 +63,11 @@ extension ProxyUnderTest {
     }
 }
 
-/// Polls `condition` every 20 ms until it holds or `limit` has passed (real time, bounded).
-func eventually(within limit: Duration = .seconds(5), _ condition: () async throws -> Bool) async -> Bool {
+/// Polls `condition` every 20 ms until it holds or `limit` has passed (real time, bounded). The
+/// bound is generous: other suites running beside these (the CLI suites block the cooperative
+/// threads while their commands run) can hold a loopback exchange up for seconds; a passing
+/// check returns as soon as it holds.
+func eventually(within limit: Duration = .seconds(30), _ condition: () async throws -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + limit
     while ContinuousClock.now < deadline {
         if (try? await condition()) == true { return true }
@@ -78,21 +81,30 @@ final class RawConnection: @unchecked Sendable {
     // One test's thread at a time uses it: checked by the tests' sequencing, not by the compiler.
     let descriptor: Int32
     private var buffered: [UInt8] = []
+    private var closed = false
 
     init(port: Int) throws {
         descriptor = try RawHTTPClient.connect(port: port)
-        var timeout = timeval(tv_sec: 3, tv_usec: 0)
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    deinit { close(descriptor) }
+    deinit { disconnect() }
+
+    /// Closes the connection, once: a second close could close a descriptor the process has since
+    /// reused (another test's socket).
+    func disconnect() {
+        guard !closed else { return }
+        closed = true
+        close(descriptor)
+    }
 
     func send(_ text: String) {
         _ = Array(text.utf8).withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
     /// Reads one answer: its head, and a body of its `Content-Length` (none for a HEAD or a 1xx).
-    /// Nil when the connection closes or 3 s pass first.
+    /// Nil when the connection closes or 20 s pass first.
     func readAnswer(bodiless: Bool = false) -> (status: Int, headers: [String: String], body: String)? {
         let separator = Array("\r\n\r\n".utf8)
         while buffered.firstRange(of: separator) == nil {
@@ -141,7 +153,7 @@ struct ProxyClientGoneTests {
             let client = try RawConnection(port: harness.port)
             client.send("GET /youtube/v3/videos?id=1 HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(await eventually { clock.sleeperCount == 1 }, "the gate waits before its first retry")
-            close(client.descriptor)
+            client.disconnect()
             #expect(await eventually { clock.sleeperCount == 0 }, "the client's close cancels the wait")
             clock.advance(by: .seconds(60))
             try await Task.sleep(for: .milliseconds(300))
@@ -163,7 +175,7 @@ struct ProxyClientGoneTests {
             let client = try RawConnection(port: harness.port)
             client.send("GET /youtube/v3/videos?id=1 HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(await eventually { upstream.requests.count == 1 })
-            close(client.descriptor)
+            client.disconnect()
             try await Task.sleep(for: .milliseconds(200))
             release.signal()
             #expect(await eventually { try await harness.gate.gate.circuit.failureCount(for: "videos.list") == 1 },
@@ -191,7 +203,7 @@ struct ProxyClientGoneTests {
         }
         let waiting = await eventually { clock.sleeperCount == 1 }
         #expect(waiting, "the gate waits before its first retry")
-        let stoppedInTime = await harness.stop(within: .seconds(5), advancing: clock)
+        let stoppedInTime = await harness.stop(within: .seconds(20), advancing: clock)
         #expect(stoppedInTime, "stop() returns without the retry wait being sat out")
         let got = try await answer.value
         #expect(got.status == 503)
@@ -272,7 +284,7 @@ struct ProxyEdgeTests {
                 let client = try RawConnection(port: port)
                 client.send("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
                 let answer = client.readAnswer()
-                return (answer?.status, client.isClosedByServer(within: 3))
+                return (answer?.status, client.isClosedByServer(within: 10))
             }
             #expect(answer == 405)
             #expect(closed, "closed after the answer, not left open until the idle timeout")
@@ -291,7 +303,7 @@ struct ProxyEdgeTests {
                 let client = try RawConnection(port: port)
                 client.send("GET /youtube/v3/videos?id=1 HTTP/1.0\r\nHost: x\r\n\r\n")
                 let answer = client.readAnswer()
-                return (answer?.status, client.isClosedByServer(within: 3))
+                return (answer?.status, client.isClosedByServer(within: 10))
             }
             #expect(plain == 200)
             #expect(closed, "an HTTP/1.0 connection ends with its answer")
