@@ -23,6 +23,12 @@ import TollgateAsyncHTTPClient
 ///
 /// Hop-by-hop header fields are never forwarded, in either direction.
 ///
+/// Nothing is spent for a client that has gone: when a client disconnects, its request's remaining
+/// attempts are cancelled (the attempt in flight finishes and is settled as any other). A shutdown
+/// (``stop()``, or a signal) cancels the retry waits of the requests in flight, which are answered
+/// with the last attempt's outcome or `503`; past the grace period the attempts in flight are
+/// abandoned too (their charges stay: they may have reached the upstream).
+///
 /// ```swift
 /// let gate = try Gate(store: try SQLiteStore(path: "tollgate.sqlite"))
 /// let proxy = try await GateProxy.start(gate: gate, upstream: URL(string: "https://www.googleapis.com")!,
@@ -65,6 +71,8 @@ public final class GateProxy: Sendable {
     ///   - clock: The wall clock for `Retry-After` of a spent quota (seconds to the Pacific reset).
     ///   - stopsOnSignals: Whether SIGINT and SIGTERM shut the proxy down gracefully (for a
     ///     command-line tool that runs it in the foreground).
+    ///   - shutdownGracePeriod: How long a shutdown waits for the attempts in flight to finish
+    ///     before it abandons them. 10 s by default.
     ///   - logger: Where the proxy logs one line per request (info) and failures.
     /// - Returns: The running proxy.
     /// - Throws: ``GateProxyError/invalidUpstream(_:)``, ``GateProxyError/addressInUse(_:)`` when
@@ -80,13 +88,16 @@ public final class GateProxy: Sendable {
         maximumConnections: Int = 256,
         clock: any TollgateClock = SystemClock(),
         stopsOnSignals: Bool = false,
+        shutdownGracePeriod: Duration = .seconds(10),
         logger: Logger = Logger.current
     ) async throws -> GateProxy {
         guard let scheme = upstream.scheme?.lowercased(), ["http", "https"].contains(scheme), upstream.host != nil else {
             throw GateProxyError.invalidUpstream(upstream.absoluteString)
         }
-        guard maximumConnections >= 1, idleTimeout > .zero else {
-            throw GateProxyError.couldNotStart("\(listen): maximumConnections and idleTimeout must be positive")
+        guard maximumConnections >= 1, idleTimeout > .zero, shutdownGracePeriod > .zero else {
+            throw GateProxyError.couldNotStart(
+                "\(listen): maximumConnections, idleTimeout and shutdownGracePeriod must be positive"
+            )
         }
         let responder = GateProxyResponder(
             gate: gate, transport: transport, upstream: upstream, naming: naming, maximumBodySize: maximumBodySize,
@@ -95,10 +106,12 @@ public final class GateProxy: Sendable {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
             responder: responder,
-            server: .http1(configuration: .init(
-                additionalChannelHandlers: [UpstreamDateRestorer()],
-                idleTimeout: .nanoseconds(Int64(idleTimeout.timeInterval * 1e9))
-            )),
+            server: HTTPServerBuilder { respond in
+                ProxyChildChannel(base: HTTP1Channel(responder: respond, configuration: .init(
+                    additionalChannelHandlers: [UpstreamDateRestorer(), ClientConnectionWatcher()],
+                    idleTimeout: .nanoseconds(Int64(idleTimeout.timeInterval * 1e9))
+                )))
+            },
             configuration: ApplicationConfiguration(
                 address: .hostname(listen.host, port: listen.port), serverName: nil,
                 availableConnectionsDelegate: MaximumAvailableConnections(maximumConnections, logger: logger)
@@ -109,9 +122,12 @@ public final class GateProxy: Sendable {
             },
             logger: logger
         )
-        let services = ServiceGroup(configuration: ServiceGroupConfiguration(
+        var group = ServiceGroupConfiguration(
             services: [application], gracefulShutdownSignals: stopsOnSignals ? [.sigterm, .sigint] : [], logger: logger
-        ))
+        )
+        // Past the grace period the shutdown cancels what is left: the attempts in flight too.
+        group.maximumGracefulShutdownDuration = shutdownGracePeriod
+        let services = ServiceGroup(configuration: group)
         let server = Task {
             defer { portContinuation.finish() }
             try await services.run()

@@ -3,11 +3,12 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 import Tollgate
 
 /// Answers each request by sending it upstream through the gate.
 struct GateProxyResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
+    typealias Context = ProxyRequestContext
 
     let gate: Gate
     let transport: any HTTPTransport
@@ -19,6 +20,14 @@ struct GateProxyResponder: HTTPResponder {
 
     func respond(to request: Request, context: Context) async throws -> Response {
         var request = request
+        if request.method == .connect {
+            // A reverse proxy opens no tunnel (RFC 9110 §9.3.6); the connection closes after this
+            // answer (HTTP1ConnectionRules).
+            var refused = refusal(.methodNotAllowed, code: "method_not_allowed",
+                                  message: "The proxy is not a tunnel: CONNECT is not supported.", endpoint: nil)
+            refused.headers[.allow] = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+            return refused
+        }
         let body: ByteBuffer
         do {
             body = try await request.collectBody(upTo: maximumBodySize)
@@ -38,10 +47,7 @@ struct GateProxyResponder: HTTPResponder {
         let endpoint = naming.endpoint(for: outgoing)
         let bodyData = body.readableBytes == 0 ? nil : Data(body.readableBytesView)
         do {
-            let answer = try await gate.sendReportingCost(
-                outgoing, body: bodyData, endpoint: endpoint, options: GateRequestOptions(streamsLargeBodies: true),
-                via: transport
-            )
+            let answer = try await sendForClient(outgoing, body: bodyData, endpoint: endpoint, context: context)
             logger.info("\(outgoing.method.rawValue) \(request.uri.path) → \(answer.status.code)", metadata: [
                 "proxy.endpoint": "\(endpoint)", "proxy.source": "\(answer.source)", "proxy.units": "\(answer.unitsCharged)",
             ])
@@ -50,6 +56,10 @@ struct GateProxyResponder: HTTPResponder {
             fields[ProxyHeaders.units] = String(answer.unitsCharged)
             fields[ProxyHeaders.endpoint] = endpoint
             fields[ProxyHeaders.upstreamDate] = answer.response.headerFields[.date]
+            if request.method == .head, let length = answer.response.headerFields[.contentLength] {
+                // No body, but the length a GET would have (RFC 9110 §9.3.2), not the empty body's 0.
+                fields[.contentLength] = length
+            }
             guard let stream = answer.bodyStream else {
                 return Response(status: answer.response.status, headers: fields,
                                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
@@ -68,8 +78,49 @@ struct GateProxyResponder: HTTPResponder {
         }
     }
 
+    /// Sends a request through the gate for as long as someone waits for it: a client that
+    /// disconnects, or a shutdown, cancels the remaining attempts and their waits (`CancellationError`,
+    /// with what was charged). The attempt in flight finishes and is settled as any other, unless
+    /// the responder itself is cancelled (a shutdown past its grace period).
+    private func sendForClient(
+        _ outgoing: HTTPRequest, body: Data?, endpoint: String, context: Context
+    ) async throws(GateFailure) -> GateResponse {
+        let shield = AttemptShield(transport)
+        let gate = self.gate
+        let work = Task { () async throws -> GateResponse in
+            try await gate.sendReportingCost(outgoing, body: body, endpoint: endpoint,
+                                             options: GateRequestOptions(streamsLargeBodies: true), via: shield)
+        }
+        let client = await ClientConnectionWatcher.watching(context.channel)
+        let logger = self.logger
+        client?.onDisconnect {
+            logger.info("\(outgoing.method.rawValue) \(outgoing.path ?? "") client gone: no further attempt",
+                        metadata: ["proxy.endpoint": "\(endpoint)"])
+            work.cancel()
+        }
+        defer { client?.clear() }
+        let result = await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await work.result
+            } onGracefulShutdown: {
+                work.cancel()
+            }
+        } onCancel: {
+            work.cancel()
+            shield.abort()
+        }
+        switch result {
+        case .success(let answer):
+            return answer
+        case .failure(let failure as GateFailure):
+            throw failure
+        case .failure(let error):
+            throw GateFailure(error: error, unitsCharged: 0, attempts: 0)
+        }
+    }
+
     /// The proxy's answer when the gate gave none: a refusal, an unreachable upstream, a request
-    /// that cannot be sent, or a ledger that cannot be written.
+    /// that cannot be sent, a client gone or a shutdown, or a ledger that cannot be written.
     private func failure(
         _ error: any Error, unitsCharged: Int, request: Request, outgoing: HTTPRequest, endpoint: String
     ) -> Response {
@@ -94,6 +145,15 @@ struct GateProxyResponder: HTTPResponder {
                         metadata: ["proxy.endpoint": "\(endpoint)"])
             return refusal(.badRequest, code: "invalid_request", message: "The request cannot be sent: \(reason)",
                            endpoint: endpoint, unitsCharged: unitsCharged)
+        case is CancellationError:
+            // The client has gone (it reads nothing), or the proxy is shutting down.
+            logger.info("\(outgoing.method.rawValue) \(request.uri.path) cancelled after \(unitsCharged) units",
+                        metadata: ["proxy.endpoint": "\(endpoint)"])
+            var answer = refusal(.serviceUnavailable, code: "cancelled",
+                                 message: "The request was cancelled before it was answered: the proxy is shutting down.",
+                                 endpoint: endpoint, unitsCharged: unitsCharged)
+            answer.headers[.connection] = "close"
+            return answer
         case let failure as HTTPTransportError:
             logger.warning("\(outgoing.method.rawValue) \(request.uri.path) failed upstream: \(failure)",
                            metadata: ["proxy.endpoint": "\(endpoint)"])
@@ -116,11 +176,19 @@ struct GateProxyResponder: HTTPResponder {
     func upstreamRequest(for request: Request) -> HTTPRequest? {
         guard let path = UpstreamTarget.resolve(basePath: upstream.path, clientPath: request.uri.path,
                                                 query: request.uri.query) else { return nil }
-        let authority = upstream.port.map { "\(upstream.host ?? ""):\($0)" } ?? (upstream.host ?? "")
+        let authority = Self.authority(of: upstream)
         return HTTPRequest(
             method: Self.wireMethod(request.method), scheme: upstream.scheme?.lowercased(), authority: authority, path: path,
             headerFields: ProxyHeaders.forwardable(request.headers, dropping: [ProxyHeaders.host, .contentLength])
         )
+    }
+
+    /// `HOST[:PORT]` of `url` as the request's authority, an IPv6 literal in brackets (RFC 3986 §3.2.2):
+    /// `URL.host` gives it without them.
+    static func authority(of url: URL) -> String {
+        var host = url.host ?? ""
+        if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
+        return url.port.map { "\(host):\($0)" } ?? host
     }
 
     /// The method as the client sent it. SwiftNIO's HTTP/1 decoder names `M-SEARCH` (SSDP) `MSEARCH`,

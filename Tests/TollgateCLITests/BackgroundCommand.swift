@@ -36,6 +36,19 @@ final class BackgroundCommand {
         }
     }
 
+    /// Sends `number`, waits up to `seconds` for the exit (past them the command is killed), and
+    /// returns the status, whether it exited in time, and what it wrote to stderr.
+    func signal(_ number: Int32, within seconds: Double) -> (status: Int32, inTime: Bool, stderr: String) {
+        if process.isRunning { kill(process.processIdentifier, number) }
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        let inTime = !process.isRunning
+        if !inTime { kill(process.processIdentifier, SIGKILL) }
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, inTime, String(decoding: stderr, as: UTF8.self))
+    }
+
     /// Sends SIGINT (Ctrl-C), waits for the exit and returns the status and what it wrote to stderr.
     func interrupt() -> (status: Int32, stderr: String) {
         if process.isRunning { process.interrupt() }

@@ -33,11 +33,16 @@ public final class ScriptedHTTPServer: Sendable {
         public var status: Int
         public var headers: [(name: String, value: String)]
         public var body: Data
+        /// When set, the head announces the whole body but only this many of its bytes are sent
+        /// before the connection is dropped: a body cut short.
+        public var cutAfter: Int?
 
-        public init(status: Int = 200, headers: [(name: String, value: String)] = [], body: Data = Data()) {
+        public init(status: Int = 200, headers: [(name: String, value: String)] = [], body: Data = Data(),
+                    cutAfter: Int? = nil) {
             self.status = status
             self.headers = headers
             self.body = body
+            self.cutAfter = cutAfter
         }
 
         public init(status: Int = 200, headers: [(name: String, value: String)] = [], body: String) {
@@ -52,17 +57,31 @@ public final class ScriptedHTTPServer: Sendable {
     private let stopped = Mutex(false)
     private let handler: @Sendable (Request) -> Response
 
-    /// `http://HOST:PORT`.
-    public var baseURL: String { "http://\(host):\(port)" }
+    /// `http://HOST:PORT` (an IPv6 host in brackets).
+    public var baseURL: String { host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)" }
 
     /// Every request read so far.
     public var requests: [Request] { received.withLock { $0 } }
 
     /// Starts listening.
     /// - Parameters:
-    ///   - host: A loopback IPv4 address.
+    ///   - host: A loopback address: IPv4 (`127.0.0.1`, `127.0.0.2`) or IPv6 (`::1`).
     ///   - handler: The answer to each request.
     public init(host: String = "127.0.0.1", handler: @escaping @Sendable (Request) -> Response) throws {
+        let (descriptor, port) = host.contains(":") ? try Self.listen6(host) : try Self.listen4(host)
+        self.host = host
+        self.socketDescriptor = descriptor
+        self.port = port
+        self.handler = handler
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    deinit {
+        stop()
+    }
+
+    private static func listen4(_ host: String) throws -> (Int32, Int) {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw POSIXError(.EIO) }
         var reuse: Int32 = 1
@@ -79,16 +98,27 @@ public final class ScriptedHTTPServer: Sendable {
         _ = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
         }
-        self.host = host
-        self.socketDescriptor = descriptor
-        self.port = Int(UInt16(bigEndian: address.sin_port))
-        self.handler = handler
-        let thread = Thread { [self] in acceptLoop() }
-        thread.start()
+        return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
     }
 
-    deinit {
-        stop()
+    private static func listen6(_ host: String) throws -> (Int32, Int) {
+        let descriptor = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EIO) }
+        var reuse: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_port = 0
+        guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else { close(descriptor); throw POSIXError(.EINVAL) }
+        var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+        }
+        guard bound == 0, listen(descriptor, 64) == 0 else { close(descriptor); throw POSIXError(.EADDRINUSE) }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        return (descriptor, Int(UInt16(bigEndian: address.sin6_port)))
     }
 
     /// Stops accepting connections.
@@ -157,14 +187,14 @@ public final class ScriptedHTTPServer: Sendable {
             if closes { text += "Connection: close\r\n" }
             text += "\r\n"
             var out = Array(text.utf8)
-            if request.method != "HEAD", !bodiless { out.append(contentsOf: response.body) }
+            if request.method != "HEAD", !bodiless { out.append(contentsOf: response.body.prefix(response.cutAfter ?? Int.max)) }
             var sent = 0
             while sent < out.count {
                 let count = out[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 guard count > 0 else { return }
                 sent += count
             }
-            if closes { return }
+            if closes || response.cutAfter != nil { return }
         }
     }
 

@@ -17,6 +17,10 @@ extension RetryPolicy {
     ///
     /// If `operation` throws, the error propagates at once, unrecorded (the attempt never reached
     /// the server: a throttle or quota refusal, say); a probe lease it held is released.
+    ///
+    /// A cancelled task makes no further attempt: the sleep before a retry ends at once, and an
+    /// attempt not yet begun is not begun (`CancellationError`). An attempt already running is
+    /// `operation`'s to finish or abandon.
     /// - Parameters:
     ///   - endpoint: The endpoint, for the circuit and the logs.
     ///   - method: The request's method, for the idempotency rule.
@@ -30,7 +34,7 @@ extension RetryPolicy {
     /// - Returns: The value of the last attempt.
     /// - Throws: ``TollgateError/circuitOpen(retryAfter:)`` when the circuit refuses the first
     ///   attempt, the last attempt's error, what `operation` throws, `CancellationError` when
-    ///   cancelled during a sleep, or a storage error from the circuit.
+    ///   cancelled during a sleep or before an attempt, or a storage error from the circuit.
     public func run<Value: Sendable>(
         endpoint: String,
         method: HTTPRequest.Method,
@@ -47,6 +51,8 @@ extension RetryPolicy {
         var lastResult: AttemptResult<Value>?
         let baseMetadata: Logger.Metadata = ["retry.endpoint": "\(endpoint)", "retry.method": "\(method.rawValue)"]
         while true {
+            // A caller that has gone (a cancelled task) spends nothing more: not even a zero-length wait's attempt.
+            try Task.checkCancellation()
             var metadata = baseMetadata
             metadata["retry.attempt"] = "\(attempt)"
             var probe: CircuitProbe?

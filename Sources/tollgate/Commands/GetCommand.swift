@@ -14,9 +14,12 @@ struct GetCommand: AsyncParsableCommand {
         discussion: """
             Exit status: 0 answered (any HTTP status, unless --fail), 22 with --fail when the final status \
             is 400 or more, 3 throttled, 4 circuit open, 5 quota exceeded, 6 network failure with nothing \
-            stored (a certificate that does not verify too: refunded, never retried), 64 bad arguments (a \
-            --cacert or SSL_CERT_FILE that holds no certificate too) or a request that cannot be sent, 1 other \
-            errors (such as a database that cannot be written).
+            stored, a body cut short, or a certificate that does not verify (refunded, never retried), 130 \
+            interrupted (Ctrl-C, SIGTERM), 64 bad arguments (a --cacert or SSL_CERT_FILE that holds no \
+            certificate too) or a request that cannot be sent, 1 other errors (such as a database that cannot \
+            be written). The summary line on stderr, with the units charged, is printed whatever the outcome. \
+            -o writes through a temporary file in the same directory, renamed at the end: FILE never holds a \
+            partial body.
             """
     )
 
@@ -26,6 +29,7 @@ struct GetCommand: AsyncParsableCommand {
     static let networkExitCode: Int32 = 6
     static let httpErrorExitCode: Int32 = 22
     static let invalidRequestExitCode: Int32 = 64
+    static let interruptedExitCode: Int32 = 130
 
     @Argument(help: "The URL to fetch.")
     var url: String
@@ -125,7 +129,17 @@ struct GetCommand: AsyncParsableCommand {
         }
     }
 
+    /// Sends the request and writes the answer; Ctrl-C or SIGTERM cancels both (no further attempt,
+    /// no retry wait sat out, no partial `-o` file) and the summary with the units charged is still printed.
     private func send(_ request: HTTPRequest, body: Data?, endpoint: String, through gate: Gate) async throws {
+        let command = self
+        let work = Task { try await command.exchange(request, body: body, endpoint: endpoint, through: gate) }
+        let interruption = Interruption { work.cancel() }
+        defer { interruption.stop() }
+        try await work.value
+    }
+
+    private func exchange(_ request: HTTPRequest, body: Data?, endpoint: String, through gate: Gate) async throws {
         let options = GateRequestOptions(
             cost: cost, redirects: location ? .stripCredentialsAcrossOrigins : .sameOrigin, streamsLargeBodies: true
         )
@@ -139,13 +153,20 @@ struct GetCommand: AsyncParsableCommand {
             } else {
                 ""
             }
-            printError("tollgate: \(endpoint): \(error.error)\(hint) · units charged \(error.unitsCharged)")
+            printError("tollgate: \(endpoint): \(Self.describe(error.error))\(hint) · units charged \(error.unitsCharged)")
             throw ExitCode(Self.exitCode(for: error.error))
         }
         try await gate.flush()
         let failed = fail && answer.status.code >= 400
+        var bodyFailure: (any Error)?
         if !failed {
-            try await write(answer)
+            do {
+                try await write(answer)
+            } catch {
+                // The answer was charged: the summary still says so, after what went wrong.
+                bodyFailure = error
+                printError("tollgate: \(endpoint): the body was not written whole: \(Self.describe(error))")
+            }
         }
         for hop in answer.redirects {
             // As the cache stores it: a `key=` echoed into a Location is not printed.
@@ -156,34 +177,41 @@ struct GetCommand: AsyncParsableCommand {
         let left = try await gate.quota.remaining(bucket: price.bucket)
         printError("tollgate: \(endpoint) · status \(answer.status.code) · source \(answer.source) · "
             + "units charged \(answer.unitsCharged) · \(left) units left today in \(price.bucket)")
+        if let bodyFailure { throw ExitCode(Self.exitCode(for: bodyFailure)) }
         if failed { throw ExitCode(Self.httpErrorExitCode) }
     }
 
     /// Writes the head (with `-i`) and the body to stdout or `--output`, streaming a body too
     /// large for the cache as it arrives.
     private func write(_ answer: GateResponse) async throws {
-        let sink: FileHandle
-        if let output {
-            guard FileManager.default.createFile(atPath: output, contents: nil) else {
-                throw ValidationError("cannot write to '\(output)'.")
-            }
-            sink = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
-        } else {
-            sink = FileHandle.standardOutput
-        }
-        defer { if output != nil { try? sink.close() } }
+        let file = try output.map(OutputFile.init(path:))
+        let sink: (Data) throws -> Void = file.map { file in file.write } ?? { FileHandle.standardOutput.write($0) }
         if include {
             var head = "HTTP/1.1 \(answer.status.code) \(answer.status.reasonPhrase)\r\n"
             for field in answer.response.headerFields { head += "\(field.name): \(field.value)\r\n" }
             head += "X-Tollgate-Source: \(answer.source)\r\nX-Tollgate-Units: \(answer.unitsCharged)\r\n\r\n"
             FileHandle.standardOutput.write(Data(head.utf8))
         }
-        if let stream = answer.bodyStream {
-            // Larger than the cache keeps: written as it arrives, never held whole.
-            for try await chunk in stream { sink.write(chunk) }
-        } else {
-            sink.write(answer.body)
+        do {
+            if let stream = answer.bodyStream {
+                // Larger than the cache keeps: written as it arrives, never held whole.
+                for try await chunk in stream {
+                    try Task.checkCancellation()
+                    try sink(chunk)
+                }
+            } else {
+                try sink(answer.body)
+            }
+            try file?.commit()
+        } catch {
+            file?.discard()
+            throw error
         }
+    }
+
+    /// An error as the summary line says it.
+    static func describe(_ error: any Error) -> String {
+        error is CancellationError ? "interrupted" : "\(error)"
     }
 
     /// The exit status for a request that got no answer.
@@ -194,6 +222,7 @@ struct GetCommand: AsyncParsableCommand {
         case TollgateError.quotaExceeded: quotaExceededExitCode
         case HTTPTransportError.invalidRequest: invalidRequestExitCode
         case is HTTPTransportError: networkExitCode
+        case is CancellationError: interruptedExitCode
         default: ExitCode.failure.rawValue
         }
     }
