@@ -3,7 +3,10 @@ import PackageDescription
 
 let package = Package(
     name: "Tollgate",
-    platforms: [.macOS(.v15)],
+    // The lowest versions the code needs: Synchronization's Mutex and Atomic (used by the store,
+    // the gate and the services) first shipped in macOS 15, iOS 18, tvOS 18, watchOS 11 and
+    // visionOS 2. Observation (the dashboard model) needs less.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "TollgateStore", targets: ["TollgateStore"]),
         .library(name: "Tollgate", targets: ["Tollgate"]),
@@ -11,6 +14,7 @@ let package = Package(
         .library(name: "TollgateOpenAPI", targets: ["TollgateOpenAPI"]),
         .library(name: "TollgateFakeAPI", targets: ["TollgateFakeAPI"]),
         .library(name: "TollgateProxy", targets: ["TollgateProxy"]),
+        .library(name: "TollgateDashboard", targets: ["TollgateDashboard"]),
         .library(name: "TollgatePostgres", targets: ["TollgatePostgres"]),
         .executable(name: "tollgate", targets: ["tollgate"]),
     ],
@@ -98,6 +102,12 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // The seeds' debug dashboard: an @Observable snapshot model, and a SwiftUI view behind
+        // #if canImport(SwiftUI). Depends on the store alone.
+        .target(
+            name: "TollgateDashboard",
+            dependencies: ["TollgateStore"]
         ),
         // A loopback reverse proxy that puts any HTTP client behind the gate.
         .target(
@@ -217,6 +227,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
+        ),
+        .testTarget(
+            name: "TollgateDashboardTests",
+            dependencies: ["TollgateDashboard", "TollgateStore", "Tollgate", "TollgateTestSupport"]
         ),
         .testTarget(
             name: "TollgateCLITests",

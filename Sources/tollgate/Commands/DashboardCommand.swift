@@ -4,6 +4,8 @@ import Foundation
 import TollgateStore
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 struct DashboardCommand: AsyncParsableCommand {

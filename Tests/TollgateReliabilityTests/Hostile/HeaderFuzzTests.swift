@@ -127,7 +127,7 @@ struct HeaderFuzzTests {
         }
     }
 
-    @Test("ETags and If-None-Match: weak comparison is reflexive, symmetric and blind to W/; any ETag is sent back verbatim")
+    @Test("ETags and If-None-Match: weak comparison is reflexive, symmetric and blind to W/; any intact ETag is sent back verbatim")
     func entityTags() async throws {
         var random = SeededGenerator(seed: 0xE7A6)
         for iteration in 0..<Self.iterations {
@@ -154,7 +154,9 @@ struct HeaderFuzzTests {
             let sent = response.headerFields[.eTag]?.trimmingCharacters(in: .whitespaces) ?? ""
             let lookup = try await cache.lookup(request, endpoint: "etag.list")
             guard !sent.isEmpty else { continue }
-            #expect(lookup.requestToSend?.headerFields[.ifNoneMatch] == sent)
+            // A tag that reached the cache altered (U+FFFD where a parser met 8-bit bytes) would
+            // match nothing on the server: it is not sent; every other one is, verbatim.
+            #expect(lookup.requestToSend?.headerFields[.ifNoneMatch] == (CacheHeaders.isIntact(sent) ? sent : nil))
             var notModified = HTTPResponse(status: .notModified)
             notModified.headerFields[.eTag] = sent
             let revalidated = try await cache.revalidated(notModified, for: request, endpoint: "etag.list")
@@ -182,8 +184,15 @@ struct HeaderFuzzTests {
             let base = path.withoutScalars("?#").replacingOccurrences(of: "SECRET", with: "")
             let request = HTTPRequest(method: .get, scheme: "https", authority: authority.isEmpty ? "h" : authority,
                                       path: base + "?" + parameters.joined(separator: "&"))
+            // Names in a random order; the values of one name keep theirs, which is meaning.
+            let names = parameters.map { $0.prefix { $0 != "=" } }
+            let rank = Dictionary(Set(names).map { ($0, random.next()) }, uniquingKeysWith: { first, _ in first })
+            let reorderedParameters = parameters.indices.sorted { first, second in
+                let (firstRank, secondRank) = (rank[names[first]]!, rank[names[second]]!)
+                return firstRank == secondRank ? first < second : firstRank < secondRank
+            }.map { parameters[$0] }
             let shuffled = HTTPRequest(method: .get, scheme: "https", authority: authority.isEmpty ? "h" : authority,
-                                       path: base + "?" + parameters.shuffled(using: &random).joined(separator: "&"))
+                                       path: base + "?" + reorderedParameters.joined(separator: "&"))
             let (key, elapsed) = Self.timed { try? CacheKey(request: request, secretRules: rules) }
             #expect(elapsed < Self.perCallBudget)
             guard let key else { continue }
@@ -235,8 +244,10 @@ struct HeaderFuzzTests {
         let composed = "\u{E9}"
         let decomposed = "e\u{301}"
         #expect(try key("\(composed)&\(decomposed)").resourceKey == key("\(decomposed)&\(composed)").resourceKey)
-        #expect(try key("a&a=").resourceKey == key("a=&a").resourceKey)
-        #expect(try key("a=\(composed)&a=\(decomposed)").url == key("a=\(decomposed)&a=\(composed)").url)
+        // One name's values keep their order, whatever their spelling: the order is meaning.
+        #expect(try key("a&a=").resourceKey != key("a=&a").resourceKey)
+        // (By their bytes: Swift's == on strings holds the two URLs equal, canonically equivalent.)
+        #expect(try key("a=\(composed)&a=\(decomposed)").resourceKey != key("a=\(decomposed)&a=\(composed)").resourceKey)
         // Plain ASCII keeps its familiar order.
         #expect(try key("z=1&a=2&m").url == "https://example.com/v?a=2&m&z=1")
     }

@@ -1,0 +1,16 @@
+import Foundation
+
+/// What a watcher compares to tell that the file changed.
+public struct StoreChangeMark: Sendable, Equatable {
+    let header: WALIndexWatch.Header
+}
+
+extension SQLiteStore {
+    /// A mark that changes whenever any connection, in any process, commits to the file: read from
+    /// the WAL index that every process shares, with no lock and no query, so a watcher can look
+    /// many times a second. Nil when the file has no WAL index to read (an in-memory store, an
+    /// immutable snapshot, a moment when the index is being rewritten): poll the store instead.
+    public var changeMark: StoreChangeMark? {
+        walIndexWatch?.header().map(StoreChangeMark.init(header:))
+    }
+}
