@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "TollgateFakeAPI", targets: ["TollgateFakeAPI"]),
         .library(name: "TollgateProxy", targets: ["TollgateProxy"]),
         .library(name: "TollgateDashboard", targets: ["TollgateDashboard"]),
+        .library(name: "TollgateAPIDescription", targets: ["TollgateAPIDescription"]),
         .library(name: "TollgatePostgres", targets: ["TollgatePostgres"]),
         .executable(name: "tollgate", targets: ["tollgate"]),
     ],
@@ -32,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.0.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.25.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
     ],
     targets: [
         // The system SQLite3 (apt: libsqlite3-dev), as GRDB and SwiftPM link it.
@@ -108,6 +110,15 @@ let package = Package(
         .target(
             name: "TollgateDashboard",
             dependencies: ["TollgateStore"]
+        ),
+        // API description files (YAML, through Yams): a non-YouTube API without writing Swift.
+        .target(
+            name: "TollgateAPIDescription",
+            dependencies: [
+                "Tollgate",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
         ),
         // A loopback reverse proxy that puts any HTTP client behind the gate.
         .target(
@@ -231,6 +242,10 @@ let package = Package(
         .testTarget(
             name: "TollgateDashboardTests",
             dependencies: ["TollgateDashboard", "TollgateStore", "Tollgate", "TollgateTestSupport"]
+        ),
+        .testTarget(
+            name: "TollgateAPIDescriptionTests",
+            dependencies: ["TollgateAPIDescription", "Tollgate", "TollgateTestSupport"]
         ),
         .testTarget(
             name: "TollgateCLITests",

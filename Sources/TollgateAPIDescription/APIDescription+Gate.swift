@@ -1,0 +1,96 @@
+import Foundation
+import HTTPTypes
+import Tollgate
+
+extension APIDescription {
+    /// The routes as the gate's naming: the first route that matches names the request; a request
+    /// that matches none is `METHOD /path`.
+    public var naming: EndpointNaming {
+        let routes = routes
+        return EndpointNaming { method, path in
+            Self.endpointName(method: method.rawValue, path: path, routes: routes) ?? "\(method.rawValue) \(path)"
+        }
+    }
+
+    /// The endpoint a route gives a request, or nil when no route matches.
+    /// - Parameters:
+    ///   - method: The request's method, such as `GET`.
+    ///   - path: Its path, without query.
+    /// - Returns: The endpoint name.
+    public func endpointName(method: String, path: String) -> String? {
+        Self.endpointName(method: method, path: path, routes: routes)
+    }
+
+    static func endpointName(method: String, path: String, routes: [Route]) -> String? {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true)
+        for route in routes where route.methods.isEmpty || route.methods.contains(method) {
+            guard route.segments.count == segments.count else { continue }
+            var bound: [String: Substring] = [:]
+            let matches = zip(route.segments, segments).allSatisfy { pattern, segment in
+                switch pattern {
+                case .literal(let text): return text == segment
+                case .parameter(let name):
+                    bound[name] = segment
+                    return true
+                }
+            }
+            guard matches else { continue }
+            var name = route.endpoint
+            for (parameter, value) in bound { name = name.replacingOccurrences(of: "{\(parameter)}", with: value) }
+            return name
+        }
+        return nil
+    }
+
+    /// What the gate follows for this API: the cost table and buckets, throttles, circuit and retry
+    /// policies, and the secret names added to the built-in ones.
+    /// - Parameter base: The configuration to fill in (cache limits, the redirect policy and the
+    ///   ledger-failure policy are kept from it).
+    /// - Returns: The configuration.
+    /// - Throws: ``APIDescriptionError`` for what this release's gate cannot follow yet: a window
+    ///   other than the Pacific day, a "quota spent" answer other than YouTube's.
+    public func gateConfiguration(base: GateConfiguration = GateConfiguration()) throws(APIDescriptionError) -> GateConfiguration {
+        func unsupported(_ key: String, _ message: String) -> APIDescriptionError {
+            APIDescriptionError(file: name, line: nil, column: nil, key: key, message: message)
+        }
+        for (bucket, description) in buckets.sorted(by: { $0.key < $1.key })
+        where description.window != .day(timeZone: Self.pacificTimeZone) {
+            throw unsupported("buckets.\(bucket).window", "a \(description.window) window is not in this release's "
+                + "ledger, which keeps Pacific days only")
+        }
+        for (index, rule) in quotaExhausted.enumerated()
+        where !(rule.status == 403 && rule.header == nil && rule.reason.map(Self.googleQuotaReasons.contains) == true) {
+            throw unsupported("quota_exhausted[\(index)]", "this release's gate knows only Google's 403 quotaExceeded "
+                + "and dailyLimitExceeded answers")
+        }
+        var configuration = base
+        var costs: [String: QuotaConfiguration.EndpointCost] = [:]
+        for (endpoint, rules) in endpoints {
+            let refunds = rules.refundsNotModified ?? defaults.refundsNotModified
+            if let charges = rules.charges, let first = charges.first {
+                costs[endpoint] = .init(bucket: first.bucket, units: first.units, refundsNotModified: refunds,
+                                        additionalCharges: Array(charges.dropFirst()))
+            } else if rules.cost != nil || rules.bucket != nil || rules.refundsNotModified != nil {
+                costs[endpoint] = .init(bucket: rules.bucket ?? defaults.bucket, units: rules.cost ?? defaults.cost,
+                                        refundsNotModified: refunds)
+            }
+        }
+        configuration.quota = QuotaConfiguration(
+            bucketLimits: buckets.mapValues(\.limit), endpointCosts: costs, defaultBucket: defaults.bucket,
+            defaultCost: defaults.cost, refundsNotModifiedByDefault: defaults.refundsNotModified,
+            warningPercents: base.quota.warningPercents
+        )
+        configuration.throttle = ThrottleConfiguration(
+            defaultLimit: defaults.throttle, endpointLimits: endpoints.compactMapValues(\.throttle)
+        )
+        configuration.circuit.defaultPolicy = defaults.circuit
+        configuration.circuit.endpointPolicies = endpoints.compactMapValues(\.circuit)
+        configuration.retry = defaults.retry
+        configuration.cache.sensitiveQueryParameters.formUnion(secrets.parameters)
+        configuration.cache.sensitiveHeaders.formUnion(secrets.headers.compactMap { HTTPField.Name($0) })
+        return configuration
+    }
+
+    /// Google's reasons for "the daily quota is spent", which the gate reads from a 403's body.
+    static let googleQuotaReasons: Set<String> = ["quotaExceeded", "dailyLimitExceeded"]
+}

@@ -1,0 +1,392 @@
+import Foundation
+import Tollgate
+import Yams
+
+extension APIDescription {
+    /// Reads a description from its YAML text, checking every key and value.
+    /// - Parameters:
+    ///   - yaml: The text.
+    ///   - file: The file's name, for errors.
+    /// - Throws: ``APIDescriptionError`` naming the file, line, column and key of the first problem.
+    public init(yaml: String, file: String = "<text>") throws(APIDescriptionError) {
+        let root: Node
+        do {
+            guard let composed = try Yams.compose(yaml: yaml) else {
+                throw APIDescriptionError(file: file, line: nil, column: nil, key: "", message: "the file is empty")
+            }
+            root = composed
+        } catch let error as APIDescriptionError {
+            throw error
+        } catch let error as YamlError {
+            throw APIDescriptionError(file: file, line: Self.line(of: error), column: nil, key: "",
+                                      message: "not valid YAML: \(Self.problem(of: error))")
+        } catch {
+            throw APIDescriptionError(file: file, line: nil, column: nil, key: "", message: "not valid YAML: \(error)")
+        }
+        var reader = DescriptionReader(file: file)
+        self = try reader.description(root)
+    }
+
+    /// Reads a description file.
+    /// - Parameter path: The file's path.
+    /// - Returns: The description.
+    /// - Throws: ``APIDescriptionError`` when it cannot be read or is not a valid description.
+    public static func load(from path: String) throws(APIDescriptionError) -> APIDescription {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw APIDescriptionError(file: path, line: nil, column: nil, key: "", message: "the file cannot be read")
+        }
+        return try APIDescription(yaml: String(decoding: data, as: UTF8.self), file: path)
+    }
+
+    private static func line(of error: YamlError) -> Int? {
+        switch error {
+        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): mark.line
+        default: nil
+        }
+    }
+
+    private static func problem(of error: YamlError) -> String {
+        switch error {
+        case .scanner(_, let problem, _, _), .parser(_, let problem, _, _), .composer(_, let problem, _, _): problem
+        default: "\(error)"
+        }
+    }
+}
+
+/// Walks the YAML tree, keeping the key path for errors.
+struct DescriptionReader {
+    let file: String
+
+    func fail(_ node: Node?, _ key: String, _ message: String) -> APIDescriptionError {
+        APIDescriptionError(file: file, line: node?.mark?.line, column: node?.mark?.column, key: key, message: message)
+    }
+
+    /// A mapping's entries by key, refusing keys that are not in `allowed` (a typo is an error, not a silent default).
+    func mapping(_ node: Node, _ key: String, allowed: Set<String>) throws(APIDescriptionError) -> [String: Node] {
+        guard let mapping = node.mapping else { throw fail(node, key, "expected a mapping of keys to values") }
+        var entries: [String: Node] = [:]
+        for (name, value) in mapping {
+            guard let text = name.string else { throw fail(name, key, "a key must be text") }
+            let path = key.isEmpty ? text : "\(key).\(text)"
+            guard allowed.isEmpty || allowed.contains(text) else {
+                throw fail(name, path, "unknown key; expected one of \(allowed.sorted().joined(separator: ", "))")
+            }
+            guard entries[text] == nil else { throw fail(name, path, "given twice") }
+            entries[text] = value
+        }
+        return entries
+    }
+
+    func string(_ node: Node, _ key: String) throws(APIDescriptionError) -> String {
+        guard let text = node.scalar?.string, !text.isEmpty else { throw fail(node, key, "expected text") }
+        return text
+    }
+
+    func int(_ node: Node, _ key: String, in range: ClosedRange<Int>) throws(APIDescriptionError) -> Int {
+        guard let text = node.scalar?.string, let value = Int(text.replacingOccurrences(of: "_", with: "")) else {
+            throw fail(node, key, "expected a whole number")
+        }
+        guard range.contains(value) else {
+            throw fail(node, key, "\(value) is out of range; expected \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
+    func double(_ node: Node, _ key: String) throws(APIDescriptionError) -> Double {
+        guard let text = node.scalar?.string, let value = Double(text), value.isFinite, value >= 0 else {
+            throw fail(node, key, "expected a number, zero or more")
+        }
+        return value
+    }
+
+    func bool(_ node: Node, _ key: String) throws(APIDescriptionError) -> Bool {
+        switch node.scalar?.string.lowercased() {
+        case "true", "yes": return true
+        case "false", "no": return false
+        default: throw fail(node, key, "expected true or false")
+        }
+    }
+
+    /// `60s`, `1h`, `500ms`, `2m`, `1d`, or a number of seconds.
+    func duration(_ node: Node, _ key: String) throws(APIDescriptionError) -> Duration {
+        guard let text = node.scalar?.string.trimmingCharacters(in: .whitespaces) else {
+            throw fail(node, key, "expected a duration such as 60s, 5m, 1h or 500ms")
+        }
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
+        for (suffix, seconds) in units where text.hasSuffix(suffix) {
+            if let value = Double(text.dropLast(suffix.count)), value > 0, value.isFinite {
+                return .milliseconds(Int64((value * seconds * 1000).rounded()))
+            }
+        }
+        if let value = Double(text), value > 0, value.isFinite { return .milliseconds(Int64((value * 1000).rounded())) }
+        throw fail(node, key, "'\(text)' is not a duration; write 60s, 5m, 1h or 500ms")
+    }
+
+    mutating func description(_ root: Node) throws(APIDescriptionError) -> APIDescription {
+        let top = try mapping(root, "", allowed: [
+            "api", "upstream", "buckets", "defaults", "routes", "endpoints", "secrets", "quota_exhausted",
+        ])
+        guard let nameNode = top["api"] else { throw fail(root, "api", "missing: name the API (api: GitHub REST)") }
+        let name = try string(nameNode, "api")
+        var upstream: URL?
+        if let node = top["upstream"] {
+            let text = try string(node, "upstream")
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+                  url.host != nil
+            else { throw fail(node, "upstream", "'\(text)' is not an http or https URL") }
+            upstream = url
+        }
+        guard let bucketsNode = top["buckets"] else { throw fail(root, "buckets", "missing: at least one bucket") }
+        var buckets: [String: APIDescription.Bucket] = [:]
+        for (bucketName, node) in try mapping(bucketsNode, "buckets", allowed: []) {
+            buckets[bucketName] = try bucket(node, "buckets.\(bucketName)")
+        }
+        guard !buckets.isEmpty else { throw fail(bucketsNode, "buckets", "at least one bucket") }
+        guard let defaultsNode = top["defaults"] else { throw fail(root, "defaults", "missing: at least the default bucket") }
+        let defaults = try self.defaults(defaultsNode, buckets: buckets)
+        var routes: [APIDescription.Route] = []
+        if let node = top["routes"] {
+            guard let sequence = node.sequence else { throw fail(node, "routes", "expected a list of routes") }
+            for (index, routeNode) in sequence.enumerated() {
+                routes.append(try route(routeNode, "routes[\(index)]"))
+            }
+        }
+        var endpoints: [String: APIDescription.Endpoint] = [:]
+        if let node = top["endpoints"] {
+            for (endpointName, endpointNode) in try mapping(node, "endpoints", allowed: []) {
+                endpoints[endpointName] = try endpoint(endpointNode, "endpoints.\(endpointName)", buckets: buckets)
+            }
+        }
+        var secrets = APIDescription.Secrets(parameters: [], headers: [])
+        if let node = top["secrets"] {
+            let entries = try mapping(node, "secrets", allowed: ["parameters", "headers"])
+            secrets.parameters = try entries["parameters"].map { node throws(APIDescriptionError) in try strings(node, "secrets.parameters") } ?? []
+            secrets.headers = try entries["headers"].map { node throws(APIDescriptionError) in try strings(node, "secrets.headers") } ?? []
+        }
+        var rules: [APIDescription.ExhaustionRule] = []
+        if let node = top["quota_exhausted"] {
+            guard let sequence = node.sequence else { throw fail(node, "quota_exhausted", "expected a list of answers") }
+            for (index, ruleNode) in sequence.enumerated() {
+                rules.append(try exhaustionRule(ruleNode, "quota_exhausted[\(index)]"))
+            }
+        }
+        return APIDescription(name: name, upstream: upstream, buckets: buckets, defaults: defaults, routes: routes,
+                              endpoints: endpoints, secrets: secrets, quotaExhausted: rules)
+    }
+
+    func strings(_ node: Node, _ key: String) throws(APIDescriptionError) -> [String] {
+        guard let sequence = node.sequence else { throw fail(node, key, "expected a list") }
+        var values: [String] = []
+        for (index, item) in sequence.enumerated() { values.append(try string(item, "\(key)[\(index)]")) }
+        return values
+    }
+
+    func bucket(_ node: Node, _ key: String) throws(APIDescriptionError) -> APIDescription.Bucket {
+        let entries = try mapping(node, key, allowed: ["limit", "window"])
+        guard let limitNode = entries["limit"] else { throw fail(node, "\(key).limit", "missing") }
+        let limit = try int(limitNode, "\(key).limit", in: 0...QuotaLimits.maximumUnits)
+        let window = try entries["window"].map { node throws(APIDescriptionError) in try self.window(node, "\(key).window") }
+            ?? .day(timeZone: APIDescription.pacificTimeZone)
+        return APIDescription.Bucket(limit: limit, window: window)
+    }
+
+    /// `day`, `hour`, `minute`, `month`, `{day: Europe/Paris}`, `{month: UTC}`, `{rolling: 5m}`.
+    func window(_ node: Node, _ key: String) throws(APIDescriptionError) -> APIDescription.Window {
+        if let text = node.scalar?.string {
+            switch text {
+            case "day": return .day(timeZone: APIDescription.pacificTimeZone)
+            case "hour": return .hour
+            case "minute": return .minute
+            case "month": return .month(timeZone: APIDescription.pacificTimeZone)
+            default: throw fail(node, key, "'\(text)' is not a window; write day, hour, minute, month, {day: ZONE} or {rolling: 5m}")
+            }
+        }
+        let entries = try mapping(node, key, allowed: ["day", "month", "rolling"])
+        guard entries.count == 1, let (kind, value) = entries.first else {
+            throw fail(node, key, "one of day, month or rolling")
+        }
+        switch kind {
+        case "rolling":
+            let seconds = try duration(value, "\(key).rolling").components.seconds
+            guard seconds >= 1 else { throw fail(value, "\(key).rolling", "at least one second") }
+            return .rolling(seconds: Int(seconds))
+        default:
+            let zone = try string(value, "\(key).\(kind)")
+            guard TimeZone(identifier: zone) != nil else {
+                throw fail(value, "\(key).\(kind)", "'\(zone)' is not a time zone; write one such as America/Los_Angeles or UTC")
+            }
+            return kind == "day" ? .day(timeZone: zone) : .month(timeZone: zone)
+        }
+    }
+
+    func defaults(_ node: Node, buckets: [String: APIDescription.Bucket]) throws(APIDescriptionError) -> APIDescription.Defaults {
+        let entries = try mapping(node, "defaults", allowed: ["bucket", "cost", "refund_not_modified", "throttle", "circuit", "retry"])
+        guard let bucketNode = entries["bucket"] else { throw fail(node, "defaults.bucket", "missing: the bucket of endpoints that name none") }
+        let bucket = try string(bucketNode, "defaults.bucket")
+        guard buckets[bucket] != nil else { throw fail(bucketNode, "defaults.bucket", "no bucket named '\(bucket)' under buckets") }
+        return APIDescription.Defaults(
+            bucket: bucket,
+            cost: try entries["cost"].map { node throws(APIDescriptionError) in try int(node, "defaults.cost", in: 0...QuotaLimits.maximumUnits) } ?? 1,
+            refundsNotModified: try entries["refund_not_modified"].map { node throws(APIDescriptionError) in try bool(node, "defaults.refund_not_modified") } ?? true,
+            throttle: try entries["throttle"].map { node throws(APIDescriptionError) in try throttle(node, "defaults.throttle") }
+                ?? ThrottleConfiguration().defaultLimit,
+            circuit: try entries["circuit"].map { node throws(APIDescriptionError) in try circuit(node, "defaults.circuit") } ?? CircuitPolicy(),
+            retry: try entries["retry"].map { node throws(APIDescriptionError) in try retry(node, "defaults.retry") } ?? .default
+        )
+    }
+
+    /// `{requests: 30, per: 60s}`.
+    func throttle(_ node: Node, _ key: String) throws(APIDescriptionError) -> ThrottleLimit {
+        let entries = try mapping(node, key, allowed: ["requests", "per"])
+        guard let requests = entries["requests"], let per = entries["per"] else {
+            throw fail(node, key, "write {requests: 30, per: 60s}")
+        }
+        return ThrottleLimit(requests: try int(requests, "\(key).requests", in: 1...1_000_000),
+                             per: try duration(per, "\(key).per"))
+    }
+
+    /// `{failures: 5, open: 60s, rate_limit_open: 1h}`.
+    func circuit(_ node: Node, _ key: String) throws(APIDescriptionError) -> CircuitPolicy {
+        let entries = try mapping(node, key, allowed: ["failures", "open", "rate_limit_open"])
+        var policy = CircuitPolicy()
+        if let node = entries["failures"] { policy.failureThreshold = try int(node, "\(key).failures", in: 1...1_000) }
+        if let node = entries["open"] { policy.openDuration = try duration(node, "\(key).open") }
+        if let node = entries["rate_limit_open"] { policy.rateLimitOpenDuration = try duration(node, "\(key).rate_limit_open") }
+        return policy
+    }
+
+    /// `{max_retries: 3, initial_delay: 1s, multiplier: 2, max_delay: 60s, jitter: 0.2}`.
+    func retry(_ node: Node, _ key: String) throws(APIDescriptionError) -> RetryPolicy {
+        let entries = try mapping(node, key, allowed: ["max_retries", "initial_delay", "multiplier", "max_delay", "jitter"])
+        var policy = RetryPolicy.default
+        if let node = entries["max_retries"] { policy.maximumRetries = try int(node, "\(key).max_retries", in: 0...10) }
+        if let node = entries["initial_delay"] { policy.initialDelay = try duration(node, "\(key).initial_delay") }
+        if let node = entries["multiplier"] { policy.multiplier = try double(node, "\(key).multiplier") }
+        if let node = entries["max_delay"] { policy.maximumDelay = try duration(node, "\(key).max_delay") }
+        if let node = entries["jitter"] {
+            let jitter = try double(node, "\(key).jitter")
+            guard jitter <= 1 else { throw fail(node, "\(key).jitter", "at most 1") }
+            policy.jitter = jitter
+        }
+        return policy
+    }
+
+    /// `{method: GET, path: /youtube/v3/{resource}, endpoint: "{resource}.list"}`.
+    func route(_ node: Node, _ key: String) throws(APIDescriptionError) -> APIDescription.Route {
+        let entries = try mapping(node, key, allowed: ["method", "path", "endpoint"])
+        guard let pathNode = entries["path"], let endpointNode = entries["endpoint"] else {
+            throw fail(node, key, "write {method: GET, path: /items/{id}, endpoint: items.get}")
+        }
+        var methods: Set<String> = []
+        if let methodNode = entries["method"] {
+            let given = methodNode.sequence != nil ? try strings(methodNode, "\(key).method") : [try string(methodNode, "\(key).method")]
+            for method in given where method != "*" {
+                guard method.allSatisfy({ $0.isASCII && $0.isUppercase }) else {
+                    throw fail(methodNode, "\(key).method", "'\(method)' is not a method; write GET, POST… or *")
+                }
+                methods.insert(method)
+            }
+        }
+        let path = try string(pathNode, "\(key).path")
+        guard path.hasPrefix("/") else { throw fail(pathNode, "\(key).path", "a path starts with /") }
+        var parameters: Set<String> = []
+        let segments = try path.split(separator: "/").map { piece throws(APIDescriptionError) -> APIDescription.Route.Segment in
+            guard piece.hasPrefix("{") && piece.hasSuffix("}") else {
+                guard !piece.contains("{") && !piece.contains("}") else {
+                    throw fail(pathNode, "\(key).path", "a parameter is a whole segment, such as /items/{id}")
+                }
+                return .literal(String(piece))
+            }
+            let name = String(piece.dropFirst().dropLast())
+            guard !name.isEmpty, parameters.insert(name).inserted else {
+                throw fail(pathNode, "\(key).path", "parameter names must be present and differ")
+            }
+            return .parameter(name)
+        }
+        let endpoint = try string(endpointNode, "\(key).endpoint")
+        for used in Self.placeholders(in: endpoint) where !parameters.contains(used) {
+            throw fail(endpointNode, "\(key).endpoint", "{\(used)} is not a parameter of the path")
+        }
+        return APIDescription.Route(methods: methods, segments: segments, endpoint: endpoint)
+    }
+
+    static func placeholders(in template: String) -> [String] {
+        var names: [String] = []
+        var rest = template[...]
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            names.append(String(rest[rest.index(after: open)..<close]))
+            rest = rest[rest.index(after: close)...]
+        }
+        return names
+    }
+
+    func endpoint(
+        _ node: Node, _ key: String, buckets: [String: APIDescription.Bucket]
+    ) throws(APIDescriptionError) -> APIDescription.Endpoint {
+        let entries = try mapping(node, key, allowed: ["cost", "bucket", "charges", "refund_not_modified", "throttle", "circuit"])
+        var endpoint = APIDescription.Endpoint()
+        func knownBucket(_ node: Node, _ key: String) throws(APIDescriptionError) -> String {
+            let name = try string(node, key)
+            guard buckets[name] != nil else { throw fail(node, key, "no bucket named '\(name)' under buckets") }
+            return name
+        }
+        if let chargesNode = entries["charges"] {
+            guard entries["cost"] == nil, entries["bucket"] == nil else {
+                throw fail(chargesNode, "\(key).charges", "give charges, or cost and bucket, not both")
+            }
+            guard let sequence = chargesNode.sequence, !sequence.isEmpty else {
+                throw fail(chargesNode, "\(key).charges", "expected a list of {bucket: B, units: N}")
+            }
+            var charges: [QuotaConfiguration.BucketCharge] = []
+            for (index, item) in sequence.enumerated() {
+                let path = "\(key).charges[\(index)]"
+                let charge = try mapping(item, path, allowed: ["bucket", "units"])
+                guard let bucket = charge["bucket"], let units = charge["units"] else { throw fail(item, path, "write {bucket: B, units: N}") }
+                charges.append(.init(bucket: try knownBucket(bucket, "\(path).bucket"),
+                                     units: try int(units, "\(path).units", in: 0...QuotaLimits.maximumUnits)))
+            }
+            endpoint.charges = charges
+        } else if entries["cost"] != nil || entries["bucket"] != nil {
+            if let node = entries["bucket"] { endpoint.bucket = try knownBucket(node, "\(key).bucket") }
+            if let node = entries["cost"] { endpoint.cost = try int(node, "\(key).cost", in: 0...QuotaLimits.maximumUnits) }
+        }
+        if let node = entries["refund_not_modified"] { endpoint.refundsNotModified = try bool(node, "\(key).refund_not_modified") }
+        if let node = entries["throttle"] { endpoint.throttle = try throttle(node, "\(key).throttle") }
+        if let node = entries["circuit"] { endpoint.circuit = try circuit(node, "\(key).circuit") }
+        return endpoint
+    }
+
+    /// `{status: 403, reason: quotaExceeded}` or `{status: 403, header: "X-RateLimit-Remaining: 0"}`.
+    func exhaustionRule(_ node: Node, _ key: String) throws(APIDescriptionError) -> APIDescription.ExhaustionRule {
+        let entries = try mapping(node, key, allowed: ["status", "header", "reason"])
+        guard let statusNode = entries["status"] else { throw fail(node, "\(key).status", "missing") }
+        var rule = APIDescription.ExhaustionRule(status: try int(statusNode, "\(key).status", in: 100...599))
+        if let headerNode = entries["header"] {
+            let text = try string(headerNode, "\(key).header")
+            let parts = text.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty else { throw fail(headerNode, "\(key).header", "write \"Name: value\"") }
+            rule.header = (parts[0], parts[1])
+        }
+        if let reasonNode = entries["reason"] { rule.reason = try string(reasonNode, "\(key).reason") }
+        return rule
+    }
+}
+
+extension APIDescription {
+    /// A shipped description (`youtube-v3`, `youtube-v3-single-pool`, …) or a file: what
+    /// `--api NAME_OR_PATH` names.
+    /// - Parameter nameOrPath: A shipped description's name, or a file's path.
+    /// - Returns: The description.
+    /// - Throws: ``APIDescriptionError`` when it names neither, or is not a valid description.
+    public static func named(_ nameOrPath: String) throws(APIDescriptionError) -> APIDescription {
+        if let text = shippedTexts[nameOrPath] { return try APIDescription(yaml: text, file: "\(nameOrPath) (shipped)") }
+        guard FileManager.default.fileExists(atPath: nameOrPath) else {
+            throw APIDescriptionError(
+                file: nameOrPath, line: nil, column: nil, key: "",
+                message: "no such file, and no shipped description of that name (shipped: "
+                    + "\(shippedTexts.keys.sorted().joined(separator: ", ")))"
+            )
+        }
+        return try load(from: nameOrPath)
+    }
+}
