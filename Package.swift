@@ -141,6 +141,7 @@ let package = Package(
             name: "tollgate",
             dependencies: [
                 "Tollgate",
+                "TollgateAPIDescription",
                 "TollgateStore",
                 "TollgateFakeAPI",
                 "TollgateProxy",

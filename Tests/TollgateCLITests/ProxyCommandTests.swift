@@ -105,7 +105,7 @@ struct ProxyCommandTests {
               (["--listen", "127.0.0.1", "--upstream", "http://127.0.0.1:9"], "write it as HOST:PORT"),
               (["--listen", "127.0.0.1:99999", "--upstream", "http://127.0.0.1:9"], "the port must be between 0 and 65535"),
               (["--listen", "127.0.0.1:0", "--upstream", "ftp://example.com"], "is not an absolute http(s) URL"),
-              (["--listen", "127.0.0.1:0"], "Missing expected argument '--upstream <url>'"),
+              (["--listen", "127.0.0.1:0"], "Missing --upstream: the API's base URL (or an --api description that names one)."),
           ])
     func refusesBadArguments(arguments: [String], message: String) throws {
         let result = try CommandRunner.run(CommandRunner.tollgate, ["proxy"] + arguments)

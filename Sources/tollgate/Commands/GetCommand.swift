@@ -71,6 +71,8 @@ struct GetCommand: AsyncParsableCommand {
     ))
     var location = false
 
+    @OptionGroup var api: APIOptions
+
     @OptionGroup var secrets: SecretOptions
 
     @OptionGroup var stalePolicy: StalePolicyOptions
@@ -80,6 +82,7 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
+        _ = try api.configuration()
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme),
               parsed.host != nil else {
             throw ValidationError("'\(url)' is not an http(s) URL.")
@@ -118,12 +121,12 @@ struct GetCommand: AsyncParsableCommand {
         if body != nil, request.headerFields[.contentType] == nil {
             request.headerFields[.contentType] = "application/x-www-form-urlencoded"
         }
-        let endpoint = endpoint ?? EndpointNaming.youTubeDataAPIv3.endpoint(for: request)
+        let endpoint = endpoint ?? api.naming.endpoint(for: request)
         // AsyncHTTPClient, like curl, sends the request as written and returns the bytes as sent.
         try await tls.withTransport { transport in
             let (gate, opened) = try await database.openGate(
                 transport: transport,
-                configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger
+                configuration: stalePolicy.applied(to: secrets.applied(to: try api.configuration())), logger: logger
             )
             try await opened.closing { try await send(request, body: body, endpoint: endpoint, through: gate) }
         }

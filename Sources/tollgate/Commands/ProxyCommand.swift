@@ -23,8 +23,10 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A loopback HOST:PORT to listen on; port 0 picks a free one.", valueName: "host:port"))
     var listen: String = "127.0.0.1:8080"
 
-    @Option(help: ArgumentHelp("The API's base URL, such as https://www.googleapis.com.", valueName: "url"))
-    var upstream: String
+    @Option(help: ArgumentHelp("The API's base URL, such as https://www.googleapis.com. Default: the --api description's.", valueName: "url"))
+    var upstream: String?
+
+    @OptionGroup var api: APIOptions
 
     @OptionGroup var database: DatabaseOptions
 
@@ -51,10 +53,14 @@ struct ProxyCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("--listen: \(error.description) The proxy spends your quota for anyone who can reach it.")
         }
+        guard let upstream = upstream ?? api.chosen?.upstream?.absoluteString else {
+            throw ValidationError("Missing --upstream: the API's base URL (or an --api description that names one).")
+        }
         guard let url = URL(string: upstream), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
               url.host != nil else {
             throw ValidationError("--upstream '\(upstream)' is not an absolute http(s) URL.")
         }
+        _ = try api.configuration()
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
         guard (1...65_536).contains(maxConnections) else { throw ValidationError("--max-connections must be 1 to 65536.") }
         _ = try tls.authorities()
@@ -77,11 +83,13 @@ struct ProxyCommand: AsyncParsableCommand {
     private func serve(through transport: AsyncHTTPClientTransport, logger: Logger) async throws {
         let (gate, opened) = try await database.openGate(
             transport: transport,
-            configuration: stalePolicy.applied(to: secrets.applied(to: .youTubeDataAPIv3)), logger: logger
+            configuration: stalePolicy.applied(to: secrets.applied(to: try api.configuration())), logger: logger
         )
+        // validate() made sure there is one.
+        let upstream = upstream ?? api.chosen?.upstream?.absoluteString ?? ""
         try await opened.closing {
             let proxy = try await GateProxy.start(
-                gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen),
+                gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen), naming: api.naming,
                 transport: transport, idleTimeout: .seconds(idleTimeout),
                 maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
             )

@@ -21,6 +21,8 @@ struct QuotaCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var api: APIOptions
+
         @OptionGroup var logging: LoggingOptions
 
         @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"),
@@ -30,8 +32,13 @@ struct QuotaCommand: AsyncParsableCommand {
         @Flag(help: "Print JSON instead of text.")
         var json = false
 
+        func validate() throws {
+            _ = try api.configuration()
+        }
+
         func run() async throws {
-            try await AdminServices.with(database, logging: logging, access: .readOnly) { services in
+            try await AdminServices.with(database, logging: logging, access: .readOnly,
+                                         configuration: try api.configuration()) { services in
                 let report = try await QuotaReport.read(services, day: day)
                 if json {
                     try printJSON(report)

@@ -1,0 +1,55 @@
+import Tollgate
+import TollgateAPIDescription
+
+/// The lines `tollgate api show` prints.
+enum APIDescriptionRenderer {
+    static func render(_ description: APIDescription) -> [String] {
+        var lines = ["\(description.name)" + (description.upstream.map { " · \($0.absoluteString)" } ?? "")]
+        lines.append("")
+        lines.append("Buckets")
+        for (name, bucket) in description.buckets.sorted(by: { $0.key < $1.key }) {
+            lines.append("  \(name): \(bucket.limit.formatted()) units per \(bucket.window)")
+        }
+        let defaults = description.defaults
+        lines.append("")
+        lines.append("Defaults: \(defaults.cost) unit(s) in \(defaults.bucket)"
+            + (defaults.refundsNotModified ? ", 304 refunded" : ", 304 charged")
+            + ", throttle \(throttle(defaults.throttle)), circuit opens after \(defaults.circuit.failureThreshold) failures")
+        if !description.routes.isEmpty {
+            lines.append("")
+            lines.append("Routes (first match wins; others are named METHOD /path)")
+            for route in description.routes {
+                let methods = route.methods.isEmpty ? "*" : route.methods.sorted().joined(separator: ",")
+                let path = "/" + route.segments.map { segment in
+                    switch segment {
+                    case .literal(let text): text
+                    case .parameter(let name): "{\(name)}"
+                    }
+                }.joined(separator: "/")
+                lines.append("  \(methods) \(path) → \(route.endpoint)")
+            }
+        }
+        if !description.endpoints.isEmpty {
+            lines.append("")
+            lines.append("Endpoints")
+            for (name, endpoint) in description.endpoints.sorted(by: { $0.key < $1.key }) {
+                var parts: [String] = []
+                if let charges = endpoint.charges {
+                    parts.append(charges.map { "\($0.units) in \($0.bucket)" }.joined(separator: " + "))
+                } else if endpoint.cost != nil || endpoint.bucket != nil {
+                    parts.append("\(endpoint.cost ?? defaults.cost) in \(endpoint.bucket ?? defaults.bucket)")
+                }
+                if let refunds = endpoint.refundsNotModified { parts.append(refunds ? "304 refunded" : "304 charged") }
+                if let limit = endpoint.throttle { parts.append("throttle \(throttle(limit))") }
+                if let circuit = endpoint.circuit { parts.append("circuit after \(circuit.failureThreshold) failures") }
+                lines.append("  \(name): \(parts.joined(separator: ", "))")
+            }
+        }
+        return lines
+    }
+
+    private static func throttle(_ limit: ThrottleLimit) -> String {
+        let seconds = limit.window.components.seconds
+        return seconds == 60 ? "\(limit.requests)/min" : "\(limit.requests) per \(seconds) s"
+    }
+}
