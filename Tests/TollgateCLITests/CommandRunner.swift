@@ -11,13 +11,7 @@ struct CommandResult: Sendable {
 enum CommandRunner {
     /// The directory of the test binary, where SwiftPM also puts the package's executables.
     static let productsDirectory: URL = {
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        var directory = executable.deletingLastPathComponent()
-        // On macOS the test bundle is a directory: step out of PackageTests.xctest/Contents/MacOS.
-        while directory.pathExtension == "xctest" || ["Contents", "MacOS"].contains(directory.lastPathComponent) {
-            directory.deleteLastPathComponent()
-        }
-        return directory
+        PortableSockets.productsDirectory
     }()
 
     static var tollgate: URL { productsDirectory.appending(path: "tollgate") }

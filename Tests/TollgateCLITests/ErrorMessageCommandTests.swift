@@ -6,6 +6,8 @@ import TollgateTestSupport
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// What a careless user meets: numbers out of range, odd endpoint names, a `--db` that is a

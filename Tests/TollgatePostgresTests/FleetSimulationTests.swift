@@ -6,6 +6,8 @@ import TollgateStore
 import TollgateTestSupport
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A fleet as it runs: separate worker processes (`TollgateWorker fleet-admit`), each with its own

@@ -18,7 +18,7 @@ public enum RawHTTPClient {
 
     /// Opens a connection to a loopback port, or throws.
     public static func connect(port: Int, host: String = "127.0.0.1") throws -> Int32 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_INET, PortableSockets.stream, 0)
         guard descriptor >= 0 else { throw POSIXError(.EIO) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -26,7 +26,7 @@ public enum RawHTTPClient {
         address.sin_addr.s_addr = inet_addr(host)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                PortableSockets.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
         guard connected == 0 else { close(descriptor); throw POSIXError(.ECONNREFUSED) }
@@ -41,7 +41,7 @@ public enum RawHTTPClient {
         let descriptor = try connect(port: port)
         defer { close(descriptor) }
         let bytes = Array(request.utf8) + Array(body)
-        _ = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = bytes.withUnsafeBytes { PortableSockets.send(descriptor, $0) }
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -61,7 +61,7 @@ public enum RawHTTPClient {
     public static func countBody(port: Int, _ request: String) throws -> (status: Int, bodyBytes: Int) {
         let descriptor = try connect(port: port)
         defer { close(descriptor) }
-        _ = Array(request.utf8).withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = Array(request.utf8).withUnsafeBytes { PortableSockets.send(descriptor, $0) }
         var head: [UInt8] = []
         var bodyBytes = 0
         var buffer = [UInt8](repeating: 0, count: 65_536)

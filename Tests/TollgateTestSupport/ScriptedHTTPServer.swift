@@ -82,7 +82,7 @@ public final class ScriptedHTTPServer: Sendable {
     }
 
     private static func listen4(_ host: String) throws -> (Int32, Int) {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_INET, PortableSockets.stream, 0)
         guard descriptor >= 0 else { throw POSIXError(.EIO) }
         var reuse: Int32 = 1
         setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
@@ -102,7 +102,7 @@ public final class ScriptedHTTPServer: Sendable {
     }
 
     private static func listen6(_ host: String) throws -> (Int32, Int) {
-        let descriptor = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_INET6, PortableSockets.stream, 0)
         guard descriptor >= 0 else { throw POSIXError(.EIO) }
         var reuse: Int32 = 1
         setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
@@ -190,7 +190,7 @@ public final class ScriptedHTTPServer: Sendable {
             if request.method != "HEAD", !bodiless { out.append(contentsOf: response.body.prefix(response.cutAfter ?? Int.max)) }
             var sent = 0
             while sent < out.count {
-                let count = out[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                let count = out[sent...].withUnsafeBytes { PortableSockets.send(connection, $0) }
                 guard count > 0 else { return }
                 sent += count
             }

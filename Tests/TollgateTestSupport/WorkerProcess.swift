@@ -10,11 +10,7 @@ public enum WorkerProcess {
 
     /// The worker binary, built beside the test binary by `swift build --build-tests`.
     public static let executable: URL = {
-        var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-        while directory.pathExtension == "xctest" || ["Contents", "MacOS"].contains(directory.lastPathComponent) {
-            directory.deleteLastPathComponent()
-        }
-        return directory.appending(path: "TollgateWorker")
+        PortableSockets.productsDirectory.appending(path: "TollgateWorker")
     }()
 
     /// Starts one worker process running `job` and returns it, still running.

@@ -7,6 +7,8 @@ import TollgateTestSupport
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 extension ScriptedGate {
@@ -101,7 +103,7 @@ final class RawConnection: @unchecked Sendable {
     }
 
     func send(_ text: String) {
-        _ = Array(text.utf8).withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = Array(text.utf8).withUnsafeBytes { PortableSockets.send(descriptor, $0) }
     }
 
     /// Reads one answer: its head, and a body of its `Content-Length` (none for a HEAD or a 1xx).

@@ -104,7 +104,7 @@ struct ProxyHardeningTests {
         let slow = try (0..<2).map { _ in try RawHTTPClient.connect(port: port) }
         for descriptor in slow {
             _ = Array("GET /youtube/v3/videos?id=1 HTTP/1.1\r\nHost: x\r\n".utf8).withUnsafeBytes {
-                send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                PortableSockets.send(descriptor, $0)
             }
         }
         let closed = try await offCooperativePool { slow.map { RawHTTPClient.isClosedByServer($0, within: 10) } }

@@ -1,4 +1,5 @@
 import Foundation
+import TollgateTestSupport
 import Synchronization
 
 #if canImport(Glibc)
@@ -18,7 +19,7 @@ final class StreamingServer: Sendable {
     var bytesSent: Int { sent.withLock { $0 } }
 
     init(bodySize: Int) throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_INET, PortableSockets.stream, 0)
         guard descriptor >= 0 else { throw POSIXError(.EIO) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
