@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "TollgateDashboard", targets: ["TollgateDashboard"]),
         .library(name: "TollgateAPIDescription", targets: ["TollgateAPIDescription"]),
         .library(name: "TollgatePostgres", targets: ["TollgatePostgres"]),
+        .library(name: "TollgateAdmin", targets: ["TollgateAdmin"]),
         .executable(name: "tollgate", targets: ["tollgate"]),
     ],
     dependencies: [
@@ -34,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.25.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-http-structured-headers.git", from: "1.7.0"),
     ],
     targets: [
         // The system SQLite3 (apt: libsqlite3-dev), as GRDB and SwiftPM link it.
@@ -135,6 +138,25 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+            ]
+        ),
+        // The operators' listener: /metrics for Prometheus, the web dashboard and /api/snapshot,
+        // read from any store. Prometheus and Hummingbird stay out of the core library.
+        .target(
+            name: "TollgateAdmin",
+            dependencies: [
+                "Tollgate",
+                "TollgateStore",
+                "TollgateProxy",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
@@ -145,9 +167,12 @@ let package = Package(
                 "TollgateStore",
                 "TollgateFakeAPI",
                 "TollgateProxy",
+                "TollgateAdmin",
                 "TollgateAsyncHTTPClient",
                 "TollgatePostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "HTTPTypesFoundation", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -228,9 +253,29 @@ let package = Package(
         ),
         // The PostgreSQL store's tests, and the conformance suite that runs against both stores.
         // The PostgreSQL half needs TOLLGATE_POSTGRES_URL (see Scripts/postgres-cluster.sh).
+        // The admin listener: metrics read by Prometheus's own parser, the dashboard in a real
+        // browser, and the proxy's RateLimit fields.
+        .testTarget(
+            name: "TollgateAdminTests",
+            dependencies: [
+                "Tollgate",
+                "TollgateStore",
+                "TollgateAdmin",
+                "TollgateProxy",
+                "TollgateFakeAPI",
+                "TollgateTestSupport",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "TollgatePostgresTests",
             dependencies: [
+                "TollgateAdmin",
+                "TollgateProxy",
+                "TollgateFakeAPI",
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 "TollgatePostgres",
                 "TollgateStore",
                 "Tollgate",

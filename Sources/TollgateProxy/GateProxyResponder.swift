@@ -56,6 +56,7 @@ struct GateProxyResponder: HTTPResponder {
             fields[ProxyHeaders.units] = String(answer.unitsCharged)
             fields[ProxyHeaders.endpoint] = endpoint
             fields[ProxyHeaders.upstreamDate] = answer.response.headerFields[.date]
+            addRateLimitFields(to: &fields, endpoint: endpoint, answer: answer)
             if request.method == .head, let length = answer.response.headerFields[.contentLength] {
                 // No body, but the length a GET would have (RFC 9110 §9.3.2), not the empty body's 0.
                 fields[.contentLength] = length
@@ -76,6 +77,20 @@ struct GateProxyResponder: HTTPResponder {
             return failure(error.error, unitsCharged: error.unitsCharged, request: request, outgoing: outgoing,
                            endpoint: endpoint)
         }
+    }
+
+    /// Adds `RateLimit-Policy` and `RateLimit` from what the admission read (``RateLimitFields``),
+    /// except to an answer served from the cache with a positive `Age`, whose clients ignore them
+    /// (draft-ietf-httpapi-ratelimit-headers §5).
+    private func addRateLimitFields(to fields: inout HTTPFields, endpoint: String, answer: GateResponse) {
+        if let age = fields[.age].flatMap(Int.init), age > 0 { return }
+        // A 304 the endpoint does not pay for is refunded after the answer: its units are left.
+        let price = gate.quota.price(of: endpoint)
+        let refunded = answer.source == .revalidated && price.refundsNotModified && answer.unitsCharged == 0 ? price.units : 0
+        guard let rate = RateLimitFields.fields(gate: gate, endpoint: endpoint, refundedUnits: refunded, now: clock.now())
+        else { return }
+        fields[RateLimitFields.policy] = rate.policy
+        fields[RateLimitFields.rateLimit] = rate.limit
     }
 
     /// Sends a request through the gate for as long as someone waits for it: a client that
@@ -138,8 +153,13 @@ struct GateProxyResponder: HTTPResponder {
                 (status, code, retryAfter) = (.serviceUnavailable, "circuit_open", seconds)
             }
             logger.info("\(outgoing.method.rawValue) \(request.uri.path) refused: \(refusal)", metadata: ["proxy.endpoint": "\(endpoint)"])
-            return self.refusal(status, code: code, message: refusal.description, endpoint: endpoint,
-                                retryAfter: max(1, Int(retryAfter.rounded(.up))), unitsCharged: unitsCharged)
+            var answer = self.refusal(status, code: code, message: refusal.description, endpoint: endpoint,
+                                      retryAfter: max(1, Int(retryAfter.rounded(.up))), unitsCharged: unitsCharged)
+            if let rate = RateLimitFields.fields(gate: gate, endpoint: endpoint, refundedUnits: 0, now: clock.now()) {
+                answer.headers[RateLimitFields.policy] = rate.policy
+                answer.headers[RateLimitFields.rateLimit] = rate.limit
+            }
+            return answer
         case HTTPTransportError.invalidRequest(let reason):
             logger.info("\(outgoing.method.rawValue) \(request.uri.path) cannot be sent: \(reason)",
                         metadata: ["proxy.endpoint": "\(endpoint)"])

@@ -348,6 +348,7 @@ public final class Gate: Sendable {
                                                canServeStale: stored != nil && attempt == 1, leasing: lease)
                 ledger.charged(admitted.reservation?.cost ?? 0)
                 ledger.attempts = attempt
+                if attempt > 1 { metrics.recordRetry(endpoint: endpoint) }
                 var result = try await sendAttempt(outgoing, body: body, endpoint: endpoint, admitted: admitted,
                                                    streamsLargeBodies: options.streamsLargeBodies, via: transport,
                                                    ledger: &ledger)
@@ -452,6 +453,7 @@ public final class Gate: Sendable {
             }
             switch outcome {
             case .admitted(let circuitAdmission, let throttleAdmission, let quotaCharge):
+                if waited > .zero { metrics.recordThrottleWait(waited, endpoint: endpoint) }
                 let decision = circuit.report(circuitAdmission, endpoint: endpoint)
                 throttle.report(throttleAdmission, endpoint: endpoint)
                 let reservation = try quota.report(.reserved(quotaCharge), endpoint: endpoint, cost: charge.cost)
@@ -465,6 +467,7 @@ public final class Gate: Sendable {
                 let retryAfter = throttleAdmission.retryAfter ?? limit.window.timeInterval
                 let delay = Duration.milliseconds(Int64((retryAfter * 1000).rounded(.up)))
                 guard !canServeStale, waited + delay <= configuration.maximumThrottleWait else {
+                    if waited > .zero { metrics.recordThrottleWait(waited, endpoint: endpoint) }
                     throw TollgateError.throttled(retryAfter: retryAfter)
                 }
                 try await clock.sleep(for: delay)
@@ -489,6 +492,8 @@ public final class Gate: Sendable {
         var responseBody = Data()
         var stream: HTTPBodyStream?
         let sentAt = clock.now()
+        let started = ContinuousClock.now
+        defer { metrics.recordUpstreamLatency(ContinuousClock.now - started, endpoint: endpoint) }
         do {
             if streamsLargeBodies {
                 let answer: HTTPResponseBody

@@ -10,6 +10,9 @@ import Synchronization
 /// | `tollgate_refusals_total` | counter | `endpoint`, `reason` (`circuit_open`, `throttled`, `quota_exceeded`), stale serves included |
 /// | `tollgate_circuit_state` | gauge | `endpoint` — 0 closed, 1 half-open, 2 open |
 /// | `tollgate_cache_hit_rate` | gauge | `endpoint` — (cache + revalidated) / answers from cache or network, in this process |
+/// | `tollgate_retries_total` | counter | `endpoint` — attempts after a request's first |
+/// | `tollgate_upstream_latency_seconds` | timer | `endpoint` — from an attempt's send to its answer's head (or failure) |
+/// | `tollgate_throttle_wait_seconds` | timer | `endpoint` — time an admission waited for the throttle window |
 ///
 /// They go to whatever `MetricsSystem` the application bootstrapped (none by default).
 final class GateMetrics: Sendable {
@@ -78,6 +81,29 @@ final class GateMetrics: Sendable {
         case .open: 2
         }
         Gauge(label: "tollgate_circuit_state", dimensions: [("endpoint", endpoint)], factory: factory).record(value)
+    }
+
+    func recordRetry(endpoint: String) {
+        guard isRecording else { return }
+        Counter(label: "tollgate_retries_total", dimensions: [("endpoint", endpoint)], factory: factory).increment()
+    }
+
+    func recordUpstreamLatency(_ duration: Duration, endpoint: String) {
+        guard isRecording else { return }
+        CoreMetrics.Timer(label: "tollgate_upstream_latency_seconds", dimensions: [("endpoint", endpoint)], factory: factory)
+            .recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    func recordThrottleWait(_ duration: Duration, endpoint: String) {
+        guard isRecording else { return }
+        CoreMetrics.Timer(label: "tollgate_throttle_wait_seconds", dimensions: [("endpoint", endpoint)], factory: factory)
+            .recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds.multipliedReportingOverflow(by: 1_000_000_000).overflow
+            ? .max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
     private func requestsCounter(endpoint: String, source: ResponseSource) -> Counter {

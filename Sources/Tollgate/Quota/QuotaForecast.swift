@@ -28,4 +28,26 @@ public struct QuotaForecast: Sendable, Hashable {
         self.runsOutAt = runsOutAt
         self.resetsAt = resetsAt
     }
+
+    /// Projects a bucket's burn rate: when, at `unitsPerHour`, its `remaining` units run out, if
+    /// that comes before the reset. The one rule ``QuotaLedger/forecast(over:)`` and the operators'
+    /// listener both follow.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - unitsPerHour: Net units charged per hour over the window looked at.
+    ///   - remaining: Units left today.
+    ///   - now: The instant the projection starts from.
+    ///   - resetsAt: The next reset.
+    /// - Returns: The forecast.
+    public static func projecting(
+        bucket: String, unitsPerHour: Double, remaining: Int, from now: Date, resetsAt: Date
+    ) -> QuotaForecast {
+        var runsOutAt: Date?
+        if unitsPerHour > 0 {
+            let at = now.addingTimeInterval(Double(max(remaining, 0)) / unitsPerHour * 3600)
+            if at < resetsAt { runsOutAt = at }
+        }
+        return QuotaForecast(bucket: bucket, unitsPerHour: unitsPerHour, remaining: remaining, runsOutAt: runsOutAt,
+                             resetsAt: resetsAt)
+    }
 }

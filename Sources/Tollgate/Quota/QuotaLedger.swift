@@ -23,6 +23,8 @@ public final class QuotaLedger: Sendable {
     private let clock: any TollgateClock
     private let logger: Logger
     private let unknownEndpointsLogged = Mutex<Set<String>>([])
+    /// The latest reading of each bucket by this process's reservations (see ``latestReading(of:)``).
+    private let readings = Mutex<[String: QuotaBucketReading]>([:])
 
     /// Creates a ledger over a store.
     /// - Parameters:
@@ -101,6 +103,8 @@ public final class QuotaLedger: Sendable {
     public func report(_ outcome: QuotaReservationOutcome, endpoint: String, cost units: Int) throws -> QuotaReservation {
         switch outcome {
         case .reserved(let charge):
+            remember(QuotaBucketReading(bucket: charge.bucket, limit: charge.limit, remaining: charge.remaining,
+                                        day: charge.day))
             logger.debug("Charged \(endpoint) \(units) \(units == 1 ? "unit" : "units")", metadata: [
                 "quota.bucket": "\(charge.bucket)", "quota.day": "\(charge.day)",
                 "quota.used": "\(charge.bucketUnitsUsed)", "quota.limit": "\(charge.limit)",
@@ -114,6 +118,8 @@ public final class QuotaLedger: Sendable {
             }
             return QuotaReservation(charge)
         case .refused(let refusal):
+            remember(QuotaBucketReading(bucket: refusal.bucket, limit: refusal.limit, remaining: refusal.remaining,
+                                        day: refusal.day))
             let error = TollgateError.quotaExceeded(
                 endpoint: endpoint, cost: refusal.cost, remaining: refusal.remaining, resetsAt: refusal.resetsAt
             )
@@ -170,6 +176,21 @@ public final class QuotaLedger: Sendable {
             return .refunded(units: units)
         case .alreadyRefunded:
             return .alreadyRefunded
+        }
+    }
+
+    /// What this process's latest reservation in a bucket read of it, with no read of the store:
+    /// other processes' charges since then are not counted.
+    /// - Parameter bucket: The bucket.
+    /// - Returns: The reading, or nil when this process has not reserved in the bucket yet.
+    public func latestReading(of bucket: String) -> QuotaBucketReading? {
+        readings.withLock { $0[bucket] }
+    }
+
+    private func remember(_ reading: QuotaBucketReading) {
+        readings.withLock { readings in
+            // Bucket names come from the configuration, so this stays small.
+            readings[reading.bucket] = reading
         }
     }
 
@@ -329,14 +350,8 @@ public final class QuotaLedger: Sendable {
         for bucket in configuration.bucketLimits.keys.sorted() {
             let remaining = try await self.remaining(bucket: bucket)
             let perHour = burns.first { $0.bucket == bucket }?.unitsPerHour ?? 0
-            let reset = PacificDay(containing: now).nextReset
-            var runsOutAt: Date?
-            if perHour > 0 {
-                let at = now.addingTimeInterval(Double(remaining) / perHour * 3600)
-                if at < reset { runsOutAt = at }
-            }
-            forecasts.append(QuotaForecast(bucket: bucket, unitsPerHour: perHour, remaining: remaining,
-                                           runsOutAt: runsOutAt, resetsAt: reset))
+            forecasts.append(.projecting(bucket: bucket, unitsPerHour: perHour, remaining: remaining, from: now,
+                                         resetsAt: PacificDay(containing: now).nextReset))
         }
         return forecasts
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// A client-side throttle: a sliding window of requests per endpoint, persisted in the store.
 ///
@@ -18,6 +19,8 @@ public final class RequestThrottler: Sendable {
     private let storage: any ThrottleStorage
     private let clock: any TollgateClock
     private let logger: Logger
+    /// The latest reading of each endpoint's window by this process (see ``latestReading(of:)``).
+    private let readings = Mutex<[String: ThrottleReading]>([:])
 
     /// Creates a throttle over a store.
     /// - Parameters:
@@ -72,6 +75,13 @@ public final class RequestThrottler: Sendable {
         let metadata: Logger.Metadata = [
             "throttle.endpoint": "\(endpoint)", "throttle.count": "\(admission.count)", "throttle.limit": "\(admission.limit)",
         ]
+        let reading = ThrottleReading(endpoint: endpoint, limit: configuration.limit(for: endpoint),
+                                      count: admission.count, retryAfter: admission.retryAfter)
+        readings.withLock { readings in
+            // Endpoints come from callers; a bound keeps hostile names from growing this without end.
+            if readings.count >= 4096, readings[endpoint] == nil { readings.removeAll(keepingCapacity: true) }
+            readings[endpoint] = reading
+        }
         if admission.allowed {
             logger.debug("Allowing \(endpoint) - \(admission.count)/\(admission.limit) requests in window", metadata: metadata)
         } else {
@@ -79,6 +89,14 @@ public final class RequestThrottler: Sendable {
             logger.info("Retry after: \(Self.wholeSeconds(admission.retryAfter ?? 0))s", metadata: metadata)
         }
         return admission
+    }
+
+    /// What this process's latest admission of an endpoint read of its window, with no read of the
+    /// store: other processes' requests since then are not counted.
+    /// - Parameter endpoint: The endpoint.
+    /// - Returns: The reading, or nil when this process has not admitted the endpoint yet.
+    public func latestReading(of endpoint: String) -> ThrottleReading? {
+        readings.withLock { $0[endpoint] }
     }
 
     /// Waits, on the clock, until the endpoint's window admits a request, and admits it.

@@ -25,13 +25,26 @@ struct DashboardCommand: AsyncParsableCommand {
     @Option(help: "Seconds between refreshes.")
     var interval: Double = 1
 
+    @Option(help: ArgumentHelp(
+        "Serve the web dashboard (with charts, /metrics and /api/snapshot) on HOST:PORT instead of drawing in the terminal.",
+        valueName: "host:port"
+    ))
+    var web: String?
+
+    @OptionGroup var adminToken: AdminTokenOption
+
     func validate() throws {
+        if let web { try adminToken.validate(address: web, option: "--web") }
         guard interval >= 0.1, interval <= 3600 else {
             throw ValidationError("--interval must be between 0.1 and 3600 seconds.")
         }
     }
 
     func run() async throws {
+        if let web {
+            try await AdminListener.serveAlone(web, token: adminToken.resolved(), database: database, logging: logging)
+            return
+        }
         try await reportingErrors {
             let opened = try await database.open(access: .readOnly, logger: logging.bootstrap())
             let interactive = TerminalSession.isInteractive && !once

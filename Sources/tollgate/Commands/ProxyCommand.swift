@@ -1,7 +1,9 @@
 import ArgumentParser
+import CoreMetrics
 import Foundation
 import Logging
 import Tollgate
+import TollgateAdmin
 import TollgateAsyncHTTPClient
 import TollgateProxy
 
@@ -45,9 +47,18 @@ struct ProxyCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The most client connections open at once; more wait until one closes.", valueName: "count"))
     var maxConnections: Int = 256
 
+    @Option(help: ArgumentHelp(
+        "Also serve /metrics for Prometheus, the web dashboard and /api/snapshot on HOST:PORT, such as 127.0.0.1:9464.",
+        valueName: "host:port"
+    ))
+    var admin: String?
+
+    @OptionGroup var adminToken: AdminTokenOption
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
+        if let admin { try adminToken.validate(address: admin, option: "--admin") }
         do {
             _ = try LoopbackAddress(parsing: listen)
         } catch {
@@ -81,9 +92,12 @@ struct ProxyCommand: AsyncParsableCommand {
     }
 
     private func serve(through transport: AsyncHTTPClientTransport, logger: Logger) async throws {
+        // With --admin, this process's counters go to the listener's registry.
+        let processMetrics = admin.map { _ in ProcessMetrics() }
         let (gate, opened) = try await database.openGate(
             transport: transport,
-            configuration: stalePolicy.applied(to: secrets.applied(to: try api.configuration())), logger: logger
+            configuration: stalePolicy.applied(to: secrets.applied(to: try api.configuration())), logger: logger,
+            metrics: processMetrics?.factory ?? MetricsSystem.factory
         )
         // validate() made sure there is one.
         let upstream = upstream ?? api.chosen?.upstream?.absoluteString ?? ""
@@ -97,7 +111,21 @@ struct ProxyCommand: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data(
                 "tollgate proxy listening on \(proxy.baseURL.absoluteString) → \(upstream) (database \(opened.name))\n".utf8
             ))
+            var adminServer: AdminServer?
+            if let admin {
+                do {
+                    adminServer = try await AdminListener.start(
+                        admin, token: adminToken.resolved(), database: opened, process: processMetrics,
+                        stopsOnSignals: false, logger: logger
+                    )
+                } catch let error as AdminServerError {
+                    await proxy.stop()
+                    printError("error: \(error)")
+                    throw ExitCode.failure
+                }
+            }
             try await proxy.waitUntilStopped()
+            await adminServer?.stop()
             try await gate.flush()
         }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoreMetrics
 import Foundation
 import Logging
 import Tollgate
@@ -69,15 +70,17 @@ struct DatabaseOptions: ParsableArguments {
     ///   - transport: How the gate reaches the network.
     ///   - configuration: The gate's rules.
     ///   - logger: Where the store and the gate log.
+    ///   - metrics: Where the gate reports its metrics; the bootstrapped `MetricsSystem` by default.
     /// - Returns: The gate, and the database it runs over (close it once the gate is no longer used).
     /// - Throws: What opening the store throws.
     func openGate(
-        transport: any HTTPTransport, configuration: GateConfiguration, logger: Logger
+        transport: any HTTPTransport, configuration: GateConfiguration, logger: Logger,
+        metrics: any MetricsFactory = MetricsSystem.factory
     ) async throws -> (gate: Gate, database: OpenedDatabase) {
         let database = try await open(access: .readWrite, logger: logger)
         do {
             let gate = try Gate(storage: database.store, transport: transport, configuration: configuration,
-                                clock: SystemClock(), logger: logger)
+                                clock: SystemClock(), logger: logger, metrics: metrics)
             return (gate, database)
         } catch {
             await database.close()

@@ -1,8 +1,8 @@
 import TollgateStore
 
-/// What the commands need of a store: the gate's state, maintenance and the dashboard's
-/// snapshot. `SQLiteStore` and `PostgresStore` both provide it.
-typealias CommandStorage = GateStorage & MaintenanceStorage & DashboardSnapshotStorage
+/// What the commands need of a store: the gate's state, maintenance, the dashboard's snapshot
+/// and the day's timeline (the web dashboard). `SQLiteStore` and `PostgresStore` both provide it.
+typealias CommandStorage = GateStorage & MaintenanceStorage & DashboardSnapshotStorage & QuotaTimelineStorage
 
 /// A database a command opened: a SQLite file or a PostgreSQL server.
 struct OpenedDatabase: Sendable {

@@ -5,7 +5,7 @@ import TollgateStore
 import TollgateTestSupport
 
 /// What both stores implement, as the conformance tests use them.
-typealias ConformingStore = GateStorage & MaintenanceStorage & DashboardSnapshotStorage
+typealias ConformingStore = GateStorage & MaintenanceStorage & DashboardSnapshotStorage & QuotaTimelineStorage
 
 /// The stores a conformance test runs against: SQLite always, PostgreSQL when
 /// `TOLLGATE_POSTGRES_URL` names a server.
