@@ -10,8 +10,10 @@ import Glibc
 #endif
 
 extension ScriptedGate {
-    /// A scripted gate whose retry waits last until the test moves `clock`.
+    /// A scripted gate whose retry waits last until the test moves `clock`: the gate sleeps on
+    /// `clock`, not on ``clock`` (a simulated clock the gate never uses, so it records no sleeps).
     init(_ kind: TransportKind, clock: any TollgateClock) throws {
+        self.clock = SimulatedClock(base: ManualClock(now: GateHarness.start))
         directory = try TemporaryDirectory()
         store = try SQLiteStore(path: directory.path("gate.sqlite"))
         gate = try Gate(store: store, transport: kind.make(),
