@@ -156,7 +156,7 @@ struct PostgresCommandTests {
         for command in [["status"], ["quota", "show"], ["migrate"], ["migrate", "--status"], ["circuit", "reset", "--all"]] {
             let result = try await Self.tollgate(command + ["--db", closed])
             #expect(result.status == 1, "\(command)")
-            #expect(result.stderr.hasPrefix("error: ") && result.stderr.contains("127.0.0.1:9"), "\(command): \(result.stderr)")
+            #expect(result.stderr.hasPrefix("tollgate: ") && result.stderr.contains("127.0.0.1:9"), "\(command): \(result.stderr)")
             #expect(!result.stderr.contains("secret"), "\(command): the password is never printed")
         }
     }

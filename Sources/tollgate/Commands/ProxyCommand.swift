@@ -65,7 +65,7 @@ struct ProxyCommand: AsyncParsableCommand {
         // --verbose adds one line per request.
         let logger = logging.bootstrap(label: "tollgate.proxy", quietLevel: .warning)
         // A store that cannot be opened or a port already taken is one clear line, exit 1.
-        try await reportingErrors { try await serve(logger: logger) }
+        try await serve(logger: logger)
     }
 
     private func serve(logger: Logger) async throws {
