@@ -15,4 +15,22 @@ struct TollgateCommand: AsyncParsableCommand {
             APICommand.self, ServeAdminCommand.self,
         ]
     )
+
+    /// Every error line starts the same way, argument-parser's own too (see ``CommandErrors``).
+    static var _errorPrefix: String { CommandErrors.prefix }
+
+    /// Parses the command line and runs the command; whatever it throws is reported by
+    /// ``CommandErrors``, in one format, with the exit status README lists.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asynchronous = command as? AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            CommandErrors.exit(with: error)
+        }
+    }
 }

@@ -102,39 +102,40 @@ struct DashboardCommandTests {
         let tmux = try Tmux()
         defer { tmux.kill() }
         let api = try await FakeYouTubeAPI.start()
-        let tollgate = CommandRunner.tollgate.path
-        // The shell prints how the dashboard exited and the terminal's mode afterwards, then waits.
-        try tmux.start("""
-            '\(tollgate)' dashboard --db '\(fixture.path)' --interval 0.2; echo "dashboard exited $?"; \
-            stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo)' | tr '\\n' ' '; echo; sleep 30
-            """)
+        try await withStopping(api, stop: { await $0.stop() }) { api in
+            let tollgate = CommandRunner.tollgate.path
+            // The shell prints how the dashboard exited and the terminal's mode afterwards, then waits.
+            try tmux.start("""
+                '\(tollgate)' dashboard --db '\(fixture.path)' --interval 0.2; echo "dashboard exited $?"; \
+                stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo)' | tr '\\n' ' '; echo; sleep 30
+                """)
 
-        let empty = try await tmux.waitForScreen { $0.contains { $0.contains("no buckets yet") } }
-        #expect(empty.first?.hasPrefix("Tollgate · ") == true)
+            let empty = try await tmux.waitForScreen { $0.contains { $0.contains("no buckets yet") } }
+            #expect(empty.first?.hasPrefix("Tollgate · ") == true)
 
-        // Another process writes to the file: tollgate get through the gate, against the fake API.
-        let url = api.url("videos", ["id": "v1", "part": "snippet"]).absoluteString
-        let path = fixture.path
-        let get = try await offPool { try CommandRunner.tollgate("get", url, "--db", path) }
-        #expect(get.status == 0, "\(get.stderr)")
-        let updated = try await tmux.waitForScreen { $0.contains { $0.contains("1/10,000 · 9,999 left") } }
-        #expect(updated.contains { $0.contains("videos.list 1u/1") })
-        #expect(updated.contains { $0.contains("videos.list            1/30 per 60s") })
-        #expect(updated.contains { $0.contains("charge    videos.list +1") })
-        // The whole frame is on screen: nothing scrolled the title off the first row, no line
-        // wrapped, and the footer is there.
-        #expect(updated.count == 24)
-        #expect(updated.first?.hasPrefix("Tollgate · ") == true, "\(updated.joined(separator: "\n"))")
-        #expect(updated[1].hasPrefix("Quota day "), "\(updated.joined(separator: "\n"))")
-        #expect(updated.contains { $0.hasPrefix("q or Ctrl-C quits") }, "\(updated.joined(separator: "\n"))")
+            // Another process writes to the file: tollgate get through the gate, against the fake API.
+            let url = api.url("videos", ["id": "v1", "part": "snippet"]).absoluteString
+            let path = fixture.path
+            let get = try await offPool { try CommandRunner.tollgate("get", url, "--db", path) }
+            #expect(get.status == 0, "\(get.stderr)")
+            let updated = try await tmux.waitForScreen { $0.contains { $0.contains("1/10,000 · 9,999 left") } }
+            #expect(updated.contains { $0.contains("videos.list 1u/1") })
+            #expect(updated.contains { $0.contains("videos.list            1/30 per 60s") })
+            #expect(updated.contains { $0.contains("charge    videos.list +1") })
+            // The whole frame is on screen: nothing scrolled the title off the first row, no line
+            // wrapped, and the footer is there.
+            #expect(updated.count == 24)
+            #expect(updated.first?.hasPrefix("Tollgate · ") == true, "\(updated.joined(separator: "\n"))")
+            #expect(updated[1].hasPrefix("Quota day "), "\(updated.joined(separator: "\n"))")
+            #expect(updated.contains { $0.hasPrefix("q or Ctrl-C quits") }, "\(updated.joined(separator: "\n"))")
 
-        try tmux.sendKeys("q")
-        let after = try await tmux.waitForScreen { $0.contains { $0.hasSuffix("icanon echo") || $0.hasSuffix("icanon -echo") } }
-        #expect(after.contains("dashboard exited 0"))
-        // Back on the normal screen, in canonical mode with echo, with no frame left behind.
-        #expect(after.contains("icanon echo"))
-        #expect(!after.contains { $0.contains("q or Ctrl-C quits") })
-        await api.stop()
+            try tmux.sendKeys("q")
+            let after = try await tmux.waitForScreen { $0.contains { $0.hasSuffix("icanon echo") || $0.hasSuffix("icanon -echo") } }
+            #expect(after.contains("dashboard exited 0"))
+            // Back on the normal screen, in canonical mode with echo, with no frame left behind.
+            #expect(after.contains("icanon echo"))
+            #expect(!after.contains { $0.contains("q or Ctrl-C quits") })
+        }
     }
 }
 

@@ -9,41 +9,43 @@ struct GetAndDemoCommandTests {
     @Test("get prints the body to stdout and the source and quota to stderr; the 304 path costs nothing")
     func getRevalidatesForFree() async throws {
         let api = try await FakeYouTubeAPI.start()
-        let directory = try TemporaryDirectory()
-        let path = directory.path("get.sqlite")
-        let url = api.url("videos", ["id": "v1", "part": "snippet"]).absoluteString
+        try await withStopping(api, stop: { await $0.stop() }) { api in
+            let directory = try TemporaryDirectory()
+            let path = directory.path("get.sqlite")
+            let url = api.url("videos", ["id": "v1", "part": "snippet"]).absoluteString
 
-        let first = try CommandRunner.tollgate("get", url, "--db", path)
-        #expect(first.status == 0, "\(first.stderr)")
-        #expect(first.stdout.contains("\"revision\":1"))
-        #expect(first.stderr.contains("videos.list · status 200 · source network · units charged 1 · 9999 units left today in youtube"))
+            let first = try CommandRunner.tollgate("get", url, "--db", path)
+            #expect(first.status == 0, "\(first.stderr)")
+            #expect(first.stdout.contains("\"revision\":1"))
+            #expect(first.stderr.contains("videos.list · status 200 · source network · units charged 1 · 9999 units left today in youtube"))
 
-        let second = try CommandRunner.tollgate("get", url, "--db", path)
-        #expect(second.status == 0, "\(second.stderr)")
-        #expect(second.stdout == first.stdout)
-        #expect(second.stderr.contains("source revalidated · units charged 0 · 9999 units left today in youtube"))
-        #expect(api.receivedRequests.map(\.status) == [200, 304])
-        #expect(api.unitsUsed == 1)
-        await api.stop()
+            let second = try CommandRunner.tollgate("get", url, "--db", path)
+            #expect(second.status == 0, "\(second.stderr)")
+            #expect(second.stdout == first.stdout)
+            #expect(second.stderr.contains("source revalidated · units charged 0 · 9999 units left today in youtube"))
+            #expect(api.receivedRequests.map(\.status) == [200, 304])
+            #expect(api.unitsUsed == 1)
+        }
     }
 
     @Test("get exits 4 when the circuit is open and 5 when the quota is spent, without reaching the server")
     func getExitCodes() async throws {
         let api = try await FakeYouTubeAPI.start()
-        let directory = try TemporaryDirectory()
-        let path = directory.path("codes.sqlite")
-        let store = try SQLiteStore(path: path)
-        _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .seconds(600), policy: CircuitPolicy(), at: Date())
-        _ = try await store.markQuotaExhausted(bucket: "youtube.search", configuredLimit: 100, endpoint: nil, at: Date())
+        try await withStopping(api, stop: { await $0.stop() }) { api in
+            let directory = try TemporaryDirectory()
+            let path = directory.path("codes.sqlite")
+            let store = try SQLiteStore(path: path)
+            _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .seconds(600), policy: CircuitPolicy(), at: Date())
+            _ = try await store.markQuotaExhausted(bucket: "youtube.search", configuredLimit: 100, endpoint: nil, at: Date())
 
-        let open = try CommandRunner.tollgate("get", api.url("videos", ["id": "v1"]).absoluteString, "--db", path)
-        #expect(open.status == 4)
-        #expect(open.stderr.contains("Service temporarily unavailable due to repeated failures. Please try again in"))
-        let spent = try CommandRunner.tollgate("get", api.url("search", ["q": "swift"]).absoluteString, "--db", path)
-        #expect(spent.status == 5)
-        #expect(spent.stderr.contains("Daily API quota exceeded: search.list costs 1 unit and 0 units remain today."))
-        #expect(api.receivedRequests.isEmpty)
-        await api.stop()
+            let open = try CommandRunner.tollgate("get", api.url("videos", ["id": "v1"]).absoluteString, "--db", path)
+            #expect(open.status == 4)
+            #expect(open.stderr.contains("Service temporarily unavailable due to repeated failures. Please try again in"))
+            let spent = try CommandRunner.tollgate("get", api.url("search", ["q": "swift"]).absoluteString, "--db", path)
+            #expect(spent.status == 5)
+            #expect(spent.stderr.contains("Daily API quota exceeded: search.list costs 1 unit and 0 units remain today."))
+            #expect(api.receivedRequests.isEmpty)
+        }
     }
 
     @Test("get refuses what is not an http(s) URL, and a header without a colon")

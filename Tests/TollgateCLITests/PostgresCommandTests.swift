@@ -23,23 +23,24 @@ struct PostgresCommandTests {
         let database = try PostgresServer.createDatabase()
         defer { PostgresServer.dropDatabase(database) }
         let api = try await FakeYouTubeAPI.start()
-        let url = api.url("videos", ["id": "v1", "part": "snippet", "key": "SECRETKEY123456"]).absoluteString
+        try await withStopping(api, stop: { await $0.stop() }) { api in
+            let url = api.url("videos", ["id": "v1", "part": "snippet", "key": "SECRETKEY123456"]).absoluteString
 
-        let first = try await Self.tollgate("get", url, "--db", database.url)
-        #expect(first.status == 0, "\(first.stderr)")
-        #expect(first.stderr.contains("videos.list · status 200 · source network · units charged 1 · 9999 units left today in youtube"))
-        let second = try await Self.tollgate("get", url, "--db", database.url)
-        #expect(second.status == 0, "\(second.stderr)")
-        #expect(second.stdout == first.stdout)
-        #expect(second.stderr.contains("source revalidated · units charged 0 · 9999 units left today in youtube"))
-        #expect(api.receivedRequests.map(\.status) == [200, 304])
+            let first = try await Self.tollgate("get", url, "--db", database.url)
+            #expect(first.status == 0, "\(first.stderr)")
+            #expect(first.stderr.contains("videos.list · status 200 · source network · units charged 1 · 9999 units left today in youtube"))
+            let second = try await Self.tollgate("get", url, "--db", database.url)
+            #expect(second.status == 0, "\(second.stderr)")
+            #expect(second.stdout == first.stdout)
+            #expect(second.stderr.contains("source revalidated · units charged 0 · 9999 units left today in youtube"))
+            #expect(api.receivedRequests.map(\.status) == [200, 304])
 
-        let ledger = try PostgresServer.psql(database.url, "SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'")
-        #expect(ledger == "1|2")
-        let stored = try PostgresServer.psql(database.url, "SELECT url FROM cache_entries")
-        #expect(stored.contains("key=REDACTED"))
-        #expect(!stored.contains("SECRETKEY123456"))
-        await api.stop()
+            let ledger = try PostgresServer.psql(database.url, "SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'")
+            #expect(ledger == "1|2")
+            let stored = try PostgresServer.psql(database.url, "SELECT url FROM cache_entries")
+            #expect(stored.contains("key=REDACTED"))
+            #expect(!stored.contains("SECRETKEY123456"))
+        }
     }
 
     @Test("two proxies on one database share one quota ledger")
@@ -48,28 +49,29 @@ struct PostgresCommandTests {
         let database = try PostgresServer.createDatabase()
         defer { PostgresServer.dropDatabase(database) }
         let api = try await FakeYouTubeAPI.start()
-        var proxies: [(BackgroundCommand, String)] = []
-        for _ in 0..<2 {
-            let proxy = try BackgroundCommand(CommandRunner.tollgate, [
-                "proxy", "--listen", "127.0.0.1:0", "--upstream", api.baseURL.absoluteString, "--db", database.url,
-            ])
-            let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
-            let address = try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") })
-            #expect(!banner.contains("postgres@"), "the banner names the server without its user or password: \(banner)")
-            proxies.append((proxy, String(address)))
+        try await withStopping(api, stop: { await $0.stop() }) { api in
+            var proxies: [(BackgroundCommand, String)] = []
+            for _ in 0..<2 {
+                let proxy = try BackgroundCommand(CommandRunner.tollgate, [
+                    "proxy", "--listen", "127.0.0.1:0", "--upstream", api.baseURL.absoluteString, "--db", database.url,
+                ])
+                let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
+                let address = try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") })
+                #expect(!banner.contains("postgres@"), "the banner names the server without its user or password: \(banner)")
+                proxies.append((proxy, String(address)))
+            }
+            for (index, (_, base)) in proxies.enumerated() {
+                let answer = try await offPool { try CurlResponse.fetch("\(base)/youtube/v3/videos?id=p\(index)&part=snippet") }
+                #expect(answer.status == 200)
+                #expect(answer.headers["x-tollgate-units"] == "1")
+            }
+            let ledger = try PostgresServer.psql(database.url, "SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'")
+            #expect(ledger == "2|2")
+            for (proxy, _) in proxies {
+                let (status, stderr) = proxy.interrupt()
+                #expect(status == 0, "proxy exit \(status): \(stderr)")
+            }
         }
-        for (index, (_, base)) in proxies.enumerated() {
-            let answer = try await offPool { try CurlResponse.fetch("\(base)/youtube/v3/videos?id=p\(index)&part=snippet") }
-            #expect(answer.status == 200)
-            #expect(answer.headers["x-tollgate-units"] == "1")
-        }
-        let ledger = try PostgresServer.psql(database.url, "SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'")
-        #expect(ledger == "2|2")
-        for (proxy, _) in proxies {
-            let (status, stderr) = proxy.interrupt()
-            #expect(status == 0, "proxy exit \(status): \(stderr)")
-        }
-        await api.stop()
     }
 
     @Test("migrate over PostgreSQL: status and dry-run write nothing, migrate applies once; the commands that only look refuse an unmigrated database")
@@ -156,7 +158,7 @@ struct PostgresCommandTests {
         for command in [["status"], ["quota", "show"], ["migrate"], ["migrate", "--status"], ["circuit", "reset", "--all"]] {
             let result = try await Self.tollgate(command + ["--db", closed])
             #expect(result.status == 1, "\(command)")
-            #expect(result.stderr.hasPrefix("error: ") && result.stderr.contains("127.0.0.1:9"), "\(command): \(result.stderr)")
+            #expect(result.stderr.hasPrefix("tollgate: ") && result.stderr.contains("127.0.0.1:9"), "\(command): \(result.stderr)")
             #expect(!result.stderr.contains("secret"), "\(command): the password is never printed")
         }
     }

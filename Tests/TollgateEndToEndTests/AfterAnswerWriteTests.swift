@@ -21,30 +21,31 @@ struct AfterAnswerWriteTests {
         // when the next request is admitted, that request would need a third unit and be refused.
         // Without coalescing, only the admission's wait for the earlier writes keeps this true.
         let harness = try await GateHarness(kind, quotaLimit: 2)
-        var configuration = GateHarness.configuration(quotaLimit: 2, throttleLimit: 10_000)
-        configuration.cache.coalescesRequests = coalesces
-        let gate = try Gate(store: harness.store, transport: kind.make(), configuration: configuration, clock: harness.clock)
-        let first = try await gate.send(harness.video("v1"), endpoint: "videos.list")
-        #expect(first.source == .network)
-        for _ in 0..<30 {
-            let answer = try await gate.send(harness.video("v1"), endpoint: "videos.list")
-            #expect(answer.source == .revalidated)
-            #expect(answer.unitsCharged == 0)
-            #expect(answer.body == first.body)
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            var configuration = GateHarness.configuration(quotaLimit: 2, throttleLimit: 10_000)
+            configuration.cache.coalescesRequests = coalesces
+            let gate = try Gate(store: harness.store, transport: kind.make(), configuration: configuration, clock: harness.clock)
+            let first = try await gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(first.source == .network)
+            for _ in 0..<30 {
+                let answer = try await gate.send(harness.video("v1"), endpoint: "videos.list")
+                #expect(answer.source == .revalidated)
+                #expect(answer.unitsCharged == 0)
+                #expect(answer.body == first.body)
+            }
+            try await gate.flush()
+            let day = PacificDay(containing: GateHarness.start)
+            #expect(try await gate.quota.usage(on: day).map(\.units) == [1])
+            #expect(try await gate.quota.discrepancies().isEmpty)
+            #expect(harness.api.receivedRequests.map(\.status) == [200] + Array(repeating: 304, count: 30))
+            // Every revision reached the file: 30 revalidations counted, the lease given back.
+            let revalidations = try await harness.store.read { db in
+                try db.fetchValue("SELECT COALESCE(SUM(revalidations), 0) FROM cache_stats_daily").int ?? -1
+            }
+            #expect(revalidations == 30)
+            let leases = try await harness.store.read { db in try db.fetchValue("SELECT COUNT(*) FROM cache_leases").int ?? -1 }
+            #expect(leases == 0)
         }
-        try await gate.flush()
-        let day = PacificDay(containing: GateHarness.start)
-        #expect(try await gate.quota.usage(on: day).map(\.units) == [1])
-        #expect(try await gate.quota.discrepancies().isEmpty)
-        #expect(harness.api.receivedRequests.map(\.status) == [200] + Array(repeating: 304, count: 30))
-        // Every revision reached the file: 30 revalidations counted, the lease given back.
-        let revalidations = try await harness.store.read { db in
-            try db.fetchValue("SELECT COALESCE(SUM(revalidations), 0) FROM cache_stats_daily").int ?? -1
-        }
-        #expect(revalidations == 30)
-        let leases = try await harness.store.read { db in try db.fetchValue("SELECT COUNT(*) FROM cache_leases").int ?? -1 }
-        #expect(leases == 0)
-        await harness.stop()
     }
 
     @Test("the answer to a 304 is the stored response as its write leaves it: merged headers, Age, body")
@@ -52,18 +53,19 @@ struct AfterAnswerWriteTests {
         var behaviour = FakeAPIBehaviour()
         behaviour.maxAge = 0
         let harness = try await GateHarness(behaviour: behaviour)
-        _ = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
-        try await harness.clock.sleep(for: .seconds(30))
-        let revalidated = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
-        #expect(revalidated.source == .revalidated)
-        try await harness.gate.flush()
-        // Read at the same instant as the answer (the clock moves only when told): the same age.
-        let lookup = try await harness.gate.cache.lookup(harness.video("v1"), endpoint: "videos.list")
-        let stored = try #require(lookup.cachedResponse)
-        #expect(stored.headerFields == revalidated.response.headerFields)
-        #expect(stored.age == revalidated.age)
-        #expect(stored.body == revalidated.body)
-        await harness.stop()
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            _ = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            try await harness.clock.sleep(for: .seconds(30))
+            let revalidated = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(revalidated.source == .revalidated)
+            try await harness.gate.flush()
+            // Read at the same instant as the answer (the clock moves only when told): the same age.
+            let lookup = try await harness.gate.cache.lookup(harness.video("v1"), endpoint: "videos.list")
+            let stored = try #require(lookup.cachedResponse)
+            #expect(stored.headerFields == revalidated.response.headerFields)
+            #expect(stored.age == revalidated.age)
+            #expect(stored.body == revalidated.body)
+        }
     }
 
     @Test("a 304 that makes the entry fresh again: the very next request is a fresh hit, not another revalidation")
@@ -73,18 +75,19 @@ struct AfterAnswerWriteTests {
         var behaviour = FakeAPIBehaviour()
         behaviour.maxAge = 2
         let harness = try await GateHarness(behaviour: behaviour)
-        let gate = try Self.wallClockGate(harness)
-        _ = try await gate.send(harness.video("v1"), endpoint: "videos.list")
-        for _ in 0..<2 {
-            try await Task.sleep(for: .milliseconds(2_100))
-            let revalidated = try await gate.send(harness.video("v1"), endpoint: "videos.list")
-            #expect(revalidated.source == .revalidated)
-            // Sent while the revision may still be on its way to the file: the lookup waits for it.
-            let next = try await gate.send(harness.video("v1"), endpoint: "videos.list")
-            #expect(next.source == .cache)
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            let gate = try Self.wallClockGate(harness)
+            _ = try await gate.send(harness.video("v1"), endpoint: "videos.list")
+            for _ in 0..<2 {
+                try await Task.sleep(for: .milliseconds(2_100))
+                let revalidated = try await gate.send(harness.video("v1"), endpoint: "videos.list")
+                #expect(revalidated.source == .revalidated)
+                // Sent while the revision may still be on its way to the file: the lookup waits for it.
+                let next = try await gate.send(harness.video("v1"), endpoint: "videos.list")
+                #expect(next.source == .cache)
+            }
+            #expect(harness.api.receivedRequests.map(\.status) == [200, 304, 304])
         }
-        #expect(harness.api.receivedRequests.map(\.status) == [200, 304, 304])
-        await harness.stop()
     }
 
     @Test("a 200 is stored just after its answer: the very next request for it is a fresh hit, and the file has it after flush")
@@ -92,42 +95,44 @@ struct AfterAnswerWriteTests {
         var behaviour = FakeAPIBehaviour()
         behaviour.maxAge = 60
         let harness = try await GateHarness(behaviour: behaviour)
-        let gate = try Self.wallClockGate(harness)
-        for id in 0..<10 {
-            let first = try await gate.send(harness.video("v\(id)"), endpoint: "videos.list")
-            #expect(first.source == .network)
-            let next = try await gate.send(harness.video("v\(id)"), endpoint: "videos.list")
-            #expect(next.source == .cache)
-            #expect(next.body == first.body)
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            let gate = try Self.wallClockGate(harness)
+            for id in 0..<10 {
+                let first = try await gate.send(harness.video("v\(id)"), endpoint: "videos.list")
+                #expect(first.source == .network)
+                let next = try await gate.send(harness.video("v\(id)"), endpoint: "videos.list")
+                #expect(next.source == .cache)
+                #expect(next.body == first.body)
+            }
+            #expect(harness.api.receivedRequests.count == 10)
+            try await gate.flush()
+            #expect(try await harness.store.cacheTotals().entries == 10)
+            #expect(try await gate.quota.usage().map(\.units) == [10])
         }
-        #expect(harness.api.receivedRequests.count == 10)
-        try await gate.flush()
-        #expect(try await harness.store.cacheTotals().entries == 10)
-        #expect(try await gate.quota.usage().map(\.units) == [10])
-        await harness.stop()
     }
 
     @Test("another process's coalescing lease is not a ledger failure: under fail-open the request still pays when it goes")
     func anotherProcessLeaseUnderFailOpen() async throws {
         let harness = try await GateHarness()
-        var configuration = GateHarness.configuration(quotaLimit: 100, throttleLimit: 10_000)
-        configuration.ledgerFailurePolicy = .failOpen
-        configuration.cache.coalescingWait = .milliseconds(200)
-        let gate = try Gate(store: harness.store, transport: URLSessionTransport(), configuration: configuration,
-                            clock: harness.clock)
-        let request = harness.video("v1")
-        // Another process leads this resource's fetch (its lease runs 30 s) and never answers.
-        let startedMs = Int64(GateHarness.start.timeIntervalSince1970 * 1000)
-        let theirs = CoalescingLease(holder: "another process", startedMs: startedMs, expiresMs: startedMs + 30_000)
-        _ = try await harness.store.acquireCoalescingLease(resourceKey: try gate.cache.key(for: request).resourceKey,
-                                                           lease: theirs)
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            var configuration = GateHarness.configuration(quotaLimit: 100, throttleLimit: 10_000)
+            configuration.ledgerFailurePolicy = .failOpen
+            configuration.cache.coalescingWait = .milliseconds(200)
+            let gate = try Gate(store: harness.store, transport: URLSessionTransport(), configuration: configuration,
+                                clock: harness.clock)
+            let request = harness.video("v1")
+            // Another process leads this resource's fetch (its lease runs 30 s) and never answers.
+            let startedMs = Int64(GateHarness.start.timeIntervalSince1970 * 1000)
+            let theirs = CoalescingLease(holder: "another process", startedMs: startedMs, expiresMs: startedMs + 30_000)
+            _ = try await harness.store.acquireCoalescingLease(resourceKey: try gate.cache.key(for: request).resourceKey,
+                                                               lease: theirs)
 
-        let answer = try await gate.send(request, endpoint: "videos.list")
-        #expect(answer.source == .network)
-        #expect(answer.unitsCharged == 1)
-        try await gate.flush()
-        #expect(try await gate.quota.usage(on: PacificDay(containing: GateHarness.start)).map(\.units) == [1])
-        #expect(harness.api.receivedRequests.count == 1)
-        await harness.stop()
+            let answer = try await gate.send(request, endpoint: "videos.list")
+            #expect(answer.source == .network)
+            #expect(answer.unitsCharged == 1)
+            try await gate.flush()
+            #expect(try await gate.quota.usage(on: PacificDay(containing: GateHarness.start)).map(\.units) == [1])
+            #expect(harness.api.receivedRequests.count == 1)
+        }
     }
 }

@@ -51,71 +51,74 @@ struct GateEndToEndTests {
           arguments: TransportKind.allCases)
     func revalidationIsFree(kind: TransportKind) async throws {
         let harness = try await GateHarness(kind)
-        let first = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
-        #expect(first.source == .network)
-        #expect(first.unitsCharged == 1)
-        let etag = try #require(first.response.headerFields[.eTag])
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            let first = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(first.source == .network)
+            #expect(first.unitsCharged == 1)
+            let etag = try #require(first.response.headerFields[.eTag])
 
-        let second = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
-        #expect(second.source == .revalidated)
-        #expect(second.unitsCharged == 0)
-        #expect(second.body == first.body)
-        #expect(harness.api.receivedRequests.map(\.ifNoneMatch) == [nil, etag])
-        #expect(harness.api.receivedRequests.map(\.status) == [200, 304])
-        // The 304's refund is written just after its answer: flush waits for it.
-        try await harness.gate.flush()
-        let usage = try await harness.gate.quota.usage(on: PacificDay(containing: GateHarness.start))
-        #expect(usage.map(\.units) == [1])
-        #expect(harness.api.unitsUsed == 1)
-        await harness.stop()
+            let second = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(second.source == .revalidated)
+            #expect(second.unitsCharged == 0)
+            #expect(second.body == first.body)
+            #expect(harness.api.receivedRequests.map(\.ifNoneMatch) == [nil, etag])
+            #expect(harness.api.receivedRequests.map(\.status) == [200, 304])
+            // The 304's refund is written just after its answer: flush waits for it.
+            try await harness.gate.flush()
+            let usage = try await harness.gate.quota.usage(on: PacificDay(containing: GateHarness.start))
+            #expect(usage.map(\.units) == [1])
+            #expect(harness.api.unitsUsed == 1)
+        }
     }
 
     @Test("a 429 storm is retried after 1, 2 and 4 s, then opens the circuit for an hour; the server hears nothing meanwhile",
           arguments: TransportKind.allCases)
     func rateLimitStorm(kind: TransportKind) async throws {
         let harness = try await GateHarness(kind)
-        harness.api.updateBehaviour { $0.rateLimitStorm = .init() }
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            harness.api.updateBehaviour { $0.rateLimitStorm = .init() }
 
-        let first = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
-        #expect(first.status.code == 429)
-        #expect(harness.clock.sleeps == [.seconds(1), .seconds(2), .seconds(4)])
-        #expect(harness.api.receivedRequests.count == 4)
+            let first = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(first.status.code == 429)
+            #expect(harness.clock.sleeps == [.seconds(1), .seconds(2), .seconds(4)])
+            #expect(harness.api.receivedRequests.count == 4)
 
-        // The 5th consecutive rate limit trips the circuit: no retry after it.
-        let second = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
-        #expect(second.status.code == 429)
-        #expect(harness.api.receivedRequests.count == 5)
-        #expect(try await harness.gate.circuit.state(for: "videos.list") == .open)
+            // The 5th consecutive rate limit trips the circuit: no retry after it.
+            let second = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(second.status.code == 429)
+            #expect(harness.api.receivedRequests.count == 5)
+            #expect(try await harness.gate.circuit.state(for: "videos.list") == .open)
 
-        let refusal = await #expect(throws: TollgateError.self) {
-            try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            let refusal = await #expect(throws: TollgateError.self) {
+                try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            }
+            #expect((3590...3600).contains(refusal?.retryAfter ?? 0))
+            harness.clock.base.advance(by: .seconds(3599))
+            await #expect(throws: TollgateError.self) {
+                try await harness.gate.send(harness.video("v2"), endpoint: "videos.list")
+            }
+            #expect(harness.api.receivedRequests.count == 5)
+
+            // An hour later the storm is over: the probe succeeds and the circuit closes.
+            harness.api.updateBehaviour { $0.rateLimitStorm = nil }
+            harness.clock.base.advance(by: .seconds(2))
+            let recovered = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(recovered.status.code == 200)
+            #expect(try await harness.gate.circuit.state(for: "videos.list") == .closed)
         }
-        #expect((3590...3600).contains(refusal?.retryAfter ?? 0))
-        harness.clock.base.advance(by: .seconds(3599))
-        await #expect(throws: TollgateError.self) {
-            try await harness.gate.send(harness.video("v2"), endpoint: "videos.list")
-        }
-        #expect(harness.api.receivedRequests.count == 5)
-
-        // An hour later the storm is over: the probe succeeds and the circuit closes.
-        harness.api.updateBehaviour { $0.rateLimitStorm = nil }
-        harness.clock.base.advance(by: .seconds(2))
-        let recovered = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
-        #expect(recovered.status.code == 200)
-        #expect(try await harness.gate.circuit.state(for: "videos.list") == .closed)
-        await harness.stop()
     }
 
     @Test("Retry-After from the server wins over the schedule")
     func retryAfterWins() async throws {
         let harness = try await GateHarness()
-        harness.api.updateBehaviour { $0.rateLimitStorm = .init(count: 2, retryAfter: "7") }
-        let answer = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
-        #expect(answer.status.code == 200)
-        #expect(answer.attempts == 3)
-        #expect(answer.unitsCharged == 3)
-        #expect(harness.clock.sleeps == [.seconds(7), .seconds(7)])
-        await harness.stop()
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            harness.api.updateBehaviour { $0.rateLimitStorm = .init(count: 2, retryAfter: "7") }
+            let answer = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(answer.status.code == 200)
+            #expect(answer.attempts == 3)
+            #expect(answer.unitsCharged == 3)
+            #expect(harness.clock.sleeps == [.seconds(7), .seconds(7)])
+        }
     }
 
     @Test("with the day's quota spent, a stored answer is served stale; with nothing stored, quotaExceeded")
@@ -125,27 +128,28 @@ struct GateEndToEndTests {
         var behaviour = FakeAPIBehaviour()
         behaviour.maxAge = 0
         let harness = try await GateHarness(quotaLimit: 3, behaviour: behaviour)
-        let stored = try await harness.gate.send(harness.video("a"), endpoint: "videos.list")
-        _ = try await harness.gate.send(harness.video("b"), endpoint: "videos.list")
-        _ = try await harness.gate.send(harness.video("c"), endpoint: "videos.list")
-        let sent = harness.api.receivedRequests.count
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            let stored = try await harness.gate.send(harness.video("a"), endpoint: "videos.list")
+            _ = try await harness.gate.send(harness.video("b"), endpoint: "videos.list")
+            _ = try await harness.gate.send(harness.video("c"), endpoint: "videos.list")
+            let sent = harness.api.receivedRequests.count
 
-        let stale = try await harness.gate.send(harness.video("a"), endpoint: "videos.list")
-        #expect(stale.source == .stale(.quotaExhausted))
-        #expect(stale.body == stored.body)
-        #expect(stale.unitsCharged == 0)
+            let stale = try await harness.gate.send(harness.video("a"), endpoint: "videos.list")
+            #expect(stale.source == .stale(.quotaExhausted))
+            #expect(stale.body == stored.body)
+            #expect(stale.unitsCharged == 0)
 
-        let refusal = await #expect(throws: TollgateError.self) {
-            try await harness.gate.send(harness.video("d"), endpoint: "videos.list")
+            let refusal = await #expect(throws: TollgateError.self) {
+                try await harness.gate.send(harness.video("d"), endpoint: "videos.list")
+            }
+            guard case .quotaExceeded(let endpoint, let cost, let remaining, let resetsAt) = refusal else {
+                Issue.record("expected quotaExceeded, got \(String(describing: refusal))")
+                return
+            }
+            #expect(endpoint == "videos.list" && cost == 1 && remaining == 0)
+            #expect(resetsAt == PacificDay(containing: GateHarness.start).nextReset)
+            #expect(harness.api.receivedRequests.count == sent)
         }
-        guard case .quotaExceeded(let endpoint, let cost, let remaining, let resetsAt) = refusal else {
-            Issue.record("expected quotaExceeded, got \(String(describing: refusal))")
-            return
-        }
-        #expect(endpoint == "videos.list" && cost == 1 && remaining == 0)
-        #expect(resetsAt == PacificDay(containing: GateHarness.start).nextReset)
-        #expect(harness.api.receivedRequests.count == sent)
-        await harness.stop()
     }
 
     @Test("the server's 403 quotaExceeded marks the bucket exhausted: no more requests today")
@@ -154,73 +158,76 @@ struct GateEndToEndTests {
         behaviour.dailyQuota = 2
         behaviour.maxAge = 0  // without YouTube's must-revalidate, which forbids serving stale
         let harness = try await GateHarness(behaviour: behaviour)
-        let stored = try await harness.gate.send(harness.video("a"), endpoint: "videos.list")
-        _ = try await harness.gate.send(harness.video("b"), endpoint: "videos.list")
-        harness.api.modify(path: "/youtube/v3/videos", query: "id=a&part=snippet")
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            let stored = try await harness.gate.send(harness.video("a"), endpoint: "videos.list")
+            _ = try await harness.gate.send(harness.video("b"), endpoint: "videos.list")
+            harness.api.modify(path: "/youtube/v3/videos", query: "id=a&part=snippet")
 
-        await #expect(throws: TollgateError.self) {
-            try await harness.gate.send(harness.video("c"), endpoint: "videos.list")
+            await #expect(throws: TollgateError.self) {
+                try await harness.gate.send(harness.video("c"), endpoint: "videos.list")
+            }
+            #expect(harness.api.receivedRequests.last?.status == 403)
+            let status = try await harness.gate.quota.status()
+            #expect(status.isExhausted)
+            #expect(status.remaining == 0)
+
+            let sent = harness.api.receivedRequests.count
+            let stale = try await harness.gate.send(harness.video("a"), endpoint: "videos.list")
+            #expect(stale.source == .stale(.quotaExhausted))
+            #expect(stale.body == stored.body)
+            #expect(harness.api.receivedRequests.count == sent)
         }
-        #expect(harness.api.receivedRequests.last?.status == 403)
-        let status = try await harness.gate.quota.status()
-        #expect(status.isExhausted)
-        #expect(status.remaining == 0)
-
-        let sent = harness.api.receivedRequests.count
-        let stale = try await harness.gate.send(harness.video("a"), endpoint: "videos.list")
-        #expect(stale.source == .stale(.quotaExhausted))
-        #expect(stale.body == stored.body)
-        #expect(harness.api.receivedRequests.count == sent)
-        await harness.stop()
     }
 
     @Test("a second process on the same file sees the open circuit, the spent quota and the full throttle window")
     func secondProcessSeesState() async throws {
         let harness = try await GateHarness(quotaLimit: 10_000, throttleLimit: 2)
-        let nowMs = String(Int64(GateHarness.start.timeIntervalSince1970 * 1000))
-        // Fill the channels.list throttle window, open the videos.list circuit by hand, then spend
-        // the day's quota (one bucket for all three endpoints: each refusal comes from the step
-        // that runs first for its endpoint).
-        _ = try await harness.gate.send(harness.video("t1"), endpoint: "channels.list")
-        _ = try await harness.gate.send(harness.video("t2"), endpoint: "channels.list")
-        try await harness.gate.circuit.forceOpen(endpoint: "videos.list", for: .seconds(600))
-        try await harness.gate.quota.markExhausted(endpoint: "search.list")
-        let sent = harness.api.receivedRequests.count
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            let nowMs = String(Int64(GateHarness.start.timeIntervalSince1970 * 1000))
+            // Fill the channels.list throttle window, open the videos.list circuit by hand, then spend
+            // the day's quota (one bucket for all three endpoints: each refusal comes from the step
+            // that runs first for its endpoint).
+            _ = try await harness.gate.send(harness.video("t1"), endpoint: "channels.list")
+            _ = try await harness.gate.send(harness.video("t2"), endpoint: "channels.list")
+            try await harness.gate.circuit.forceOpen(endpoint: "videos.list", for: .seconds(600))
+            try await harness.gate.quota.markExhausted(endpoint: "search.list")
+            let sent = harness.api.receivedRequests.count
 
-        let cases: [(String, String)] = [("videos.list", "circuitOpen"), ("search.list", "quotaExceeded"), ("channels.list", "throttled")]
-        for (endpoint, expected) in cases {
-            let results = try await WorkerProcess.runConcurrently("gate-send", count: 1) { _ in
-                [harness.path, nowMs, harness.api.url("videos", ["id": "other"]).absoluteString, endpoint, "10000", "2"]
+            let cases: [(String, String)] = [("videos.list", "circuitOpen"), ("search.list", "quotaExceeded"), ("channels.list", "throttled")]
+            for (endpoint, expected) in cases {
+                let results = try await WorkerProcess.runConcurrently("gate-send", count: 1) { _ in
+                    [harness.path, nowMs, harness.api.url("videos", ["id": "other"]).absoluteString, endpoint, "10000", "2"]
+                }
+                #expect(results.first?.status == 0, "\(results.first?.stderr ?? "")")
+                #expect(results.first?.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "refused \(expected)")
             }
-            #expect(results.first?.status == 0, "\(results.first?.stderr ?? "")")
-            #expect(results.first?.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "refused \(expected)")
+            #expect(harness.api.receivedRequests.count == sent)
         }
-        #expect(harness.api.receivedRequests.count == sent)
-        await harness.stop()
     }
 
     @Test("a repeated-refresh workload (200 resources, 20 rounds, 2 % changed per round) costs under 10 % of the units")
     func repeatedRefreshWorkload() async throws {
         let harness = try await GateHarness()
-        let ids = (0..<200).map { "v\($0)" }
-        for round in 0..<20 {
-            if round > 0 {
-                for id in ids.shuffled().prefix(4) {
-                    harness.api.modify(path: "/youtube/v3/videos", query: "id=\(id)&part=snippet")
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            let ids = (0..<200).map { "v\($0)" }
+            for round in 0..<20 {
+                if round > 0 {
+                    for id in ids.shuffled().prefix(4) {
+                        harness.api.modify(path: "/youtube/v3/videos", query: "id=\(id)&part=snippet")
+                    }
+                }
+                for id in ids {
+                    let answer = try await harness.gate.send(harness.video(id), endpoint: "videos.list")
+                    #expect(answer.status.code == 200)
                 }
             }
-            for id in ids {
-                let answer = try await harness.gate.send(harness.video(id), endpoint: "videos.list")
-                #expect(answer.status.code == 200)
-            }
+            try await harness.gate.flush()
+            let withGate = try await harness.gate.quota.usage(on: PacificDay(containing: GateHarness.start)).map(\.units).reduce(0, +)
+            // Without the gate every request is a full GET that costs 1 unit: 200 × 20.
+            let withoutGate = 200 * 20 * QuotaConfiguration.youTubeDataAPIv3.effectiveCost(for: "videos.list").units
+            #expect(withGate == 200 + 19 * 4)
+            #expect(Double(withGate) < 0.10 * Double(withoutGate))
+            #expect(harness.api.unitsUsed == withGate)
         }
-        try await harness.gate.flush()
-        let withGate = try await harness.gate.quota.usage(on: PacificDay(containing: GateHarness.start)).map(\.units).reduce(0, +)
-        // Without the gate every request is a full GET that costs 1 unit: 200 × 20.
-        let withoutGate = 200 * 20 * QuotaConfiguration.youTubeDataAPIv3.effectiveCost(for: "videos.list").units
-        #expect(withGate == 200 + 19 * 4)
-        #expect(Double(withGate) < 0.10 * Double(withoutGate))
-        #expect(harness.api.unitsUsed == withGate)
-        await harness.stop()
     }
 }

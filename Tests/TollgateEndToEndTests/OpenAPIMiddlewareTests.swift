@@ -56,35 +56,36 @@ struct OpenAPIMiddlewareTests {
         var behaviour = FakeAPIBehaviour()
         behaviour.maxAge = 0
         let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
-        let directory = try TemporaryDirectory()
-        let store = try SQLiteStore(path: directory.path("openapi.sqlite"))
-        let clock = SimulatedClock(base: ManualClock(now: Date(timeIntervalSince1970: 1_800_000_000)))
-        let gate = try Gate(store: store, transport: URLSessionTransport(), clock: clock)
-        let client = GeneratedStyleClient(
-            serverURL: api.baseURL, transport: PlainClientTransport(),
-            middlewares: [GateMiddleware(gate: gate, endpointNames: ["youtube.videos.list": "videos.list"])]
-        )
+        try await withStopping(api, stop: { await $0.stop() }) { api in
+            let directory = try TemporaryDirectory()
+            let store = try SQLiteStore(path: directory.path("openapi.sqlite"))
+            let clock = SimulatedClock(base: ManualClock(now: Date(timeIntervalSince1970: 1_800_000_000)))
+            let gate = try Gate(store: store, transport: URLSessionTransport(), clock: clock)
+            let client = GeneratedStyleClient(
+                serverURL: api.baseURL, transport: PlainClientTransport(),
+                middlewares: [GateMiddleware(gate: gate, endpointNames: ["youtube.videos.list": "videos.list"])]
+            )
 
-        let first = try await client.listVideos(id: "v1")
-        let second = try await client.listVideos(id: "v1")
-        #expect(first.status == 200)
-        #expect(second.status == 200)
-        #expect(second.body == first.body)
-        #expect(api.receivedRequests.map(\.status) == [200, 304])
-        #expect(api.receivedRequests.last?.ifNoneMatch != nil)
-        try await gate.flush() // the 304's refund is written just after its answer
-        #expect(try await gate.quota.usage().map(\.units) == [1])
+            let first = try await client.listVideos(id: "v1")
+            let second = try await client.listVideos(id: "v1")
+            #expect(first.status == 200)
+            #expect(second.status == 200)
+            #expect(second.body == first.body)
+            #expect(api.receivedRequests.map(\.status) == [200, 304])
+            #expect(api.receivedRequests.last?.ifNoneMatch != nil)
+            try await gate.flush() // the 304's refund is written just after its answer
+            #expect(try await gate.quota.usage().map(\.units) == [1])
 
-        try await gate.circuit.forceOpen(endpoint: "videos.list", for: .seconds(60))
-        let cached = try await client.listVideos(id: "v1")
-        #expect(cached.body == first.body)
-        do {
-            _ = try await client.listVideos(id: "v2")
-            Issue.record("an open circuit with nothing stored must refuse")
-        } catch let error as ClientError {
-            #expect(error.underlyingError as? TollgateError == .circuitOpen(retryAfter: 60))
+            try await gate.circuit.forceOpen(endpoint: "videos.list", for: .seconds(60))
+            let cached = try await client.listVideos(id: "v1")
+            #expect(cached.body == first.body)
+            do {
+                _ = try await client.listVideos(id: "v2")
+                Issue.record("an open circuit with nothing stored must refuse")
+            } catch let error as ClientError {
+                #expect(error.underlyingError as? TollgateError == .circuitOpen(retryAfter: 60))
+            }
+            #expect(api.receivedRequests.count == 2)
         }
-        #expect(api.receivedRequests.count == 2)
-        await api.stop()
     }
 }

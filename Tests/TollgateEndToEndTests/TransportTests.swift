@@ -35,56 +35,58 @@ struct TransportTests {
     @Test("a GET returns the resource with an ETag, and If-None-Match gets a 304 at no cost", arguments: TransportKind.allCases)
     func conditionalGet(kind: TransportKind) async throws {
         let api = try await FakeYouTubeAPI.start()
-        let transport = kind.make()
-        let url = api.url("videos", ["id": "v1", "part": "snippet"])
+        try await withStopping(api, stop: { await $0.stop() }) { api in
+            let transport = kind.make()
+            let url = api.url("videos", ["id": "v1", "part": "snippet"])
 
-        let (first, body) = try await transport.send(.get(url), body: nil)
-        #expect(first.status.code == 200)
-        let etag = try #require(first.headerFields[.eTag])
-        #expect(String(decoding: body, as: UTF8.self).contains("revision"))
-        #expect(api.unitsUsed == 1)
+            let (first, body) = try await transport.send(.get(url), body: nil)
+            #expect(first.status.code == 200)
+            let etag = try #require(first.headerFields[.eTag])
+            #expect(String(decoding: body, as: UTF8.self).contains("revision"))
+            #expect(api.unitsUsed == 1)
 
-        let (second, secondBody) = try await transport.send(.get(url, [.ifNoneMatch: etag]), body: nil)
-        #expect(second.status.code == 304)
-        #expect(secondBody.isEmpty)
-        #expect(api.unitsUsed == 1)
-        #expect(api.receivedRequests.map(\.ifNoneMatch) == [nil, etag])
+            let (second, secondBody) = try await transport.send(.get(url, [.ifNoneMatch: etag]), body: nil)
+            #expect(second.status.code == 304)
+            #expect(secondBody.isEmpty)
+            #expect(api.unitsUsed == 1)
+            #expect(api.receivedRequests.map(\.ifNoneMatch) == [nil, etag])
 
-        api.modify(path: "/youtube/v3/videos", query: "part=snippet&id=v1")
-        let (third, _) = try await transport.send(.get(url, [.ifNoneMatch: etag]), body: nil)
-        #expect(third.status.code == 200)
-        #expect(third.headerFields[.eTag] != etag)
-        await api.stop()
+            api.modify(path: "/youtube/v3/videos", query: "part=snippet&id=v1")
+            let (third, _) = try await transport.send(.get(url, [.ifNoneMatch: etag]), body: nil)
+            #expect(third.status.code == 200)
+            #expect(third.headerFields[.eTag] != etag)
+        }
     }
 
     @Test("faults: a 429 storm with Retry-After, an outage, and a spent quota in Google's format", arguments: TransportKind.allCases)
     func faults(kind: TransportKind) async throws {
         let api = try await FakeYouTubeAPI.start()
-        let transport = kind.make()
-        let url = api.url("search", ["q": "swift"])
+        try await withStopping(api, stop: { await $0.stop() }) { api in
+            let transport = kind.make()
+            let url = api.url("search", ["q": "swift"])
 
-        api.updateBehaviour { $0.rateLimitStorm = .init(count: 2, retryAfter: "7") }
-        for _ in 0..<2 {
-            let (response, _) = try await transport.send(.get(url), body: nil)
-            #expect(response.status.code == 429)
-            #expect(response.headerFields[.retryAfter] == "7")
+            api.updateBehaviour { $0.rateLimitStorm = .init(count: 2, retryAfter: "7") }
+            for _ in 0..<2 {
+                let (response, _) = try await transport.send(.get(url), body: nil)
+                #expect(response.status.code == 429)
+                #expect(response.headerFields[.retryAfter] == "7")
+            }
+            api.updateBehaviour { $0.outage = .init(status: 503, count: 1) }
+            #expect(try await transport.send(.get(url), body: nil).0.status.code == 503)
+
+            api.updateBehaviour { $0.searchCallsPerDay = 1 }
+            #expect(try await transport.send(.get(url), body: nil).0.status.code == 200)
+            let (spent, body) = try await transport.send(.get(url), body: nil)
+            #expect(spent.status.code == 403)
+            let text = String(decoding: body, as: UTF8.self)
+            #expect(text.contains("\"reason\":\"quotaExceeded\""))
+            #expect(text.contains("exceeded your quota for search.list"))
+            #expect(api.unitsUsed(bucket: "youtube.search") == 1)
+            #expect(api.unitsUsed == 0, "searches have a bucket of their own")
+            #expect(try await transport.send(.get(api.url("videos", ["id": "v1"])), body: nil).0.status.code == 200,
+                    "videos.list keeps working when searches are spent")
+            #expect(api.receivedRequests.map(\.status) == [429, 429, 503, 200, 403, 200])
         }
-        api.updateBehaviour { $0.outage = .init(status: 503, count: 1) }
-        #expect(try await transport.send(.get(url), body: nil).0.status.code == 503)
-
-        api.updateBehaviour { $0.searchCallsPerDay = 1 }
-        #expect(try await transport.send(.get(url), body: nil).0.status.code == 200)
-        let (spent, body) = try await transport.send(.get(url), body: nil)
-        #expect(spent.status.code == 403)
-        let text = String(decoding: body, as: UTF8.self)
-        #expect(text.contains("\"reason\":\"quotaExceeded\""))
-        #expect(text.contains("exceeded your quota for search.list"))
-        #expect(api.unitsUsed(bucket: "youtube.search") == 1)
-        #expect(api.unitsUsed == 0, "searches have a bucket of their own")
-        #expect(try await transport.send(.get(api.url("videos", ["id": "v1"])), body: nil).0.status.code == 200,
-                "videos.list keeps working when searches are spent")
-        #expect(api.receivedRequests.map(\.status) == [429, 429, 503, 200, 403, 200])
-        await api.stop()
     }
 
     @Test("the fake's single-pool model charges search.list 100 units of the one daily quota", arguments: TransportKind.allCases)
@@ -93,14 +95,15 @@ struct TransportTests {
         behaviour.quotaModel = .singlePool
         behaviour.dailyQuota = 150
         let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
-        let transport = kind.make()
-        let url = api.url("search", ["q": "swift"])
-        #expect(try await transport.send(.get(url), body: nil).0.status.code == 200)
-        let (spent, body) = try await transport.send(.get(url), body: nil)
-        #expect(spent.status.code == 403)
-        #expect(String(decoding: body, as: UTF8.self).contains("\"reason\":\"quotaExceeded\""))
-        #expect(api.unitsUsed == 100)
-        await api.stop()
+        try await withStopping(api, stop: { await $0.stop() }) { api in
+            let transport = kind.make()
+            let url = api.url("search", ["q": "swift"])
+            #expect(try await transport.send(.get(url), body: nil).0.status.code == 200)
+            let (spent, body) = try await transport.send(.get(url), body: nil)
+            #expect(spent.status.code == 403)
+            #expect(String(decoding: body, as: UTF8.self).contains("\"reason\":\"quotaExceeded\""))
+            #expect(api.unitsUsed == 100)
+        }
     }
 
     @Test("a closed port is a connection failure, not an HTTP answer", arguments: TransportKind.allCases)

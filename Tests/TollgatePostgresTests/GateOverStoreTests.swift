@@ -81,11 +81,10 @@ struct GateOverStoreTests {
         )
         switch policy {
         case .failClosed:
-            await #expect {
+            let error = await #expect(throws: PostgresStoreError.self) {
                 _ = try await gate.send(request, endpoint: "videos.list")
-            } throws: { error in
-                (error as? PostgresStoreError)?.description.contains(database.location.description) == true
             }
+            #expect(error?.description.contains(database.location.description) == true, "\(String(describing: error))")
             #expect(origin.requests.withLock { $0.count } == 0)
         case .failOpen:
             let answer = try await gate.send(request, endpoint: "videos.list")

@@ -133,15 +133,16 @@ struct PostgresStoreTests {
     func missingDatabase() async throws {
         var location = try PostgresLocation(url: try #require(PostgresTestDatabase.serverURL))
         location.database = "tollgate_no_such_database"
-        await #expect {
+        let error = await #expect(throws: PostgresStoreError.self) {
             _ = try await PostgresStore(location: location, logger: PostgresTestDatabase.quietLogger)
-        } throws: { error in
-            guard let error = error as? PostgresStoreError, case .unreachable(let server, let reason) = error else {
-                return false
-            }
-            return server == "\(location)" && reason.contains("does not exist")
-                && error.description.contains("Check that the server is running")
         }
+        guard case .unreachable(let server, let reason)? = error else {
+            Issue.record("not unreachable: \(String(describing: error))")
+            return
+        }
+        #expect(server == "\(location)")
+        #expect(reason.contains("does not exist"), "\(reason)")
+        #expect(error?.description.contains("Check that the server is running") == true, "\(String(describing: error))")
     }
 
     @Test("when the database goes away after opening, operations fail within the connection wait, naming the server")
@@ -155,12 +156,11 @@ struct PostgresStoreTests {
         _ = try await store.reserveQuota(request)
         try await database.drop()
         let started = ContinuousClock.now
-        await #expect {
+        let error = await #expect(throws: PostgresStoreError.self) {
             _ = try await store.reserveQuota(request)
-        } throws: { error in
-            guard let error = error as? PostgresStoreError, error.isStorageFailure else { return false }
-            return error.description.contains(database.location.description)
         }
+        #expect(error?.isStorageFailure == true, "\(String(describing: error))")
+        #expect(error?.description.contains(database.location.description) == true, "\(String(describing: error))")
         // Far below the pool's own minute.
         #expect(ContinuousClock.now - started < .seconds(20))
         await store.shutdown()
@@ -374,16 +374,19 @@ struct PostgresUnreachableTests {
     @Test("a server that does not answer is a typed error naming host:port and what to check")
     func unreachableServer() async throws {
         // Port 1 on loopback: nothing listens there, so the connection is refused at once.
-        await #expect {
+        let error = await #expect(throws: PostgresStoreError.self) {
             _ = try await PostgresStore(
                 url: "postgresql://postgres:hunter2@127.0.0.1:1/tollgate",
                 configuration: .init(connectTimeout: .seconds(3)), logger: PostgresTestDatabase.quietLogger
             )
-        } throws: { error in
-            guard let error = error as? PostgresStoreError, case .unreachable(let server, _) = error else { return false }
-            let text = error.description
-            return server == "127.0.0.1:1/tollgate" && text.contains("127.0.0.1:1")
-                && text.contains("Check that the server is running") && !text.contains("hunter2")
         }
+        guard case .unreachable(let server, _)? = error, let text = error?.description else {
+            Issue.record("not unreachable: \(String(describing: error))")
+            return
+        }
+        #expect(server == "127.0.0.1:1/tollgate")
+        #expect(text.contains("127.0.0.1:1"), "\(text)")
+        #expect(text.contains("Check that the server is running"), "\(text)")
+        #expect(!text.contains("hunter2"), "\(text)")
     }
 }

@@ -45,16 +45,14 @@ struct DashboardCommand: AsyncParsableCommand {
             try await AdminListener.serveAlone(web, token: adminToken.resolved(), database: database, logging: logging)
             return
         }
-        try await reportingErrors {
-            let opened = try await database.open(access: .readOnly, logger: logging.bootstrap())
-            let interactive = TerminalSession.isInteractive && !once
-            var renderer = DashboardRenderer(colours: interactive, databasePath: opened.name)
-            try await opened.closing {
-                if interactive {
-                    try await runInteractive(opened, renderer: &renderer)
-                } else {
-                    print(renderer.render(try await Self.snapshot(of: opened.store)).joined(separator: "\n"))
-                }
+        let opened = try await database.open(access: .readOnly, logger: logging.bootstrap())
+        let interactive = TerminalSession.isInteractive && !once
+        var renderer = DashboardRenderer(colours: interactive, databasePath: opened.name)
+        try await opened.closing {
+            if interactive {
+                try await runInteractive(opened, renderer: &renderer)
+            } else {
+                print(renderer.render(try await Self.snapshot(of: opened.store)).joined(separator: "\n"))
             }
         }
     }

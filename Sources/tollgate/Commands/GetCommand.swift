@@ -23,14 +23,6 @@ struct GetCommand: AsyncParsableCommand {
             """
     )
 
-    static let throttledExitCode: Int32 = 3
-    static let circuitOpenExitCode: Int32 = 4
-    static let quotaExceededExitCode: Int32 = 5
-    static let networkExitCode: Int32 = 6
-    static let httpErrorExitCode: Int32 = 22
-    static let invalidRequestExitCode: Int32 = 64
-    static let interruptedExitCode: Int32 = 130
-
     @Argument(help: "The URL to fetch.")
     var url: String
 
@@ -107,8 +99,9 @@ struct GetCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = logging.bootstrap()
-        // A store that cannot be opened or written (read-only, full, locked) is one clear line, exit 1.
-        try await reportingErrors { try await send(logger: logger) }
+        // A store that cannot be opened or written (read-only, full, locked) is one clear line, exit 1
+        // (CommandErrors).
+        try await send(logger: logger)
     }
 
     private func send(logger: Logger) async throws {
@@ -151,13 +144,13 @@ struct GetCommand: AsyncParsableCommand {
             answer = try await gate.sendReportingCost(request, body: body, endpoint: endpoint, options: options)
         } catch {
             try? await gate.flush()
-            let hint = if case HTTPTransportError.tlsFailure = error.error {
-                " (a private CA? trust its certificate with --cacert FILE or SSL_CERT_FILE)"
+            let hint: String? = if case HTTPTransportError.tlsFailure = error.error {
+                "a private CA? trust its certificate with --cacert FILE or SSL_CERT_FILE"
             } else {
-                ""
+                nil
             }
-            printError("tollgate: \(endpoint): \(Self.describe(error.error))\(hint) · units charged \(error.unitsCharged)")
-            throw ExitCode(Self.exitCode(for: error.error))
+            throw CommandFailure(error: error.error, subject: endpoint, hint: hint,
+                                 detail: "units charged \(error.unitsCharged)")
         }
         try await gate.flush()
         let failed = fail && answer.status.code >= 400
@@ -168,7 +161,7 @@ struct GetCommand: AsyncParsableCommand {
             } catch {
                 // The answer was charged: the summary still says so, after what went wrong.
                 bodyFailure = error
-                printError("tollgate: \(endpoint): the body was not written whole: \(Self.describe(error))")
+                CommandErrors.report(CommandFailure(error: error, subject: "\(endpoint): the body was not written whole"))
             }
         }
         for hop in answer.redirects {
@@ -180,8 +173,8 @@ struct GetCommand: AsyncParsableCommand {
         let left = try await gate.quota.remaining(bucket: price.bucket)
         printError("tollgate: \(endpoint) · status \(answer.status.code) · source \(answer.source) · "
             + "units charged \(answer.unitsCharged) · \(left) units left today in \(price.bucket)")
-        if let bodyFailure { throw ExitCode(Self.exitCode(for: bodyFailure)) }
-        if failed { throw ExitCode(Self.httpErrorExitCode) }
+        if let bodyFailure { throw ExitCode(CommandErrors.exitStatus(for: bodyFailure)) }
+        if failed { throw ExitCode(CommandErrors.httpErrorStatus) }
     }
 
     /// Writes the head (with `-i`) and the body to stdout or `--output`, streaming a body too
@@ -209,24 +202,6 @@ struct GetCommand: AsyncParsableCommand {
         } catch {
             file?.discard()
             throw error
-        }
-    }
-
-    /// An error as the summary line says it.
-    static func describe(_ error: any Error) -> String {
-        error is CancellationError ? "interrupted" : "\(error)"
-    }
-
-    /// The exit status for a request that got no answer.
-    static func exitCode(for error: any Error) -> Int32 {
-        switch error {
-        case TollgateError.throttled: throttledExitCode
-        case TollgateError.circuitOpen: circuitOpenExitCode
-        case TollgateError.quotaExceeded: quotaExceededExitCode
-        case HTTPTransportError.invalidRequest: invalidRequestExitCode
-        case is HTTPTransportError: networkExitCode
-        case is CancellationError: interruptedExitCode
-        default: ExitCode.failure.rawValue
         }
     }
 

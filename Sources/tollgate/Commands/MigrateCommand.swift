@@ -40,13 +40,11 @@ struct MigrateCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reportingErrors {
-            try database.requireKnownScheme()
-            if status || dryRun {
-                try await inspect()
-            } else {
-                try await apply()
-            }
+        try database.requireKnownScheme()
+        if status || dryRun {
+            try await inspect()
+        } else {
+            try await apply()
         }
     }
 

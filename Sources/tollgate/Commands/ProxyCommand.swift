@@ -82,7 +82,7 @@ struct ProxyCommand: AsyncParsableCommand {
         // --verbose adds one line per request.
         let logger = logging.bootstrap(label: "tollgate.proxy", quietLevel: .warning)
         // A store that cannot be opened or a port already taken is one clear line, exit 1.
-        try await reportingErrors { try await serve(logger: logger) }
+        try await serve(logger: logger)
     }
 
     private func serve(logger: Logger) async throws {
@@ -118,10 +118,10 @@ struct ProxyCommand: AsyncParsableCommand {
                         admin, token: adminToken.resolved(), database: opened, process: processMetrics,
                         stopsOnSignals: false, logger: logger
                     )
-                } catch let error as AdminServerError {
+                } catch {
+                    // The proxy does not run without the listener it was asked for.
                     await proxy.stop()
-                    printError("error: \(error)")
-                    throw ExitCode.failure
+                    throw error
                 }
             }
             try await proxy.waitUntilStopped()

@@ -24,22 +24,20 @@ struct StatusCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reportingErrors {
-            let opened = try await database.open(access: .readOnly, logger: logging.bootstrap())
-            let snapshot = try await opened.closing {
-                try await opened.store.dashboardSnapshot(at: Date(), recentEvents: events)
-            }
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                encoder.keyEncodingStrategy = .convertToSnakeCase
-                encoder.dateEncodingStrategy = .iso8601
-                print(String(decoding: try encoder.encode(snapshot), as: UTF8.self))
-            } else {
-                // Every row: status is for reading in full (the dashboard is the view that fits a screen).
-                let renderer = DashboardRenderer(width: 100, height: .max, colours: false, databasePath: opened.name, showsEveryRow: true)
-                print(renderer.render(snapshot).joined(separator: "\n"))
-            }
+        let opened = try await database.open(access: .readOnly, logger: logging.bootstrap())
+        let snapshot = try await opened.closing {
+            try await opened.store.dashboardSnapshot(at: Date(), recentEvents: events)
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            encoder.keyEncodingStrategy = .convertToSnakeCase
+            encoder.dateEncodingStrategy = .iso8601
+            print(String(decoding: try encoder.encode(snapshot), as: UTF8.self))
+        } else {
+            // Every row: status is for reading in full (the dashboard is the view that fits a screen).
+            let renderer = DashboardRenderer(width: 100, height: .max, colours: false, databasePath: opened.name, showsEveryRow: true)
+            print(renderer.render(snapshot).joined(separator: "\n"))
         }
     }
 }

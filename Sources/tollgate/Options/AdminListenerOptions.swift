@@ -73,21 +73,15 @@ enum AdminListener {
     ///   - token: The token, if any.
     ///   - database: The `--db` option.
     ///   - logging: The logging options.
-    /// - Throws: `ExitCode.failure` after printing why it could not run.
+    /// - Throws: Why it could not run (a store that cannot be opened, an address in use): the
+    ///   command's one error reporter prints it.
     static func serveAlone(_ address: String, token: String?, database: DatabaseOptions, logging: LoggingOptions) async throws {
         let logger = logging.bootstrap(label: "tollgate.admin", quietLevel: .warning)
-        try await reportingErrors {
-            let opened = try await database.open(access: .readOnly, logger: logger)
-            try await opened.closing {
-                do {
-                    let server = try await start(address, token: token, database: opened, process: nil, stopsOnSignals: true,
-                                                 logger: logger)
-                    try await server.waitUntilStopped()
-                } catch let error as AdminServerError {
-                    printError("error: \(error)")
-                    throw ExitCode.failure
-                }
-            }
+        let opened = try await database.open(access: .readOnly, logger: logger)
+        try await opened.closing {
+            let server = try await start(address, token: token, database: opened, process: nil, stopsOnSignals: true,
+                                         logger: logger)
+            try await server.waitUntilStopped()
         }
     }
 }

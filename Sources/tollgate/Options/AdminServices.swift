@@ -17,8 +17,8 @@ struct AdminServices {
     let cache: ETagCache
 
     /// Opens the database, builds the services, runs `body` with them and closes the database,
-    /// however `body` ends; a refusal from the store or a service becomes one clear line on
-    /// standard error and exit status 1. The services' own log lines (state changes at info and
+    /// however `body` ends; a refusal from the store or a service reaches ``CommandErrors`` (one
+    /// clear line on standard error, exit status 1). The services' own log lines (state changes at info and
     /// notice) stay quiet unless `--verbose` or `--log-level` asks: each command prints what it did.
     /// - Parameters:
     ///   - database: The `--db` option: a SQLite file or a PostgreSQL URL.
@@ -27,17 +27,15 @@ struct AdminServices {
     ///     or written.
     ///   - configuration: The services' rules.
     ///   - body: The command's work.
-    /// - Throws: `ExitCode.failure` after printing a refusal; what `body` throws otherwise.
+    /// - Throws: The store's refusal, or what `body` throws.
     static func with(
         _ database: DatabaseOptions, logging: LoggingOptions, access: SQLiteStore.Access = .readWrite,
         configuration: GateConfiguration = .youTubeDataAPIv3, _ body: (AdminServices) async throws -> Void
     ) async throws {
-        try await reportingErrors {
-            let logger = logging.bootstrap()
-            let opened = try await database.open(access: access, logger: logger)
-            try await opened.closing {
-                try await body(try AdminServices(database: opened, configuration: configuration, logger: logger))
-            }
+        let logger = logging.bootstrap()
+        let opened = try await database.open(access: access, logger: logger)
+        try await opened.closing {
+            try await body(try AdminServices(database: opened, configuration: configuration, logger: logger))
         }
     }
 
@@ -56,33 +54,6 @@ struct AdminServices {
     func snapshot(recentEvents: Int = 0) async throws -> DashboardSnapshot {
         try await database.store.dashboardSnapshot(at: Date(), recentEvents: recentEvents)
     }
-}
-
-/// Runs a command's work; a refusal from the store or a service becomes one clear line on
-/// standard error and exit status 1.
-func reportingErrors(_ body: () async throws -> Void) async throws {
-    do {
-        try await body()
-    } catch let error as StoreError {
-        printError("error: \(error)")
-        throw ExitCode.failure
-    } catch let error as DatabaseError {
-        printError("error: \(error)")
-        throw ExitCode.failure
-    } catch let error as PostgresStoreError {
-        printError("error: \(error)")
-        throw ExitCode.failure
-    } catch let error as QuotaLedgerError {
-        printError("error: \(error)")
-        throw ExitCode.failure
-    } catch let error as GateProxyError {
-        printError("error: \(error)")
-        throw ExitCode.failure
-    }
-}
-
-func printError(_ message: String) {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
 }
 
 /// Validation shared by the admin commands.

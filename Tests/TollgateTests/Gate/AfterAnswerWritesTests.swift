@@ -54,9 +54,28 @@ struct AfterAnswerWritesTests {
     @Test("waiting with nothing queued returns at once")
     func idle() async {
         let writes = AfterAnswerWrites()
-        await writes.waitForQueued()
+        #expect(writes.isIdle)
+        #expect(await Self.returns(within: .seconds(10)) { await writes.waitForQueued() }, "with nothing ever queued")
         writes.enqueue {}
-        await writes.waitForQueued()
-        await writes.waitForQueued()
+        #expect(await Self.returns(within: .seconds(10)) { await writes.waitForQueued() }, "once the write ran")
+        #expect(writes.isIdle)
+        #expect(await Self.returns(within: .seconds(10)) { await writes.waitForQueued() }, "with the queue empty again")
+        #expect(writes.waiterCount == 0)
+    }
+
+    /// Whether `wait` returns within `limit`: a wait that never returns fails the test instead of
+    /// hanging it (the stuck task is left behind, suspended).
+    private static func returns(within limit: Duration, _ wait: @escaping @Sendable () async -> Void) async -> Bool {
+        let returned = Atomic<Bool>(false)
+        let waiting = Task {
+            await wait()
+            returned.store(true, ordering: .sequentiallyConsistent)
+        }
+        let deadline = ContinuousClock.now + limit
+        while !returned.load(ordering: .sequentiallyConsistent), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        _ = waiting
+        return returned.load(ordering: .sequentiallyConsistent)
     }
 }

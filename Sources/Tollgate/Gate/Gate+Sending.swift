@@ -1,0 +1,52 @@
+import Foundation
+import HTTPTypes
+
+extension Gate {
+    /// One answer from the server.
+    struct Exchange: Sendable {
+        var response: HTTPResponse
+        var body: Data
+        /// The body, when it was too large for the cache and the caller asked for a stream.
+        var stream: HTTPBodyStream?
+        /// When the request left, for the response delay in a stored answer's age (RFC 9111 §4.2.3).
+        var sentAt: Date? = nil
+        /// The attempt's settlement, when it waits for the cache's write of the answer and shares
+        /// its transaction (the machine's `settleWithAnswer`).
+        var pendingSettlement: PendingSettlement? = nil
+    }
+
+    /// Step 5 for one attempt: the request through the transport, its outcome reported to the
+    /// machine. Returns how to settle it, and the exchange when the server answered.
+    func sendAttempt(
+        _ outgoing: HTTPRequest, _ request: GateRequest, streamsLargeBodies: Bool,
+        machine: inout GateRequestStateMachine
+    ) async -> (GateRequestStateMachine.SettlementAction, Exchange?) {
+        let response: HTTPResponse
+        var responseBody = Data()
+        var stream: HTTPBodyStream?
+        let sentAt = clock.now()
+        let started = ContinuousClock.now
+        defer { metrics.recordUpstreamLatency(ContinuousClock.now - started, endpoint: request.endpoint) }
+        do {
+            if streamsLargeBodies {
+                let answer: HTTPResponseBody
+                (response, answer) = try await request.transport.send(outgoing, body: request.body,
+                                                                      streamingPast: configuration.cache.maxBodySize)
+                switch answer {
+                case .complete(let data): responseBody = data
+                case .streaming(let rest): stream = rest
+                }
+            } else {
+                (response, responseBody) = try await request.transport.send(outgoing, body: request.body)
+            }
+        } catch {
+            return (machine.transportFailed(error), nil)
+        }
+        let settling = machine.responseReceived(
+            status: response.status.code, body: responseBody,
+            retryAfter: response.headerFields[.retryAfter].flatMap(RetryAfter.init(headerValue:)),
+            isStreamed: stream != nil
+        )
+        return (settling, Exchange(response: response, body: responseBody, stream: stream, sentAt: sentAt))
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Logging
+
+extension Gate {
+    /// An attempt's settlement as the store writes it, with what the gate reports of it.
+    struct PendingSettlement: Sendable {
+        var settlement: AttemptSettlement
+        var reservation: QuotaReservation?
+        var refundReason: String
+    }
+
+    /// The store's record of the machine's settlement of an attempt.
+    /// - Throws: A configuration error of the cost table (an exhausted bucket it does not know).
+    func pendingSettlement(
+        _ settlement: GateRequestStateMachine.Settlement, admitted: Admitted, _ request: GateRequest
+    ) throws -> PendingSettlement {
+        let endpoint = request.endpoint
+        let reservation = admitted.reservation
+        let refundReason = switch settlement.refundReason {
+        case .neverSent(let error): "never sent: \(error)"
+        case .notModified, nil: "304 Not Modified"
+        }
+        let bucket = reservation?.bucket ?? quota.price(of: endpoint).bucket
+        let record = AttemptSettlement(
+            endpoint: endpoint, outcome: settlement.outcome, probeToken: admitted.probeToken,
+            circuitPolicy: configuration.circuit.policy(for: endpoint),
+            refundReservationID: settlement.refunds ? reservation?.id : nil, refundReason: refundReason,
+            exhaustedBucket: settlement.quotaSpent
+                ? .init(bucket: bucket, configuredLimit: try quota.configuredLimit(of: bucket))
+                : nil,
+            at: clock.now()
+        )
+        return PendingSettlement(settlement: record, reservation: reservation, refundReason: refundReason)
+    }
+
+    /// Writes a settlement in a transaction of its own: at once, or after the answer when the
+    /// cache's write did not carry it.
+    /// - Returns: The circuit's state after it.
+    /// - Throws: The store's error.
+    @discardableResult
+    func settle(_ pending: PendingSettlement, _ account: inout GateRequest.Account) async throws -> CircuitState {
+        let result = try await storage.settleAttempt(pending.settlement)
+        return await report(result, of: pending, &account)
+    }
+
+    /// A settlement that could not be written, and goes unrecorded by the ledger failure policy.
+    func logUnrecordedSettlement(_ error: any Error, _ request: GateRequest.Account) {
+        request.logger.warning(
+            "the ledger cannot be written; the answer is not recorded (ledger failure policy: fail open)",
+            metadata: ["gate.endpoint": "\(request.endpoint)", "error": "\(error)"]
+        )
+    }
+
+    /// Logs and counts what a settlement did, wherever it was written.
+    func report(
+        _ settlement: AttemptSettlementResult, of pending: PendingSettlement, _ request: inout GateRequest.Account
+    ) async -> CircuitState {
+        let endpoint = request.endpoint
+        let quotaSpent = pending.settlement.exhaustedBucket != nil
+        if let reservation = pending.reservation, let refunded = settlement.refund,
+           case .refunded(let units) = quota.report(refunded, of: reservation, reason: pending.refundReason) {
+            request.totals.refunded(units)
+        }
+        if let exhaustion = settlement.exhaustion {
+            quota.report(exhaustion, endpoint: endpoint)
+        }
+        if quotaSpent {
+            // The server's "quota spent" closes every bucket this endpoint is charged in, and no other.
+            for extra in quota.price(of: endpoint).additionalCharges {
+                do {
+                    _ = try await quota.markExhausted(bucket: extra.bucket, endpoint: endpoint)
+                } catch {
+                    request.logger.warning("could not mark a bucket exhausted",
+                                           metadata: ["quota.bucket": "\(extra.bucket)", "error": "\(error)"])
+                }
+            }
+        }
+        let state = circuit.report(settlement.circuit, endpoint: endpoint)
+        metrics.record(state, endpoint: endpoint)
+        return state
+    }
+
+    /// Reports bookkeeping the cache's write carried, or writes on its own what it did not carry.
+    /// - Throws: The store's error when the settlement cannot be written and the ledger failure
+    ///   policy fails closed.
+    func finish(
+        _ bookkeeping: AnswerBookkeeping, written: AnswerBookkeepingResult?, pending: PendingSettlement?,
+        _ request: inout GateRequest.Account
+    ) async throws {
+        if let written {
+            if let pending, let result = written.settlement {
+                _ = await report(result, of: pending, &request)
+            }
+            return
+        }
+        if let release = bookkeeping.leaseRelease {
+            // First, so that a settlement that fails does not keep other processes waiting; a
+            // lease that cannot be given back lapses on its own.
+            try? await storage.releaseCoalescingLease(resourceKey: release.resourceKey, holder: release.holder)
+        }
+        guard let pending else { return }
+        do {
+            try await settle(pending, &request)
+        } catch where GateRequestStateMachine.goesUnrecorded(error, under: configuration.ledgerFailurePolicy) {
+            // The answer is here: with a ledger that cannot be written it is delivered unrecorded.
+            logUnrecordedSettlement(error, request)
+        }
+    }
+}
