@@ -48,7 +48,7 @@ struct QuotaStorageTests {
         #expect(try await store.refundQuota(reservationID: charge.reservationID, at: noon, reason: "304")
             == .refunded(units: 30, day: charge.day))
         #expect(try await store.refundQuota(reservationID: charge.reservationID, at: noon, reason: "304") == .alreadyRefunded)
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) {
             try await store.refundQuota(reservationID: 9999, at: noon, reason: nil)
         }
         // The schema itself refuses a second refund of one charge.
@@ -66,9 +66,9 @@ struct QuotaStorageTests {
     @Test("a negative cost or limit is refused before anything is written")
     func invalidArguments() async throws {
         let store = try SQLiteStore(location: .inMemory)
-        await #expect(throws: StoreError.self) { try await store.reserveQuota(request(cost: -1)) }
-        await #expect(throws: StoreError.self) { try await store.reserveQuota(request(cost: 1, limit: -1)) }
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) { try await store.reserveQuota(request(cost: -1)) }
+        await #expect(throws: StoreRefusal.self) { try await store.reserveQuota(request(cost: 1, limit: -1)) }
+        await #expect(throws: StoreRefusal.self) {
             try await store.setQuotaLimit(bucket: "b", limit: -2, configuredLimit: 10, at: noon)
         }
         let events = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM quota_events").int }

@@ -62,7 +62,7 @@ struct StoreErrorTests {
         do {
             _ = try SQLiteStore(path: path, configuration: .init(access: .readOnly))
             Issue.record("a read-only store migrated a file")
-        } catch StoreError.migrationsPending(let failed, let databaseVersion, let libraryVersion) {
+        } catch StoreRefusal.migrationsPending(let failed, let databaseVersion, let libraryVersion) {
             #expect(failed == path)
             #expect(databaseVersion == 0)
             #expect(libraryVersion == Migration.all.map(\.version).max())
@@ -125,6 +125,6 @@ struct StoreErrorTests {
         #expect(throws: DatabaseError.self) {
             try store.write { db in try db.execute("INSERT INTO quota_buckets (bucket, daily_limit, updated_at_ms) VALUES ('x', -1, 0)") }
         }
-        #expect(throws: StoreError.self) { try SQLiteStore(location: .inMemory, configuration: .init(access: .readOnly)) }
+        #expect(throws: StoreRefusal.self) { try SQLiteStore(location: .inMemory, configuration: .init(access: .readOnly)) }
     }
 }

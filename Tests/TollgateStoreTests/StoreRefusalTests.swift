@@ -41,7 +41,7 @@ struct StoreRefusalTests {
         let walBefore = fileBytes(path + "-wal")
 
         let library = try #require(Migration.all.first)
-        #expect(throws: StoreError.migrationChecksumMismatch(
+        #expect(throws: StoreRefusal.migrationChecksumMismatch(
             version: 1, name: "initial", recorded: altered.checksum, expected: library.checksum
         )) {
             try SQLiteStore(path: path)
@@ -64,11 +64,11 @@ struct StoreRefusalTests {
         let walBefore = fileBytes(path + "-wal")
 
         let libraryVersion = try #require(Migration.all.last?.version)
-        let error = #expect(throws: StoreError.self) { try SQLiteStore(path: path) }
+        let error = #expect(throws: StoreRefusal.self) { try SQLiteStore(path: path) }
         #expect(error == .databaseIsNewer(databaseVersion: 42, libraryVersion: libraryVersion))
         #expect(error?.description.contains("42") == true)
         #expect(error?.description.contains("version \(libraryVersion)") == true)
-        #expect(throws: StoreError.databaseIsNewer(databaseVersion: 42, libraryVersion: libraryVersion)) {
+        #expect(throws: StoreRefusal.databaseIsNewer(databaseVersion: 42, libraryVersion: libraryVersion)) {
             try SQLiteStore.migrationStatus(path: path)
         }
         #expect(fileBytes(path) == before)

@@ -60,7 +60,7 @@ struct ThrottleStorageTests {
         let store = try SQLiteStore(location: .inMemory)
         let blocked = try await store.admitRequest(endpoint: "/e", limit: ThrottleLimit(requests: 0, per: .seconds(30)), at: start)
         #expect(blocked == ThrottleAdmission(allowed: false, count: 0, limit: 0, retryAfter: 30))
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) {
             try await store.admitRequest(endpoint: "/e", limit: ThrottleLimit(requests: 1, per: .microseconds(10)), at: start)
         }
     }

@@ -15,10 +15,10 @@ import Darwin
 /// error's description on the next line.
 enum ReadStoreJob {
     static func run(_ arguments: [String]) async throws {
-        guard arguments.count == 1 else { throw StoreError.invalidArgument("read-store PATH") }
+        guard arguments.count == 1 else { throw StoreRefusal.invalidArgument("read-store PATH") }
         if getuid() == 0 {
             guard setgid(65534) == 0, setuid(65534) == 0 else {
-                throw StoreError.invalidArgument("cannot drop privileges: \(String(cString: strerror(errno)))")
+                throw StoreRefusal.invalidArgument("cannot drop privileges: \(String(cString: strerror(errno)))")
             }
         }
         do {

@@ -851,10 +851,11 @@ public final class Gate: Sendable {
     }
 
     /// Whether an error of the admission or settlement means the ledger cannot be written (a full
-    /// disk, a read-only file, a lock held too long), as opposed to an invalid argument (a
-    /// programming error, never sent past) or a cancellation.
+    /// disk, a read-only file, a lock held too long, a database server out of reach), as opposed to
+    /// an invalid argument (a programming error, never sent past) or a cancellation. Every store's
+    /// errors say which they are (``StorageFailure``), so this is the same on either store.
     private func isLedgerFailure(_ error: any Error) -> Bool {
-        if let error = error as? StoreError { return error.isStorageFailure }
+        if let error = error as? any StorageFailure { return error.isStorageFailure }
         return !(error is CancellationError || error is AnotherProcessLeads)
     }
 

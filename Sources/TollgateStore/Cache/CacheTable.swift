@@ -81,7 +81,7 @@ enum CacheTable {
                 [.text(entry.resourceKey), .optionalText(entry.vary)]
             )
         }
-        let headers = DatabaseValue.text(encode(entry.headers))
+        let headers = DatabaseValue.text(StoredHeaders.encode(entry.headers))
         let size = Int64(entry.body.count)
         let id: Int64
         var evictedInPlace = 0
@@ -161,7 +161,7 @@ enum CacheTable {
     static func revise(_ db: Database, _ revision: CacheRevision) throws -> CacheEntryMetadata? {
         // RETURNING: the revised row comes back from the UPDATE, not from a second look-up by id.
         try db.fetchOne(reviseReturningMetadata, [
-            .text(encode(revision.headers)), .optionalText(revision.etag), .optionalText(revision.lastModified),
+            .text(StoredHeaders.encode(revision.headers)), .optionalText(revision.etag), .optionalText(revision.lastModified),
             .optionalInt(revision.freshUntilMs), .integer(revision.nowMs), .integer(revision.nowMs),
             .integer(revision.countsAsRevalidation ? 1 : 0), .integer(max(0, revision.initialAgeMs)),
             .integer(revision.entryID),
@@ -297,73 +297,10 @@ enum CacheTable {
         CacheEntryMetadata(
             id: row[0].int64 ?? 0, resourceKey: row[1].string ?? "", variantKey: row[2].string ?? "",
             endpoint: row[3].string ?? "", method: row[4].string ?? "", url: row[5].string ?? "",
-            vary: row[6].string, status: row[7].int ?? 0, headers: decode(row[8].string ?? ""),
+            vary: row[6].string, status: row[7].int ?? 0, headers: StoredHeaders.decode(row[8].string ?? ""),
             etag: row[9].string, lastModified: row[10].string, bodySize: row[11].int64 ?? 0,
             storedAtMs: row[12].int64 ?? 0, validatedAtMs: row[13].int64 ?? 0, freshUntilMs: row[14].int64,
             lastAccessMs: row[15].int64 ?? 0, hitCount: row[16].int64 ?? 0, initialAgeMs: row[17].int64 ?? 0
         )
-    }
-
-    /// Header fields as `sqlite3` users read them: one `name: value` per line. HTTP field values
-    /// cannot hold line breaks; any that arrive anyway become spaces so one field stays one line.
-    static func encode(_ headers: [CacheHeaderField]) -> String {
-        var text = ""
-        text.reserveCapacity(headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 3 })
-        for (index, field) in headers.enumerated() {
-            if index > 0 { text += "\n" }
-            text += singleLine(field.name)
-            text += ": "
-            text += singleLine(field.value)
-        }
-        return text
-    }
-
-    /// Reads ``encode(_:)``'s text back; lines without a `: ` separator are skipped, and a line
-    /// ending in `\r` (a file edited with CRLF line ends) is read without it.
-    ///
-    /// On UTF-8 bytes: splitting into `Character`s and searching with Foundation was most of the
-    /// Swift in a revision's write (every candidate row is decoded).
-    static func decode(_ text: String) -> [CacheHeaderField] {
-        var text = text
-        return text.withUTF8 { bytes in
-            var fields: [CacheHeaderField] = []
-            var lineStart = 0
-            while lineStart < bytes.count {
-                var lineEnd = lineStart
-                while lineEnd < bytes.count, bytes[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
-                let next = lineEnd + 1
-                if lineEnd > lineStart, bytes[lineEnd - 1] == UInt8(ascii: "\r") { lineEnd -= 1 }
-                if let field = field(in: UnsafeBufferPointer(rebasing: bytes[lineStart..<lineEnd])) {
-                    fields.append(field)
-                }
-                lineStart = next
-            }
-            return fields
-        }
-    }
-
-    /// One `name: value` line, or `name:` with an empty value; nil for an empty line or one
-    /// without the separator.
-    private static func field(in line: UnsafeBufferPointer<UInt8>) -> CacheHeaderField? {
-        guard !line.isEmpty else { return nil }
-        var colon = 0
-        while colon + 1 < line.count {
-            if line[colon] == UInt8(ascii: ":"), line[colon + 1] == UInt8(ascii: " ") {
-                return CacheHeaderField(name: String(decoding: UnsafeBufferPointer(rebasing: line[..<colon]), as: UTF8.self),
-                                        value: String(decoding: UnsafeBufferPointer(rebasing: line[(colon + 2)...]),
-                                                      as: UTF8.self))
-            }
-            colon += 1
-        }
-        guard line[line.count - 1] == UInt8(ascii: ":") else { return nil }
-        return CacheHeaderField(name: String(decoding: UnsafeBufferPointer(rebasing: line.dropLast()), as: UTF8.self),
-                                value: "")
-    }
-
-    private static func singleLine(_ text: String) -> String {
-        // Checked on bytes first: walking Characters (grapheme breaking) for every stored field
-        // showed in a store's profile, and almost no value holds a line break.
-        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) else { return text }
-        return String(text.map { $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })
     }
 }

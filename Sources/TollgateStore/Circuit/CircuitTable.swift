@@ -57,9 +57,7 @@ enum CircuitTable {
     static func forceOpen(_ db: Database, endpoint: String, duration: Duration, policy: CircuitPolicy,
                           now: Date) throws -> CircuitTransition {
         try validate(endpoint: endpoint, policy: policy)
-        guard duration > .zero else {
-            throw StoreError.invalidArgument("a circuit can only be forced open for a positive duration, got \(duration)")
-        }
+        try CircuitRules.validateForcedOpen(for: duration)
         var machine = CircuitStateMachine(record: try load(db, endpoint: endpoint), endpoint: endpoint,
                                           policy: policy, now: now)
         let transition = machine.forceOpen(for: duration, now: now)
@@ -145,14 +143,13 @@ enum CircuitTable {
     private static func state(_ value: DatabaseValue) throws -> CircuitState {
         // The table's CHECK constraint makes any other value impossible short of a hand-edited file.
         guard let text = value.string, let state = CircuitState(rawValue: text) else {
-            throw StoreError.invalidArgument("unknown circuit state \(value.string ?? "NULL") in the database")
+            throw CircuitRules.unknownState(value.string)
         }
         return state
     }
 
     private static func validate(endpoint: String, policy: CircuitPolicy) throws {
-        guard !endpoint.isEmpty else { throw StoreError.invalidArgument("a circuit's endpoint must not be empty") }
-        try policy.validate()
+        try CircuitRules.validate(endpoint: endpoint, policy: policy)
     }
 
     // MARK: Time

@@ -7,7 +7,7 @@ extension SQLiteStore: MaintenanceStorage {
         let sizes = try await translatingErrors { try await writer.run { db -> (before: Int64, after: Int64, free: Int, checkpoint: Row?) in
             // Outside any transaction, on the writer connection: SQLite refuses VACUUM in a transaction.
             guard !db.isInsideTransaction else {
-                throw StoreError.invalidArgument("VACUUM cannot run inside a transaction")
+                throw StoreRefusal.invalidArgument("VACUUM cannot run inside a transaction")
             }
             let before = try MaintenanceQueries.fileBytes(db)
             let free = try db.fetchValue("PRAGMA freelist_count").int ?? 0

@@ -9,11 +9,7 @@ extension QuotaTable {
     static func checkAdditional(
         _ db: Database, _ charge: QuotaBucketCharge, request: QuotaReservationRequest, day: PacificDay, nowMs: Int64
     ) throws -> QuotaRefusal? {
-        guard QuotaLimits.allowedUnits.contains(charge.cost) else {
-            throw StoreError.invalidArgument(
-                "a quota cost must be \(QuotaLimits.rangeDescription) units (\(request.endpoint) costs \(charge.cost) in \(charge.bucket))"
-            )
-        }
+        try QuotaRules.validateCost(charge.cost, endpoint: request.endpoint, bucket: charge.bucket)
         let row = try synchronizeBucket(db, charge.bucket, configuredLimit: charge.configuredLimit, nowMs: nowMs)
         let used = try bucketUnits(db, bucket: charge.bucket, day: day)
         func refusal(_ reason: QuotaRefusal.Reason) -> QuotaRefusal {
@@ -40,7 +36,7 @@ extension QuotaTable {
             WHERE quota_usage.units BETWEEN 0 AND ? - excluded.units
             """, [.text(day.key), .text(charge.bucket), .text(endpoint), .int(charge.cost), .int(QuotaLimits.maximumUnits)])
         guard db.changesCount == 1 else {
-            throw StoreError.invalidArgument(
+            throw StoreRefusal.invalidArgument(
                 "the stored usage of \(endpoint) in \(charge.bucket) on \(day.key) is outside \(QuotaLimits.rangeDescription) "
                     + "units; the file was changed by hand. Reset the day (tollgate quota reset) to repair it"
             )

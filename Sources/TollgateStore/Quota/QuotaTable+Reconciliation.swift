@@ -7,9 +7,7 @@ extension QuotaTable {
     static func reconcile(
         _ db: Database, bucket: String, used: Int, configuredLimit: Int, day: PacificDay, at: Date
     ) throws -> QuotaReconciliation {
-        guard QuotaLimits.allowedUnits.contains(used) else {
-            throw StoreError.invalidArgument("a reconciled count must be 0 to \(QuotaLimits.maximumUnits) units, not \(used)")
-        }
+        try QuotaRules.validateReconciledCount(used)
         _ = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, nowMs: at.quotaMilliseconds)
         let before = try bucketUnits(db, bucket: bucket, day: day)
         let adjustment = used - before   // both within ±maximumUnits: no overflow

@@ -32,15 +32,8 @@ enum QuotaTable {
 
     /// Checks and charges, or refuses without writing a charge. See ``QuotaStorage/reserveQuota(_:)``.
     static func reserve(_ db: Database, _ request: QuotaReservationRequest) throws -> QuotaReservationOutcome {
-        guard request.cost >= 0 else {
-            throw StoreError.invalidArgument("a quota cost cannot be negative (\(request.endpoint) costs \(request.cost))")
-        }
-        guard request.cost <= QuotaLimits.maximumUnits else {
-            throw StoreError.invalidArgument(
-                "a quota cost must be \(QuotaLimits.rangeDescription) units (\(request.endpoint) costs \(request.cost))"
-            )
-        }
-        try EndpointName.validate(request.endpoint)
+        try QuotaRules.validateCost(request.cost, endpoint: request.endpoint)
+        try QuotaRules.validateEndpoint(request.endpoint)
         let day = PacificDay(containing: request.at)
         let nowMs = request.at.quotaMilliseconds
         let bucket = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit, nowMs: nowMs,
@@ -80,7 +73,7 @@ enum QuotaTable {
             """, [.text(day.key), .text(request.bucket), .text(request.endpoint), .int(request.cost),
                   .int(QuotaLimits.maximumUnits)])
         guard db.changesCount == 1 else {
-            throw StoreError.invalidArgument(
+            throw StoreRefusal.invalidArgument(
                 "the stored usage of \(request.endpoint) on \(day.key) is outside \(QuotaLimits.rangeDescription) units; "
                     + "the file was changed by hand. Reset the day (tollgate quota reset) to repair it"
             )
@@ -107,7 +100,7 @@ enum QuotaTable {
         ), let dateKey = charge[0].string, let day = PacificDay(key: dateKey),
               let bucket = charge[1].string, let endpoint = charge[2].string, let cost = charge[3].int
         else {
-            throw StoreError.invalidArgument("no quota reservation has id \(reservationID)")
+            throw QuotaRules.unknownReservation(reservationID)
         }
         if charge[4].int == 1 { return .alreadyRefunded }
 
@@ -184,10 +177,7 @@ enum QuotaTable {
         _ db: Database, bucket: String, limit: Int?, configuredLimit: Int, at: Date
     ) throws -> QuotaBucketStatus {
         let newLimit = limit ?? configuredLimit
-        guard newLimit >= 0 else { throw StoreError.invalidArgument("a daily limit cannot be negative (\(newLimit))") }
-        guard newLimit <= QuotaLimits.maximumUnits else {
-            throw StoreError.invalidArgument("a daily limit must be \(QuotaLimits.rangeDescription) units, not \(newLimit)")
-        }
+        try QuotaRules.validateNewLimit(newLimit)
         let source: QuotaBucketStatus.LimitSource = limit == nil ? .configuration : .admin
         let nowMs = at.quotaMilliseconds
         let previous = try bucketRow(db, bucket, configuredLimit: configuredLimit)
@@ -216,7 +206,7 @@ enum QuotaTable {
             guard let endpoint = row[0].string, let units = row[1].int else { continue }
             // A total edited by hand to Int.min has no negation: refuse rather than trap.
             guard units != Int.min else {
-                throw StoreError.invalidArgument("the stored usage of \(endpoint) on \(day.key) is out of range")
+                throw StoreRefusal.invalidArgument("the stored usage of \(endpoint) on \(day.key) is out of range")
             }
             cleared[endpoint] = units
             try appendEvent(
@@ -320,14 +310,7 @@ enum QuotaTable {
     static func synchronizeBucket(
         _ db: Database, _ bucket: String, configuredLimit: Int, nowMs: Int64, day usageDay: PacificDay? = nil
     ) throws -> BucketRow {
-        guard configuredLimit >= 0 else {
-            throw StoreError.invalidArgument("a daily limit cannot be negative (\(bucket): \(configuredLimit))")
-        }
-        guard configuredLimit <= QuotaLimits.maximumUnits else {
-            throw StoreError.invalidArgument(
-                "a daily limit must be \(QuotaLimits.rangeDescription) units (\(bucket): \(configuredLimit))"
-            )
-        }
+        try QuotaRules.validateLimit(configuredLimit, bucket: bucket)
         let day = PacificDay(containing: Date(timeIntervalSince1970: TimeInterval(nowMs) / 1000))
         guard let row = try bucketRow(db, bucket, configuredLimit: configuredLimit, unitsOn: usageDay) else {
             try db.execute(
@@ -385,10 +368,9 @@ enum QuotaTable {
     ) throws -> [Int] {
         guard row.limit > 0, !percents.isEmpty else { return [] }
         let alreadyWarned = row.warnedDate == day.key ? row.warnedPercent : 0
-        // In range: 0 ≤ usedAfter ≤ limit ≤ QuotaLimits.maximumUnits and percents are 1...100
-        // (checked by the caller's configuration), so both products stay below 10¹⁵.
-        let reached = percents.filter { (1...100).contains($0) && usedAfter * 100 >= $0 * row.limit }
-        let crossed = reached.filter { $0 > alreadyWarned }.sorted()
+        let crossed = QuotaRules.warningsCrossed(
+            percents: percents, usedAfter: usedAfter, limit: row.limit, alreadyWarned: alreadyWarned
+        )
         guard let highest = crossed.last else { return [] }
         try db.execute(
             "UPDATE quota_buckets SET warned_date = ?, warned_percent = ? WHERE bucket = ?",

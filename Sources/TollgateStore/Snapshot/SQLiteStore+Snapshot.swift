@@ -1,6 +1,6 @@
 import Foundation
 
-extension SQLiteStore {
+extension SQLiteStore: DashboardSnapshotStorage {
     /// Reads a ``DashboardSnapshot`` as of `now`, in one read transaction.
     /// - Parameters:
     ///   - now: The instant that decides today's Pacific date, open circuits and throttle windows.

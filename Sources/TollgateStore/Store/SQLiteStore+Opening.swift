@@ -31,7 +31,7 @@ extension SQLiteStore {
         let applied = try migrator.migrate(database, now: Date.init)
         if let maximumPageCount = configuration.maximumPageCount {
             guard maximumPageCount > 0 else {
-                throw StoreError.invalidArgument("maximum page count must be positive, got \(maximumPageCount)")
+                throw StoreRefusal.invalidArgument("maximum page count must be positive, got \(maximumPageCount)")
             }
             // PRAGMA arguments cannot be bound; an Int is safe to interpolate.
             _ = try database.fetchValue("PRAGMA max_page_count = \(maximumPageCount)")
@@ -55,7 +55,7 @@ extension SQLiteStore {
             try openReadOnlyConnection(path: path, busyTimeout: configuration.busyTimeout, migrator: migrator)
         }
         if statuses.contains(where: { !$0.isApplied }) {
-            throw StoreError.migrationsPending(
+            throw StoreRefusal.migrationsPending(
                 path: path, databaseVersion: statuses.filter(\.isApplied).map(\.migration.version).max() ?? 0,
                 libraryVersion: migrator.libraryVersion
             )

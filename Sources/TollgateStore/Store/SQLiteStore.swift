@@ -115,7 +115,7 @@ public final class SQLiteStore: Sendable {
     /// - Throws: ``StoreError`` when the file is refused (it is then left unchanged) or cannot be
     ///   opened, read or written (``StoreError/readOnly(path:cause:)``, ``StoreError/diskFull(path:cause:)``,
     ///   ``StoreError/locked(path:waited:cause:)``, ``StoreError/isDirectory(path:)``, and for a read-only
-    ///   store ``StoreError/notFound(path:)`` and ``StoreError/migrationsPending(path:databaseVersion:libraryVersion:)``),
+    ///   store ``StoreError/notFound(path:)`` and ``StoreRefusal/migrationsPending(path:databaseVersion:libraryVersion:)``),
     ///   or ``DatabaseError`` for any other failure of SQLite.
     public init(
         location: Location, configuration: Configuration = Configuration(), logger: Logger = Logger.current
@@ -128,7 +128,7 @@ public final class SQLiteStore: Sendable {
         switch location {
         case .inMemory:
             guard configuration.access == .readWrite else {
-                throw StoreError.invalidArgument("an in-memory store cannot be opened read-only: it would be empty")
+                throw StoreRefusal.invalidArgument("an in-memory store cannot be opened read-only: it would be empty")
             }
             let database = try Database(path: ":memory:", busyTimeout: configuration.busyTimeout)
             try Self.configureWriter(database)

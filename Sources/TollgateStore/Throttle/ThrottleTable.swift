@@ -45,9 +45,7 @@ enum ThrottleTable {
 
     /// Reads an endpoint's window, without writing.
     static func evaluate(_ db: Database, endpoint: String, limit: ThrottleLimit, at: Date) throws -> Window {
-        guard limit.isValid else {
-            throw StoreError.invalidArgument("invalid throttle limit for \(endpoint): \(limit)")
-        }
+        try limit.validate(endpoint: endpoint)
         let nowMs = at.throttleMilliseconds
         let windowMs = limit.windowMilliseconds
         guard let row = try db.cachedStatement(

@@ -66,6 +66,9 @@ func reportingErrors(_ body: () async throws -> Void) async throws {
     } catch let error as StoreError {
         printError("error: \(error)")
         throw ExitCode.failure
+    } catch let error as StoreRefusal {
+        printError("error: \(error)")
+        throw ExitCode.failure
     } catch let error as DatabaseError {
         printError("error: \(error)")
         throw ExitCode.failure

@@ -149,7 +149,7 @@ struct StoreFaultTests {
         do {
             _ = try SQLiteStore(path: path)
             Issue.record("a newer database was opened")
-        } catch let error as StoreError {
+        } catch let error as StoreRefusal {
             guard case .databaseIsNewer(let databaseVersion, let libraryVersion) = error else {
                 Issue.record("unexpected error \(error)")
                 return

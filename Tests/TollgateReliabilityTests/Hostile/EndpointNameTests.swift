@@ -91,7 +91,7 @@ struct EndpointNameTests {
     @Test("an empty endpoint name is refused with a typed error, and nothing is written")
     func emptyName() async throws {
         let store = try SQLiteStore(location: .inMemory)
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) {
             _ = try await store.admit(AdmissionRequest(
                 endpoint: "", circuitPolicy: Self.policy, probeToken: "p",
                 throttleLimit: ThrottleLimit(requests: 100, per: .seconds(60)),

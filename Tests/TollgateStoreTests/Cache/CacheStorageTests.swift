@@ -105,16 +105,16 @@ struct CacheStorageTests {
             CacheHeaderField(name: "X-Empty", value: ""),
             CacheHeaderField(name: "X-Broken", value: "one\ntwo\r\nthree"),
         ]
-        let decoded = CacheTable.decode(CacheTable.encode(fields))
+        let decoded = StoredHeaders.decode(StoredHeaders.encode(fields))
         #expect(decoded.count == 3)
         #expect(decoded[0] == fields[0])
         #expect(decoded[1] == fields[1])
         #expect(decoded[2].value == "one two three")
-        #expect(CacheTable.decode("garbage\n: \nno separator here\nA: b") == [
+        #expect(StoredHeaders.decode("garbage\n: \nno separator here\nA: b") == [
             CacheHeaderField(name: "", value: ""), CacheHeaderField(name: "A", value: "b"),
         ])
         // A file edited with CRLF line ends, a value holding ": ", text beyond ASCII, a bare name.
-        #expect(CacheTable.decode("A: b\r\nX-Ünï: cödé: ✓\r\n\r\nEmpty:\nLast: z") == [
+        #expect(StoredHeaders.decode("A: b\r\nX-Ünï: cödé: ✓\r\n\r\nEmpty:\nLast: z") == [
             CacheHeaderField(name: "A", value: "b"), CacheHeaderField(name: "X-Ünï", value: "cödé: ✓"),
             CacheHeaderField(name: "Empty", value: ""), CacheHeaderField(name: "Last", value: "z"),
         ])

@@ -106,7 +106,7 @@ struct CircuitStoreTests {
         let transition = try await store.forceOpenCircuit(endpoint: "/x", duration: .seconds(300), policy: policy, at: start)
         #expect(transition.from == .closed && transition.to == .open)
         #expect(try await store.circuit(endpoint: "/x")?.openUntil == start.addingTimeInterval(300))
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) {
             _ = try await store.forceOpenCircuit(endpoint: "/x", duration: .zero, policy: policy, at: start)
         }
     }
@@ -116,10 +116,10 @@ struct CircuitStoreTests {
         let store = try SQLiteStore(location: .inMemory)
         try await trip(store, "/a", at: start)
         let before = try await store.circuit(endpoint: "/a")
-        await #expect(throws: StoreError.invalidArgument("a circuit's endpoint must not be empty")) {
+        await #expect(throws: StoreRefusal.invalidArgument("a circuit's endpoint must not be empty")) {
             _ = try await store.recordCircuitOutcome(.failure, endpoint: "", probeToken: nil, policy: policy, at: start)
         }
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) {
             _ = try await store.recordCircuitOutcome(.failure, endpoint: "/a", probeToken: nil,
                                                      policy: CircuitPolicy(failureThreshold: 0), at: start)
         }

@@ -472,7 +472,7 @@ struct QuotaLedgerTests {
         #expect(try await fixture.ledger.remaining() == 10_000)
         #expect(try await fixture.ledger.status().unitsUsed == 0)
         #expect(try await fixture.ledger.discrepancies().isEmpty)
-        await #expect(throws: StoreError.self) { try await fixture.ledger.reconcile(used: -1) }
+        await #expect(throws: StoreRefusal.self) { try await fixture.ledger.reconcile(used: -1) }
     }
 
     @Test("the forecast: the last hour's burn rate, and when a bucket runs out at it if before the reset")

@@ -12,7 +12,7 @@ struct QuotaMultiProcessTests {
     private static func counts(_ result: WorkerProcess.Result) throws -> (granted: Int, refused: Int, refunded: Int) {
         let words = result.stdout.split(whereSeparator: \.isWhitespace)
         guard words.count == 6, let granted = Int(words[1]), let refused = Int(words[3]), let refunded = Int(words[5]) else {
-            throw StoreError.invalidArgument("unexpected worker output \(result.stdout) \(result.stderr)")
+            throw StoreRefusal.invalidArgument("unexpected worker output \(result.stdout) \(result.stderr)")
         }
         return (granted, refused, refunded)
     }

@@ -36,7 +36,7 @@ struct QuotaOverflowTests {
                 let status = try await store.setQuotaLimit(bucket: "b", limit: limit, configuredLimit: 100, at: Self.now)
                 #expect(allowed, "the store accepted \(limit)")
                 #expect(status.limit == limit)
-            } catch let error as StoreError {
+            } catch let error as StoreRefusal {
                 #expect(!allowed, "the store refused \(limit): \(error)")
             }
             do {
@@ -59,7 +59,7 @@ struct QuotaOverflowTests {
                 await #expect(throws: Never.self) { try await reserveAtConfiguredLimit() }
             } else {
                 #expect(throws: QuotaLedgerError.self) { try configuration.validate() }
-                await #expect(throws: StoreError.self) { try await reserveAtConfiguredLimit() }
+                await #expect(throws: StoreRefusal.self) { try await reserveAtConfiguredLimit() }
             }
         }
         #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
@@ -94,7 +94,7 @@ struct QuotaOverflowTests {
                 }
                 // The store refuses the same out-of-range costs itself, for callers that skip the ledger.
                 if !allowed {
-                    await #expect(throws: StoreError.self) {
+                    await #expect(throws: StoreRefusal.self) {
                         _ = try await store.reserveQuota(QuotaReservationRequest(
                             bucket: "b", endpoint: "e.list", cost: cost, configuredLimit: limit, at: Self.now
                         ))
