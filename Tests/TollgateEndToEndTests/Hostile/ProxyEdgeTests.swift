@@ -14,6 +14,7 @@ extension ScriptedGate {
     init(_ kind: TransportKind, clock: any TollgateClock) throws {
         directory = try TemporaryDirectory()
         store = try SQLiteStore(path: directory.path("gate.sqlite"))
+        simulatedClock = nil
         gate = try Gate(store: store, transport: kind.make(),
                         configuration: GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000), clock: clock)
     }

@@ -9,8 +9,9 @@ struct ScriptedGate {
     let directory: TemporaryDirectory
     let store: SQLiteStore
     let gate: Gate
-    /// The gate's clock: its `sleeps` are the retry delays waited.
-    let clock: SimulatedClock
+    /// The gate's clock when the gate made it: its sleeps pass at once, and its `sleeps` are the
+    /// retry delays waited. Nil for a gate on a clock of the test's own.
+    let simulatedClock: SimulatedClock?
 
     init(_ kind: TransportKind, configure: (inout GateConfiguration) -> Void = { _ in }) throws {
         try self.init(transport: kind.make(), configure: configure)
@@ -21,7 +22,8 @@ struct ScriptedGate {
         store = try SQLiteStore(path: directory.path("gate.sqlite"))
         var configuration = GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000)
         configure(&configuration)
-        clock = SimulatedClock(base: ManualClock(now: GateHarness.start))
+        let clock = SimulatedClock(base: ManualClock(now: GateHarness.start))
+        simulatedClock = clock
         gate = try Gate(store: store, transport: transport, configuration: configuration, clock: clock)
     }
 

@@ -34,7 +34,7 @@ struct UnwinnableAttemptTests {
         #expect(failure?.unitsCharged == 0)
         #expect(try await harness.gate.quota.remaining() == before)
         #expect(try await harness.gate.circuit.failureCount(for: "videos.list") == 0, "the server is not unwell")
-        #expect(harness.clock.sleeps.isEmpty)
+        #expect(harness.simulatedClock?.sleeps.isEmpty == true)
         #expect(server.requestCount == 0)
     }
 
@@ -88,7 +88,7 @@ struct UnwinnableAttemptTests {
         #expect(failure?.unitsCharged == 1, "\(answer.name): it reached the server: charged, once")
         #expect(try await harness.gate.quota.remaining() == before - 1)
         #expect(origin.requests.count == 1)
-        #expect(harness.clock.sleeps.isEmpty)
+        #expect(harness.simulatedClock?.sleeps.isEmpty == true)
     }
 
     @Test("Retry-After: 0 on a 503 waits the schedule's own delays, not nothing", arguments: TransportKind.allCases)
@@ -103,7 +103,7 @@ struct UnwinnableAttemptTests {
         #expect(answer.status.code == 503)
         #expect(answer.attempts == 4)
         // GateHarness's configuration turns jitter off: the schedule is exact.
-        #expect(harness.clock.sleeps == [.seconds(1), .seconds(2), .seconds(4)])
+        #expect(harness.simulatedClock?.sleeps == [.seconds(1), .seconds(2), .seconds(4)])
     }
 
     @Test("a redirect back to a URL already visited ends the chain: the redirect is returned, one unit spent",
