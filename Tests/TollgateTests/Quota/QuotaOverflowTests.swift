@@ -139,7 +139,7 @@ struct QuotaOverflowTests {
             do {
                 _ = try await ledger.reserve(endpoint: "e.list", cost: Self.maximum)
                 Issue.record("a charge was added to a total of \(total)")
-            } catch is StoreError {
+            } catch is StoreRefusal {
             } catch is TollgateError {
             }
             _ = try await ledger.status(bucket: "b").remaining
