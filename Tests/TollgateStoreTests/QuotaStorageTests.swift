@@ -54,10 +54,10 @@ struct QuotaStorageTests {
         // The schema itself refuses a second refund of one charge.
         #expect(throws: DatabaseError.self) {
             try store.write { db in
-                try db.execute("""
+                try db.execute(sql: """
                     INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id)
                     VALUES (0, '2026-11-21', 'b', 'e.list', 'refund', -30, ?)
-                    """, [.integer(charge.reservationID)])
+                    """, arguments: [charge.reservationID])
             }
         }
         #expect(try await store.quotaBucketStatus(bucket: "b", configuredLimit: 100, at: noon).unitsUsed == 0)
@@ -71,7 +71,7 @@ struct QuotaStorageTests {
         await #expect(throws: StoreRefusal.self) {
             try await store.setQuotaLimit(bucket: "b", limit: -2, configuredLimit: 10, at: noon)
         }
-        let events = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM quota_events").int }
+        let events = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM quota_events").int }
         #expect(events == 0)
     }
 

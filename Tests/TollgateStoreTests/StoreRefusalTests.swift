@@ -49,7 +49,7 @@ struct StoreRefusalTests {
         #expect(fileBytes(path) == before)
         #expect(fileBytes(path + "-wal") == walBefore)
         let tables = try SQLiteStore(path: path, configuration: .init(migrations: [altered])).read { db in
-            try db.fetchAll("SELECT name FROM sqlite_master WHERE name = 'quota_buckets'")
+            try db.fetchAll(sql: "SELECT name FROM sqlite_master WHERE name = 'quota_buckets'")
         }
         #expect(tables.isEmpty)
     }

@@ -25,7 +25,7 @@ enum ReadStoreJob {
             let store = try SQLiteStore(path: arguments[0], configuration: .init(access: .readOnly))
             _ = try await store.dashboardSnapshot(at: Date())
             let usage = try await store.read { db in
-                try db.fetchValue("SELECT COALESCE(SUM(units), 0) FROM quota_usage").int ?? -1
+                try db.fetchValue(sql: "SELECT COALESCE(SUM(units), 0) FROM quota_usage").int ?? -1
             }
             print("read usage \(usage) immutable \(store.readsImmutableSnapshot)")
         } catch let error as StoreError {

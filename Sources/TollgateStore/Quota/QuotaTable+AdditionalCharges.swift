@@ -30,11 +30,11 @@ extension QuotaTable {
             db, atMs: nowMs, day: day, bucket: charge.bucket, endpoint: endpoint, kind: .charge, units: charge.cost,
             reservationID: reservationID, detail: "charged with reservation \(reservationID)"
         )
-        try db.execute("""
+        try db.cachedStatement(sql: """
             INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, ?, ?, 1)
             ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1
             WHERE quota_usage.units BETWEEN 0 AND ? - excluded.units
-            """, [.text(day.key), .text(charge.bucket), .text(endpoint), .int(charge.cost), .int(QuotaLimits.maximumUnits)])
+            """).execute(arguments: [day.key, charge.bucket, endpoint, charge.cost, QuotaLimits.maximumUnits])
         guard db.changesCount == 1 else {
             throw StoreRefusal.invalidArgument(
                 "the stored usage of \(endpoint) in \(charge.bucket) on \(day.key) is outside \(QuotaLimits.rangeDescription) "
@@ -45,11 +45,9 @@ extension QuotaTable {
 
     /// Refunds the further charges of the reservation `reservationID`, each once.
     static func refundAdditional(_ db: Database, reservationID: Int64, at: Date, reason: String?) throws {
-        let linked = try db.fetchAll(
-            "SELECT id FROM quota_events WHERE reservation_id = ? AND kind = 'charge'", [.integer(reservationID)]
-        )
+        let linked = try db.cachedStatement(sql: "SELECT id FROM quota_events WHERE reservation_id = ? AND kind = 'charge'").fetchAll(arguments: [reservationID])
         for row in linked {
-            guard let id = row[0].int64 else { continue }
+            let id = try row.decode(Int64.self, forColumn: "id")
             _ = try refund(db, reservationID: id, at: at, reason: reason)
         }
     }

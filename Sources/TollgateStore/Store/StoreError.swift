@@ -38,12 +38,15 @@ public enum StoreError: StorageFailure, Sendable, Hashable, CustomStringConverti
     /// The file was deleted or replaced at its path while this process had it open: what it
     /// would write no other process could see, and it would be lost when this one exits.
     case fileMoved(path: String)
+    /// The store is suspended (``SQLiteStore/suspend()``): it takes no lock until it is resumed,
+    /// so the operation was not made (a transaction under way was rolled back).
+    case suspended(path: String)
 
     /// Whether the store could not do its work on the file (full, read-only, locked, unopenable)
     /// although the request itself was valid: what a gate's ledger-failure policy applies to.
     public var isStorageFailure: Bool {
         switch self {
-        case .readOnly, .diskFull, .locked, .cannotOpen, .openedReadOnly, .fileMoved: true
+        case .readOnly, .diskFull, .locked, .cannotOpen, .openedReadOnly, .fileMoved, .suspended: true
         case .notADatabase, .walUnavailable, .truncated, .isDirectory, .notFound, .notTollgate, .notARegularFile: false
         }
     }
@@ -98,6 +101,9 @@ public enum StoreError: StorageFailure, Sendable, Hashable, CustomStringConverti
             "\(path) was deleted or replaced while this process had it open. Nothing more is charged: another "
                 + "process could not see the charges, and they would be lost when this one exits. Restart this "
                 + "process to open the file now at that path."
+        case .suspended(let path):
+            "\(path) is suspended: the store takes no lock while the app is in the background. Nothing was "
+                + "changed; try again once the store is resumed."
         }
     }
 

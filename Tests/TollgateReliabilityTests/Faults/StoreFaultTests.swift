@@ -53,7 +53,7 @@ struct StoreFaultTests {
         let directory = try TemporaryDirectory()
         let path = try await Self.populatedFile(in: directory)
         let before = try await Self.contents(path)
-        let pages = try await SQLiteStore(path: path).read { db in try db.fetchValue("PRAGMA page_count").int ?? 0 }
+        let pages = try await SQLiteStore(path: path).read { db in try db.fetchValue(sql: "PRAGMA page_count").int ?? 0 }
 
         let capped = try SQLiteStore(path: path, configuration: .init(maximumPageCount: pages + 4))
         var failure: DatabaseError?
@@ -295,7 +295,7 @@ struct StoreFaultTests {
     func clearOnFullFile() async throws {
         let directory = try TemporaryDirectory()
         let path = try await Self.populatedFile(in: directory)
-        let pages = try await SQLiteStore(path: path).read { db in try db.fetchValue("PRAGMA page_count").int ?? 0 }
+        let pages = try await SQLiteStore(path: path).read { db in try db.fetchValue(sql: "PRAGMA page_count").int ?? 0 }
         let capped = try SQLiteStore(path: path, configuration: .init(maximumPageCount: pages + 40))
         var activity = CacheActivity()
         var full = false

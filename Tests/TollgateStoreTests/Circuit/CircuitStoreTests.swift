@@ -56,8 +56,8 @@ struct CircuitStoreTests {
         ])
         #expect(history.last?.at == start)
         let row = try await store.read { db in
-            try db.fetchOne("SELECT state, consecutive_failures, probe_owner, open_until_ms FROM circuits WHERE endpoint = ?",
-                            ["/api/streams"])
+            try db.fetchOne(sql: "SELECT state, consecutive_failures, probe_owner, open_until_ms FROM circuits WHERE endpoint = ?",
+                            arguments: ["/api/streams"])
         }
         #expect(row?.values == [.text("closed"), .integer(0), .null, .null])
     }
@@ -70,7 +70,7 @@ struct CircuitStoreTests {
         try await trip(store, "/fresh", at: now)
         try await trip(store, "/stale", at: now.addingTimeInterval(-120))
         let rows = try await store.read { db in
-            try db.fetchAll("SELECT endpoint, state, consecutive_failures, failure_threshold, retry_in_seconds, trips "
+            try db.fetchAll(sql: "SELECT endpoint, state, consecutive_failures, failure_threshold, retry_in_seconds, trips "
                 + "FROM circuit_status")
         }
         #expect(rows.count == 2)

@@ -20,7 +20,7 @@ struct QuotaMultiProcessTests {
     /// Units charged, net, after each event in commit order: the bucket's usage at every moment.
     private static func runningTotals(_ store: SQLiteStore) async throws -> [Int] {
         let units = try await store.read { db in
-            try db.fetchAll("SELECT units FROM quota_events WHERE bucket = 'shared' ORDER BY id").map { $0[0].int ?? 0 }
+            try db.fetchAll(sql: "SELECT units FROM quota_events WHERE bucket = 'shared' ORDER BY id").map { $0[0].int ?? 0 }
         }
         var total = 0
         return units.map { total += $0; return total }
