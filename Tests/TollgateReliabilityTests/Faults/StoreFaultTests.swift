@@ -77,7 +77,7 @@ struct StoreFaultTests {
         #expect(try await capped.quotaLedgerDiscrepancies().isEmpty)
         #expect(try StoreInvariants.cacheInconsistencies(capped).isEmpty)
         #expect(try await Self.contents(path) == before)
-        #expect(throws: StoreError.self) { try SQLiteStore(path: path, configuration: .init(maximumPageCount: 0)) }
+        #expect(throws: StoreRefusal.self) { try SQLiteStore(path: path, configuration: .init(maximumPageCount: 0)) }
 
         // Without the cap the next write goes through.
         let uncapped = try SQLiteStore(path: path)
