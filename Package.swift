@@ -8,6 +8,7 @@ let package = Package(
     // visionOS 2. Observation (the dashboard model) needs less.
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
+        .library(name: "TollgateCore", targets: ["TollgateCore"]),
         .library(name: "TollgateStore", targets: ["TollgateStore"]),
         .library(name: "Tollgate", targets: ["Tollgate"]),
         .library(name: "TollgateAsyncHTTPClient", targets: ["TollgateAsyncHTTPClient"]),
@@ -45,21 +46,28 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        // The one storage module: connection, transactions, migrator and every table's operations.
+        // The domain without a database: records, the store protocols, the circuit state machine,
+        // quota rules and their messages, PacificDay, clocks, the stored-header codec. Neither SQLite
+        // nor PostgreSQL: both stores build on it.
+        .target(
+            name: "TollgateCore"
+        ),
+        // The one SQLite storage module: connection, transactions, migrator and every table's operations.
         .target(
             name: "TollgateStore",
             dependencies: [
+                "TollgateCore",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The PostgreSQL store for fleets: the same store protocols over a PostgresClient pool.
-        // Nothing in the core depends on it, so a single-machine build never compiles PostgresNIO.
+        // It depends on the core, not on the SQLite store: it builds without SQLite, and nothing in
+        // the core depends on it, so a single-machine build never compiles PostgresNIO.
         .target(
             name: "TollgatePostgres",
             dependencies: [
-                "TollgateStore",
+                "TollgateCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -234,7 +242,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgateStoreTests",
-            dependencies: ["TollgateStore", "CSQLite", "TollgateTestSupport"]
+            dependencies: ["TollgateStore", "TollgateCore", "CSQLite", "TollgateTestSupport"]
         ),
         // Crashes, contention, faults, hostile input and secrets; sized by TOLLGATE_STRESS_SCALE.
         .testTarget(
@@ -306,7 +314,7 @@ let package = Package(
 // the main actor does not hop to the global executor and back for each store operation.
 // Adapters that conform to other packages' protocols (OpenAPI middleware, Hummingbird responders)
 // keep those packages' semantics.
-let callerIsolatedTargets: Set<String> = ["TollgateStore", "Tollgate", "TollgateAsyncHTTPClient"]
+let callerIsolatedTargets: Set<String> = ["TollgateCore", "TollgateStore", "Tollgate", "TollgateAsyncHTTPClient"]
 for target in package.targets where callerIsolatedTargets.contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
 }

@@ -6,6 +6,13 @@
 # modules compiled against an older layout of a changed type (heap corruption at run time). So the
 # plan is made anew and Tollgate's own modules and the harness are recompiled each time (about a
 # minute; the other packages stay built). A failed build stops the run: an old harness is never timed.
+# TOLLGATE_BENCH_BIN names a harness built before (another checkout's, say): it is timed as it is,
+# so two builds can be alternated on one machine (see README, "Before and after").
+if [ -n "${TOLLGATE_BENCH_BIN:-}" ]; then
+    [ -x "$TOLLGATE_BENCH_BIN" ] || { echo "$(basename "$0"): TOLLGATE_BENCH_BIN is not an executable" >&2; exit 1; }
+    bin="$TOLLGATE_BENCH_BIN"
+    return 0
+fi
 rm -rf .build/release.yaml .build/*/release/description.json .build/*/release/Tollgate*.build \
     .build/*/release/BenchmarkScenarios.build .build/*/release/tollgate_bench.build \
     .build/*/release/Modules/Tollgate* .build/*/release/Modules/BenchmarkScenarios*

@@ -8,6 +8,7 @@
 # TOLLGATE_BENCH_SCALE (default 1) multiplies every iteration count; 0.2 gives a quick look.
 # TOLLGATE_BENCH_ROUNDS (default 3) is how many times each pair alternates; the table shows the
 # median of the rounds' medians. TOLLGATE_BENCH_MAX_ENTRIES (default 1000000) caps the scale test.
+# TOLLGATE_BENCH_BIN times a harness built before instead of building one (to alternate two builds).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -99,7 +99,7 @@ struct ErrorMessageCommandTests {
         let fixture = try AdminFixture()
         try await fixture.ledger.reserve(endpoint: "videos.list")
         let held = await OpenWriteTransaction(fixture.store) { db in
-            try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (0, 'test', 'hold')")
+            try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (0, 'test', 'hold')")
         }
         for arguments in Self.readOnlyCommands + [["migrate", "--status"]] {
             let started = ContinuousClock.now

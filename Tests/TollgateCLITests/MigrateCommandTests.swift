@@ -109,11 +109,11 @@ struct MigrateCommandTests {
 
         let store = try SQLiteStore(path: path)
         try await store.write { db in
-            try db.execute("INSERT INTO quota_buckets (bucket, daily_limit, updated_at_ms) VALUES ('youtube', 10000, 0)")
+            try db.execute(sql: "INSERT INTO quota_buckets (bucket, daily_limit, updated_at_ms) VALUES ('youtube', 10000, 0)")
         }
         // Hold a write transaction open in this process while sqlite3 reads.
         let holder = await OpenWriteTransaction(store) { db in
-            try db.execute("UPDATE quota_buckets SET daily_limit = 1 WHERE bucket = 'youtube'")
+            try db.execute(sql: "UPDATE quota_buckets SET daily_limit = 1 WHERE bucket = 'youtube'")
         }
         let result = try CommandRunner.sqlite3(path, "SELECT bucket, bucket_limit, bucket_remaining FROM quota_today")
         try await holder.commit()

@@ -40,10 +40,10 @@ struct AfterAnswerWriteTests {
             #expect(harness.api.receivedRequests.map(\.status) == [200] + Array(repeating: 304, count: 30))
             // Every revision reached the file: 30 revalidations counted, the lease given back.
             let revalidations = try await harness.store.read { db in
-                try db.fetchValue("SELECT COALESCE(SUM(revalidations), 0) FROM cache_stats_daily").int ?? -1
+                try db.fetchValue(sql: "SELECT COALESCE(SUM(revalidations), 0) FROM cache_stats_daily").int ?? -1
             }
             #expect(revalidations == 30)
-            let leases = try await harness.store.read { db in try db.fetchValue("SELECT COUNT(*) FROM cache_leases").int ?? -1 }
+            let leases = try await harness.store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM cache_leases").int ?? -1 }
             #expect(leases == 0)
         }
     }

@@ -513,7 +513,7 @@ struct RFC9111ConformanceTests {
         let names = Set(hit.response.headerFields.map(\.name.canonicalName))
         #expect(names.isDisjoint(with: ["x-hop", "keep-alive", "connection", "set-cookie"]))
         #expect(names.contains("x-kept"))
-        let stored = try await harness.store.read { db in try db.fetchAll("SELECT headers FROM cache_entries") }
+        let stored = try await harness.store.read { db in try db.fetchAll(sql: "SELECT headers FROM cache_entries") }
         #expect(stored.allSatisfy { !($0[0].string ?? "").contains("X-Hop") && !($0[0].string ?? "").contains("session=") })
     }
 }

@@ -138,13 +138,13 @@ struct CircuitConformanceTests {
             let all = try await store.resetCircuits(endpoint: nil, at: Date())
             #expect(all.map(\.endpoint) == ["b"])
             #expect(try await store.allCircuits().map(\.state) == [.closed, .closed])
-            await #expect(throws: StoreError.self) {
+            await #expect(throws: StoreRefusal.self) {
                 try await store.admitCircuitRequest(endpoint: "", policy: policy, probeToken: "t", at: Date())
             }
-            await #expect(throws: StoreError.self) {
+            await #expect(throws: StoreRefusal.self) {
                 try await store.forceOpenCircuit(endpoint: "a", duration: .zero, policy: policy, at: Date())
             }
-            await #expect(throws: StoreError.self) {
+            await #expect(throws: StoreRefusal.self) {
                 try await store.recordCircuitOutcome(
                     .failure, endpoint: "a", probeToken: nil, policy: CircuitPolicy(failureThreshold: 0), at: Date()
                 )

@@ -24,7 +24,7 @@ struct PostgresStoreTests {
             let looking = PostgresStore.Configuration(migratesOnOpen: false)
             let pending = try await PostgresStore.migrationStatus(url: database.url, logger: PostgresTestDatabase.quietLogger)
             #expect(pending.map(\.migration) == PostgresMigrations.all && pending.allSatisfy { !$0.isApplied })
-            await #expect(throws: StoreError.migrationsPending(
+            await #expect(throws: StoreRefusal.migrationsPending(
                 path: "\(try PostgresLocation(url: database.url))", databaseVersion: 0, libraryVersion: PostgresMigrations.all.count
             )) {
                 _ = try await PostgresStore(url: database.url, configuration: looking, logger: PostgresTestDatabase.quietLogger)
@@ -95,12 +95,12 @@ struct PostgresStoreTests {
                                                 applied_at timestamptz NOT NULL DEFAULT now())
                 """)
             try await database.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (7, 'future', 'x')")
-            await #expect(throws: StoreError.databaseIsNewer(databaseVersion: 7, libraryVersion: PostgresMigrations.all.count)) {
+            await #expect(throws: StoreRefusal.databaseIsNewer(databaseVersion: 7, libraryVersion: PostgresMigrations.all.count)) {
                 _ = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
             }
             #expect(try await database.textValue("SELECT to_regclass('quota_buckets')::text") == nil)
             #expect(try await database.intValue("SELECT count(*)::bigint FROM schema_migrations") == 1)
-            let error = StoreError.databaseIsNewer(databaseVersion: 7, libraryVersion: 1)
+            let error = StoreRefusal.databaseIsNewer(databaseVersion: 7, libraryVersion: 1)
             #expect(error.description.contains("version 7") && error.description.contains("version 1"))
         }
     }
@@ -112,14 +112,14 @@ struct PostgresStoreTests {
             await store.shutdown()
             try await database.execute("UPDATE schema_migrations SET checksum = 'deadbeef' WHERE version = 1")
             let library = PostgresMigrations.all[0]
-            await #expect(throws: StoreError.migrationChecksumMismatch(
+            await #expect(throws: StoreRefusal.migrationChecksumMismatch(
                 version: 1, name: library.name, recorded: "deadbeef", expected: library.checksum
             )) {
                 _ = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
             }
             // A library with a migration 2 does not apply it over a history it does not recognise.
             let next = Migration(version: 2, name: "next", sql: "CREATE TABLE should_not_exist (id integer)")
-            await #expect(throws: StoreError.self) {
+            await #expect(throws: StoreRefusal.self) {
                 _ = try await PostgresStore(
                     url: database.url, configuration: .init(migrations: PostgresMigrations.all + [next]),
                     logger: PostgresTestDatabase.quietLogger

@@ -73,7 +73,7 @@ struct QuotaConformanceTests {
                 == .refunded(units: 30, day: charge.day))
             #expect(try await store.refundQuota(reservationID: charge.reservationID, at: Date(), reason: "304")
                 == .alreadyRefunded)
-            await #expect(throws: StoreError.self) {
+            await #expect(throws: StoreRefusal.self) {
                 try await store.refundQuota(reservationID: 999_999, at: Date(), reason: nil)
             }
             #expect(try await store.quotaBucketStatus(bucket: "b", configuredLimit: 100, at: Date()).unitsUsed == 0)
@@ -106,13 +106,13 @@ struct QuotaConformanceTests {
           arguments: StoreBackend.available)
     func invalidArguments(backend: StoreBackend) async throws {
         try await backend.withStore { store in
-            await #expect(throws: StoreError.self) { try await store.reserveQuota(request(cost: -1)) }
-            await #expect(throws: StoreError.self) { try await store.reserveQuota(request(cost: 1, limit: -1)) }
-            await #expect(throws: StoreError.self) { try await store.reserveQuota(request(cost: 1, endpoint: "*")) }
-            await #expect(throws: StoreError.self) {
+            await #expect(throws: StoreRefusal.self) { try await store.reserveQuota(request(cost: -1)) }
+            await #expect(throws: StoreRefusal.self) { try await store.reserveQuota(request(cost: 1, limit: -1)) }
+            await #expect(throws: StoreRefusal.self) { try await store.reserveQuota(request(cost: 1, endpoint: "*")) }
+            await #expect(throws: StoreRefusal.self) {
                 try await store.setQuotaLimit(bucket: "b", limit: -2, configuredLimit: 10, at: Date())
             }
-            await #expect(throws: StoreError.self) {
+            await #expect(throws: StoreRefusal.self) {
                 try await store.reconcileQuota(bucket: "b", used: -1, configuredLimit: 10, day: PacificDay(containing: Date()), at: Date())
             }
             let usage = try await store.quotaUsage(on: PacificDay(containing: Date()))

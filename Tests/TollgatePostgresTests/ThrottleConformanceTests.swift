@@ -57,7 +57,7 @@ struct ThrottleConformanceTests {
             #expect(try await store.resetThrottle(endpoint: "a", at: Date()) == 1)
             #expect(try await store.admitRequest(endpoint: "a", limit: limit, at: Date()).allowed)
             #expect(try await store.resetThrottle(endpoint: nil, at: Date()) == 2)
-            await #expect(throws: StoreError.self) {
+            await #expect(throws: StoreRefusal.self) {
                 try await store.admitRequest(endpoint: "a", limit: ThrottleLimit(requests: -1, per: .seconds(1)), at: Date())
             }
         }

@@ -20,7 +20,7 @@ struct LedgerFileTests {
     }
 
     private func applicationID(_ path: String) throws -> Int64? {
-        try Database(path: path, mode: .readOnly).fetchValue("PRAGMA application_id").int64
+        try Database(path: path, mode: .readOnly).fetchValue(sql: "PRAGMA application_id").int64
     }
 
     @Test("a new file is marked with Tollgate's application ID; a file an earlier release made is marked on open")
@@ -31,7 +31,7 @@ struct LedgerFileTests {
         #expect(try applicationID(path) == Int64(DatabaseOwnership.applicationID))
 
         // As a release before the mark left it: the same schema and history, application ID 0.
-        try Database(path: path).execute("PRAGMA application_id = 0")
+        try Database(path: path).execute(sql: "PRAGMA application_id = 0")
         #expect(try applicationID(path) == 0)
         let reopened = try SQLiteStore(path: path)
         #expect(reopened.migrationsAppliedAtOpen.isEmpty, "no migration is needed")
@@ -64,7 +64,7 @@ struct LedgerFileTests {
         #expect(throws: StoreError.self) { try SQLiteStore.migrationStatus(path: path) }
         #expect(fileBytes(path) == before)
         #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
-        #expect(try Database(path: path, mode: .readOnly).fetchValue("PRAGMA journal_mode").string == "delete")
+        #expect(try Database(path: path, mode: .readOnly).fetchValue(sql: "PRAGMA journal_mode").string == "delete")
         #expect(throws: StoreError.self) { try SQLiteStore.requireReplaceable(path: path) }
     }
 
@@ -127,18 +127,18 @@ struct LedgerFileTests {
         let directory = try TemporaryDirectory()
         let path = directory.path("ledger.sqlite")
         let store = try SQLiteStore(path: path)
-        try await store.write { db in try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (0, 'test', 'before')") }
+        try await store.write { db in try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (0, 'test', 'before')") }
 
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         let error = await #expect(throws: StoreError.self) {
-            try await store.write { db in try db.execute("SELECT 1") }
+            try await store.write { db in try db.execute(sql: "SELECT 1") }
         }
         #expect(error == .fileMoved(path: path))
         #expect(error?.isStorageFailure == true, "a gate's ledger-failure policy applies")
-        #expect(throws: StoreError.fileMoved(path: path)) { try store.write { db in try db.execute("SELECT 1") } }
+        #expect(throws: StoreError.fileMoved(path: path)) { try store.write { db in try db.execute(sql: "SELECT 1") } }
 
         // Replaced by another file at the same path: still not the file this store writes into.
         _ = try SQLiteStore(path: path)
-        #expect(throws: StoreError.fileMoved(path: path)) { try store.write { db in try db.execute("SELECT 1") } }
+        #expect(throws: StoreError.fileMoved(path: path)) { try store.write { db in try db.execute(sql: "SELECT 1") } }
     }
 }

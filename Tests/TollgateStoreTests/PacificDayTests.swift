@@ -89,12 +89,12 @@ struct PacificDayTests {
         let store = try SQLiteStore(location: .inMemory)
         let row = try store.read { db in
             let viewSQL = try #require(
-                try db.fetchValue("SELECT sql FROM sqlite_master WHERE name = 'pacific_clock'").string
+                try db.fetchValue(sql: "SELECT sql FROM sqlite_master WHERE name = 'pacific_clock'").string
             )
             // Replace the view's 'now' by the instant under test and run its body as a query.
             let header = try #require(viewSQL.range(of: "AS\n"))
             let query = viewSQL[header.upperBound...].replacingOccurrences(of: "'now'", with: "'\(Self.sqliteTimestamp(instant))'")
-            return try db.fetchOne(String(query))
+            return try db.fetchOne(sql: String(query))
         }
         let day = PacificDay(containing: instant)
         #expect(row?[0].string == day.key)

@@ -48,16 +48,16 @@ struct QuotaStorageTests {
         #expect(try await store.refundQuota(reservationID: charge.reservationID, at: noon, reason: "304")
             == .refunded(units: 30, day: charge.day))
         #expect(try await store.refundQuota(reservationID: charge.reservationID, at: noon, reason: "304") == .alreadyRefunded)
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) {
             try await store.refundQuota(reservationID: 9999, at: noon, reason: nil)
         }
         // The schema itself refuses a second refund of one charge.
         #expect(throws: DatabaseError.self) {
             try store.write { db in
-                try db.execute("""
+                try db.execute(sql: """
                     INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id)
                     VALUES (0, '2026-11-21', 'b', 'e.list', 'refund', -30, ?)
-                    """, [.integer(charge.reservationID)])
+                    """, arguments: [charge.reservationID])
             }
         }
         #expect(try await store.quotaBucketStatus(bucket: "b", configuredLimit: 100, at: noon).unitsUsed == 0)
@@ -66,12 +66,12 @@ struct QuotaStorageTests {
     @Test("a negative cost or limit is refused before anything is written")
     func invalidArguments() async throws {
         let store = try SQLiteStore(location: .inMemory)
-        await #expect(throws: StoreError.self) { try await store.reserveQuota(request(cost: -1)) }
-        await #expect(throws: StoreError.self) { try await store.reserveQuota(request(cost: 1, limit: -1)) }
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) { try await store.reserveQuota(request(cost: -1)) }
+        await #expect(throws: StoreRefusal.self) { try await store.reserveQuota(request(cost: 1, limit: -1)) }
+        await #expect(throws: StoreRefusal.self) {
             try await store.setQuotaLimit(bucket: "b", limit: -2, configuredLimit: 10, at: noon)
         }
-        let events = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM quota_events").int }
+        let events = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM quota_events").int }
         #expect(events == 0)
     }
 

@@ -13,14 +13,14 @@ struct StoreOpeningTests {
         let first = try SQLiteStore(path: path)
         #expect(first.migrationsAppliedAtOpen.map(\.version) == Migration.all.map(\.version))
         let recorded = try first.read { db in
-            try db.fetchAll("SELECT version, checksum FROM schema_migrations ORDER BY version")
+            try db.fetchAll(sql: "SELECT version, checksum FROM schema_migrations ORDER BY version")
         }
         #expect(recorded.map { $0[0].int } == Migration.all.map(\.version))
         #expect(recorded.map { $0[1].string } == Migration.all.map(\.checksum))
 
         let second = try SQLiteStore(path: path)
         #expect(second.migrationsAppliedAtOpen.isEmpty)
-        let count = try second.read { db in try db.fetchValue("SELECT COUNT(*) FROM schema_migrations").int }
+        let count = try second.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM schema_migrations").int }
         #expect(count == Migration.all.count)
     }
 
@@ -30,9 +30,9 @@ struct StoreOpeningTests {
         let store = try SQLiteStore(path: directory.path("settings.sqlite"))
         let settings = try store.write { db in
             (
-                try db.fetchValue("PRAGMA journal_mode").string,
-                try db.fetchValue("PRAGMA synchronous").int,
-                try db.fetchValue("PRAGMA foreign_keys").int
+                try db.fetchValue(sql: "PRAGMA journal_mode").string,
+                try db.fetchValue(sql: "PRAGMA synchronous").int,
+                try db.fetchValue(sql: "PRAGMA foreign_keys").int
             )
         }
         #expect(settings.0 == "wal")
@@ -45,9 +45,9 @@ struct StoreOpeningTests {
         let directory = try TemporaryDirectory()
         let store = try SQLiteStore(path: directory.path("secure-delete.sqlite"))
         // 2 is FAST; Debian's build defaults to 1, which rewrites every freed page.
-        #expect(try store.write { db in try db.fetchValue("PRAGMA secure_delete").int } == 2)
+        #expect(try store.write { db in try db.fetchValue(sql: "PRAGMA secure_delete").int } == 2)
         let memory = try SQLiteStore(location: .inMemory)
-        #expect(try memory.write { db in try db.fetchValue("PRAGMA secure_delete").int } == 2)
+        #expect(try memory.write { db in try db.fetchValue(sql: "PRAGMA secure_delete").int } == 2)
     }
 
     @Test("a new database file and its WAL files are readable by their owner only")
@@ -55,7 +55,7 @@ struct StoreOpeningTests {
         let directory = try TemporaryDirectory()
         let path = directory.path("private.sqlite")
         let store = try SQLiteStore(path: path)
-        try store.write { db in try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (1, 'test', 'touch')") }
+        try store.write { db in try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (1, 'test', 'touch')") }
 
         #expect(try posixPermissions(path) == 0o600)
         #expect(try posixPermissions(path + "-wal") == 0o600)
@@ -68,7 +68,7 @@ struct StoreOpeningTests {
     func viewAnswers(view: String) throws {
         let directory = try TemporaryDirectory()
         let store = try SQLiteStore(path: directory.path("views.sqlite"))
-        let rows = try store.read { db in try db.fetchAll("SELECT * FROM \(view)") }
+        let rows = try store.read { db in try db.fetchAll(sql: "SELECT * FROM \(view)") }
         #expect(rows.isEmpty)
     }
 
@@ -78,35 +78,35 @@ struct StoreOpeningTests {
         let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
         let today = PacificDay(containing: Date()).key
         try store.write { db in
-            try db.execute("INSERT INTO quota_buckets (bucket, daily_limit, updated_at_ms) VALUES ('youtube', 10000, ?)", [.integer(nowMs)])
-            try db.execute("INSERT INTO quota_buckets (bucket, daily_limit, updated_at_ms) VALUES ('idle', 500, ?)", [.integer(nowMs)])
-            try db.execute("INSERT INTO quota_usage VALUES (?, 'youtube', 'search.list', 300, 3)", [.text(today)])
-            try db.execute("INSERT INTO quota_usage VALUES (?, 'youtube', 'videos.list', 7, 7)", [.text(today)])
-            try db.execute("INSERT INTO quota_usage VALUES ('2001-01-01', 'youtube', 'videos.list', 9, 9)")
-            try db.execute("""
+            try db.execute(sql: "INSERT INTO quota_buckets (bucket, daily_limit, updated_at_ms) VALUES ('youtube', 10000, ?)", arguments: [nowMs])
+            try db.execute(sql: "INSERT INTO quota_buckets (bucket, daily_limit, updated_at_ms) VALUES ('idle', 500, ?)", arguments: [nowMs])
+            try db.execute(sql: "INSERT INTO quota_usage VALUES (?, 'youtube', 'search.list', 300, 3)", arguments: [today])
+            try db.execute(sql: "INSERT INTO quota_usage VALUES (?, 'youtube', 'videos.list', 7, 7)", arguments: [today])
+            try db.execute(sql: "INSERT INTO quota_usage VALUES ('2001-01-01', 'youtube', 'videos.list', 9, 9)")
+            try db.execute(sql: """
                 INSERT INTO circuits (endpoint, state, consecutive_failures, open_until_ms, open_duration_ms, trips, updated_at_ms)
                 VALUES ('videos.list', 'open', 5, ?, 60000, 1, ?)
-                """, [.integer(nowMs + 45_000), .integer(nowMs)])
+                """, arguments: [nowMs + 45_000, nowMs])
             try db.execute(
-                "INSERT INTO throttle_limits VALUES ('/api/activities', 10, 60000, ?, json_array(?, ?, ?))",
-                [.integer(nowMs), .integer(nowMs - 90_000), .integer(nowMs - 2_000), .integer(nowMs - 1_000)]
+                sql: "INSERT INTO throttle_limits VALUES ('/api/activities', 10, 60000, ?, json_array(?, ?, ?))",
+                arguments: [nowMs, nowMs - 90_000, nowMs - 2_000, nowMs - 1_000]
             )
-            try db.execute("INSERT INTO cache_stats_daily (pacific_date, endpoint, hits, revalidations, misses, stale, bytes_saved) VALUES (?, 'videos.list', 6, 3, 1, 0, 1000)", [.text(today)])
+            try db.execute(sql: "INSERT INTO cache_stats_daily (pacific_date, endpoint, hits, revalidations, misses, stale, bytes_saved) VALUES (?, 'videos.list', 6, 3, 1, 0, 1000)", arguments: [today])
         }
 
         let quota = try store.read { db in
-            try db.fetchAll("SELECT pacific_date, bucket, endpoint, units, calls, bucket_limit, bucket_remaining FROM quota_today")
+            try db.fetchAll(sql: "SELECT pacific_date, bucket, endpoint, units, calls, bucket_limit, bucket_remaining FROM quota_today")
         }
         #expect(quota == [
             Row([.text(today), "idle", .null, 0, 0, 500, 500]),
             Row([.text(today), "youtube", "search.list", 300, 3, 10000, 9693]),
             Row([.text(today), "youtube", "videos.list", 7, 7, 10000, 9693]),
         ])
-        let daily = try store.read { db in try db.fetchAll("SELECT pacific_date, units FROM quota_daily WHERE endpoint = 'videos.list'") }
+        let daily = try store.read { db in try db.fetchAll(sql: "SELECT pacific_date, units FROM quota_daily WHERE endpoint = 'videos.list'") }
         #expect(daily == [Row([.text(today), 7]), Row(["2001-01-01", 9])])
 
         let circuit = try #require(try store.read { db in
-            try db.fetchOne("SELECT state, consecutive_failures, retry_in_seconds, trips FROM circuit_status")
+            try db.fetchOne(sql: "SELECT state, consecutive_failures, retry_in_seconds, trips FROM circuit_status")
         })
         #expect(circuit[0] == "open")
         #expect(circuit[1] == 5)
@@ -114,11 +114,11 @@ struct StoreOpeningTests {
         #expect(circuit[3] == 1)
 
         let throttle = try store.read { db in
-            try db.fetchOne("SELECT window_seconds, request_limit, current_count, remaining FROM throttle_status")
+            try db.fetchOne(sql: "SELECT window_seconds, request_limit, current_count, remaining FROM throttle_status")
         }
         #expect(throttle == Row([60.0, 10, 2, 8]))
 
-        let cache = try store.read { db in try db.fetchOne("SELECT hits, revalidations, misses, hit_rate FROM cache_stats") }
+        let cache = try store.read { db in try db.fetchOne(sql: "SELECT hits, revalidations, misses, hit_rate FROM cache_stats") }
         #expect(cache == Row([6, 3, 1, 0.9]))
     }
 
@@ -126,9 +126,9 @@ struct StoreOpeningTests {
     func inMemoryStore() async throws {
         let store = try SQLiteStore(location: .inMemory)
         try await store.write { db in
-            try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (1, 'test', 'touch')")
+            try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (1, 'test', 'touch')")
         }
-        let count = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM admin_events").int }
+        let count = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM admin_events").int }
         #expect(count == 1)
     }
 
@@ -147,7 +147,7 @@ struct StoreOpeningTests {
         }
         #expect(applied.flatMap { $0 }.sorted() == Migration.all.map(\.version))
         let store = try SQLiteStore(path: path)
-        let count = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM schema_migrations").int }
+        let count = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM schema_migrations").int }
         #expect(count == Migration.all.count)
     }
 

@@ -41,7 +41,7 @@ struct StoreRefusalTests {
         let walBefore = fileBytes(path + "-wal")
 
         let library = try #require(Migration.all.first)
-        #expect(throws: StoreError.migrationChecksumMismatch(
+        #expect(throws: StoreRefusal.migrationChecksumMismatch(
             version: 1, name: "initial", recorded: altered.checksum, expected: library.checksum
         )) {
             try SQLiteStore(path: path)
@@ -49,7 +49,7 @@ struct StoreRefusalTests {
         #expect(fileBytes(path) == before)
         #expect(fileBytes(path + "-wal") == walBefore)
         let tables = try SQLiteStore(path: path, configuration: .init(migrations: [altered])).read { db in
-            try db.fetchAll("SELECT name FROM sqlite_master WHERE name = 'quota_buckets'")
+            try db.fetchAll(sql: "SELECT name FROM sqlite_master WHERE name = 'quota_buckets'")
         }
         #expect(tables.isEmpty)
     }
@@ -64,11 +64,11 @@ struct StoreRefusalTests {
         let walBefore = fileBytes(path + "-wal")
 
         let libraryVersion = try #require(Migration.all.last?.version)
-        let error = #expect(throws: StoreError.self) { try SQLiteStore(path: path) }
+        let error = #expect(throws: StoreRefusal.self) { try SQLiteStore(path: path) }
         #expect(error == .databaseIsNewer(databaseVersion: 42, libraryVersion: libraryVersion))
         #expect(error?.description.contains("42") == true)
         #expect(error?.description.contains("version \(libraryVersion)") == true)
-        #expect(throws: StoreError.databaseIsNewer(databaseVersion: 42, libraryVersion: libraryVersion)) {
+        #expect(throws: StoreRefusal.databaseIsNewer(databaseVersion: 42, libraryVersion: libraryVersion)) {
             try SQLiteStore.migrationStatus(path: path)
         }
         #expect(fileBytes(path) == before)

@@ -16,7 +16,7 @@ struct ThrottleStorageTests {
         #expect(AdmittedTimes.decode(text) == times.filter { $0 != .min }, "Int64.min's magnitude overflows: skipped, never wrapped")
         let store = try SQLiteStore(location: .inMemory)
         let read = try store.read { db in
-            try db.fetchAll("SELECT value FROM json_each(?)", [.text(AdmittedTimes.encode(Array(times.dropFirst())))])
+            try db.fetchAll(sql: "SELECT value FROM json_each(?)", arguments: [AdmittedTimes.encode(Array(times.dropFirst()))])
         }
         #expect(read.map { $0[0].int64 } == times.dropFirst().map { $0 })
     }
@@ -51,7 +51,7 @@ struct ThrottleStorageTests {
         let three = ThrottleLimit(requests: 3, per: .seconds(60))
         let refused = try await store.admitRequest(endpoint: "/e", limit: three, at: start.addingTimeInterval(10))
         #expect(refused == ThrottleAdmission(allowed: false, count: 5, limit: 3, retryAfter: 52))
-        let limits = try await store.read { db in try db.fetchAll("SELECT endpoint, request_limit, window_ms FROM throttle_limits") }
+        let limits = try await store.read { db in try db.fetchAll(sql: "SELECT endpoint, request_limit, window_ms FROM throttle_limits") }
         #expect(limits == [Row(["/e", 3, 60_000])])
     }
 
@@ -60,7 +60,7 @@ struct ThrottleStorageTests {
         let store = try SQLiteStore(location: .inMemory)
         let blocked = try await store.admitRequest(endpoint: "/e", limit: ThrottleLimit(requests: 0, per: .seconds(30)), at: start)
         #expect(blocked == ThrottleAdmission(allowed: false, count: 0, limit: 0, retryAfter: 30))
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) {
             try await store.admitRequest(endpoint: "/e", limit: ThrottleLimit(requests: 1, per: .microseconds(10)), at: start)
         }
     }
@@ -77,8 +77,8 @@ struct ThrottleStorageTests {
             ].flatMap { sql in
                 let arguments: [DatabaseValue] = sql.contains("quota_usage") ? ["2026-11-21", "b"]
                     : sql.contains("reservation_id") ? [.integer(1)] : ["/e"]
-                return try db.fetchAll("EXPLAIN QUERY PLAN " + sql, arguments)
-                    .compactMap { $0[3].string }
+                return try db.fetchAll(sql: "EXPLAIN QUERY PLAN " + sql, arguments: StatementArguments(arguments))
+                    .map { try $0.decode(String.self, forColumn: "detail") }
             }
         }
         #expect(!plans.isEmpty)
@@ -94,7 +94,7 @@ struct ThrottleStorageTests {
             _ = try await store.admitRequest(endpoint: "/e", limit: limit, at: start.addingTimeInterval(Double(offset)))
         }
         let admitted = { try await store.read { db in
-            try db.fetchValue("SELECT admitted_at_ms FROM throttle_limits WHERE endpoint = '/e'").string
+            try db.fetchValue(sql: "SELECT admitted_at_ms FROM throttle_limits WHERE endpoint = '/e'").string
         } }
         #expect(try await admitted() == "[1800000000000,1800000001000,1800000002000]")
         // 10.5 s after the first: it left the window, the others stay, one more fits.
@@ -104,7 +104,7 @@ struct ThrottleStorageTests {
 
         // A hand-edited row: garbage is skipped, an overflowing number too; it throttles less, never more.
         try await store.write { db in
-            try db.execute("UPDATE throttle_limits SET admitted_at_ms = '[1800000010500, x, 99999999999999999999]'")
+            try db.execute(sql: "UPDATE throttle_limits SET admitted_at_ms = '[1800000010500, x, 99999999999999999999]'")
         }
         let repaired = try await store.admitRequest(endpoint: "/e", limit: limit, at: start.addingTimeInterval(11))
         #expect(repaired == ThrottleAdmission(allowed: true, count: 2, limit: 3, retryAfter: nil))
@@ -117,15 +117,15 @@ struct ThrottleStorageTests {
         let path = directory.path("old.sqlite")
         let old = try SQLiteStore(path: path, configuration: .init(migrations: Array(Migration.all.prefix(3))))
         try old.write { db in
-            try db.execute("INSERT INTO throttle_limits VALUES ('/e', 10, 60000, 0)")
+            try db.execute(sql: "INSERT INTO throttle_limits VALUES ('/e', 10, 60000, 0)")
             for at in [3, 1, 2] as [Int64] {
-                try db.execute("INSERT INTO throttle_requests (endpoint, at_ms) VALUES ('/e', ?)", [.integer(at)])
+                try db.execute(sql: "INSERT INTO throttle_requests (endpoint, at_ms) VALUES ('/e', ?)", arguments: [at])
             }
-            try db.execute("INSERT INTO throttle_limits VALUES ('/idle', 5, 1000, 0)")
+            try db.execute(sql: "INSERT INTO throttle_limits VALUES ('/idle', 5, 1000, 0)")
         }
         let migrated = try SQLiteStore(path: path)
         let rows = try migrated.read { db in
-            try db.fetchAll("SELECT endpoint, admitted_at_ms FROM throttle_limits ORDER BY endpoint")
+            try db.fetchAll(sql: "SELECT endpoint, admitted_at_ms FROM throttle_limits ORDER BY endpoint")
         }
         #expect(rows == [Row(["/e", "[1,2,3]"]), Row(["/idle", "[]"])])
     }

@@ -13,19 +13,19 @@ struct TransactionTests {
         let store = try SQLiteStore(path: directory.path("rollback.sqlite"))
         await #expect(throws: Abort()) {
             try await store.write { db in
-                try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (1, 'test', 'first')")
-                try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (2, 'test', 'second')")
+                try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (1, 'test', 'first')")
+                try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (2, 'test', 'second')")
                 throw Abort()
             }
         }
-        let count = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM admin_events").int }
+        let count = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM admin_events").int }
         #expect(count == 0)
 
         // The connection is usable afterwards: no transaction was left open.
         try await store.write { db in
-            try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (3, 'test', 'third')")
+            try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (3, 'test', 'third')")
         }
-        let after = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM admin_events").int }
+        let after = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM admin_events").int }
         #expect(after == 1)
     }
 
@@ -34,14 +34,14 @@ struct TransactionTests {
         let store = try SQLiteStore(location: .inMemory)
         try store.write { db in
             let sql = "INSERT INTO admin_events (at_ms, subject, action) VALUES (?, 'test', 'cached')"
-            let first = try db.cachedStatement(sql)
+            let first = try db.cachedStatement(sql: sql)
             let countBefore = db.cachedStatementCount
             for index in 0..<100 {
-                try db.execute(sql, [.int(index)])
+                try db.execute(sql: sql, arguments: [index])
             }
-            #expect(try db.cachedStatement(sql) === first)
+            #expect(try db.cachedStatement(sql: sql) === first)
             #expect(db.cachedStatementCount == countBefore)
-            #expect(try db.fetchValue("SELECT COUNT(*) FROM admin_events").int == 100)
+            #expect(try db.fetchValue(sql: "SELECT COUNT(*) FROM admin_events").int == 100)
         }
     }
 
@@ -51,8 +51,8 @@ struct TransactionTests {
         let secret = "AIzaSy-very-secret-api-key"
         let error = #expect(throws: DatabaseError.self) {
             try store.write { db in
-                try db.execute("INSERT INTO quota_usage (pacific_date, bucket, endpoint) VALUES (?, 'no-such-bucket', ?)",
-                               ["2026-11-21", .text(secret)])
+                try db.execute(sql: "INSERT INTO quota_usage (pacific_date, bucket, endpoint) VALUES (?, 'no-such-bucket', ?)",
+                               arguments: ["2026-11-21", secret])
             }
         }
         #expect(error?.extendedResultCode == 787) // SQLITE_CONSTRAINT_FOREIGNKEY
@@ -66,17 +66,17 @@ struct TransactionTests {
         let directory = try TemporaryDirectory()
         let store = try SQLiteStore(path: directory.path("concurrent.sqlite"))
         try await store.write { db in
-            try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (1, 'test', 'committed')")
+            try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (1, 'test', 'committed')")
         }
         let slowWrite = await OpenWriteTransaction(store) { db in
-            try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (2, 'test', 'pending')")
+            try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (2, 'test', 'pending')")
         }
         // The writer connection is busy inside its transaction; the reader still answers, from the
         // last committed snapshot.
-        let seen = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM admin_events").int }
+        let seen = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM admin_events").int }
         #expect(seen == 1)
         try await slowWrite.commit()
-        let after = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM admin_events").int }
+        let after = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM admin_events").int }
         #expect(after == 2)
     }
 
@@ -86,7 +86,7 @@ struct TransactionTests {
         let store = try SQLiteStore(path: directory.path("readonly.sqlite"))
         #expect(throws: DatabaseError.self) {
             try store.read { db in
-                try db.execute("INSERT INTO admin_events (at_ms, subject, action) VALUES (1, 'test', 'nope')")
+                try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (1, 'test', 'nope')")
             }
         }
     }
@@ -96,7 +96,7 @@ struct TransactionTests {
         let store = try SQLiteStore(location: .inMemory)
         let blob = Data((0...255).map { UInt8($0) })
         let row = try store.write { db in
-            try db.fetchOne("SELECT ?, ?, ?, ?, ?, ?", [.blob(blob), .blob(Data()), "héllo ✓", 42, 2.5, nil])
+            try db.fetchOne(sql: "SELECT ?, ?, ?, ?, ?, ?", arguments: [blob, Data(), "héllo ✓", 42, 2.5, nil])
         }
         #expect(row == Row([.blob(blob), .blob(Data()), "héllo ✓", 42, 2.5, .null]))
     }

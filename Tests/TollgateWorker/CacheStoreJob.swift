@@ -6,7 +6,7 @@ import TollgateStore
 enum CacheStoreJob {
     static func run(_ arguments: [String]) async throws {
         guard arguments.count == 4, let count = Int(arguments[2]), let maxEntries = Int(arguments[3]) else {
-            throw StoreError.invalidArgument("cache-store needs PATH WORKER COUNT MAX_ENTRIES")
+            throw StoreRefusal.invalidArgument("cache-store needs PATH WORKER COUNT MAX_ENTRIES")
         }
         let store = try SQLiteStore(path: arguments[0])
         let worker = arguments[1]

@@ -11,7 +11,7 @@ enum CircuitProbeJob {
     static func run(_ arguments: [String]) async throws {
         guard arguments.count == 4 || arguments.count == 6, let nowMilliseconds = Int64(arguments[2]),
               let attempts = Int(arguments[3])
-        else { throw StoreError.invalidArgument("circuit-probe PATH ENDPOINT NOW_MS ATTEMPTS [READY_PATH GO_PATH]") }
+        else { throw StoreRefusal.invalidArgument("circuit-probe PATH ENDPOINT NOW_MS ATTEMPTS [READY_PATH GO_PATH]") }
         let store = try SQLiteStore(path: arguments[0])
         let clock = ManualClock(now: Date(timeIntervalSince1970: TimeInterval(nowMilliseconds) / 1000))
         let breaker = CircuitBreaker(storage: store, clock: clock)
@@ -19,7 +19,7 @@ enum CircuitProbeJob {
             try Data().write(to: URL(fileURLWithPath: arguments[4]))
             let deadline = Date().addingTimeInterval(30)
             while !FileManager.default.fileExists(atPath: arguments[5]) {
-                guard Date() < deadline else { throw StoreError.invalidArgument("no go signal at \(arguments[5])") }
+                guard Date() < deadline else { throw StoreRefusal.invalidArgument("no go signal at \(arguments[5])") }
                 try await Task.sleep(for: .milliseconds(1))
             }
         }

@@ -17,7 +17,7 @@ enum ContentionJob {
         guard arguments.count == 5, let nowMs = Int64(arguments[1]), let limit = Int(arguments[2]),
               let tasks = Int(arguments[3]), let count = Int(arguments[4])
         else {
-            throw StoreError.invalidArgument("contention-admit PATH NOW_MS LIMIT TASKS COUNT")
+            throw StoreRefusal.invalidArgument("contention-admit PATH NOW_MS LIMIT TASKS COUNT")
         }
         let store = try SQLiteStore(path: arguments[0])
         let now = Date(timeIntervalSince1970: TimeInterval(nowMs) / 1000)

@@ -23,7 +23,7 @@ enum CrashWorkloadJob {
 
     static func run(_ arguments: [String]) async throws {
         guard arguments.count == 3, let seed = UInt64(arguments[1]), let iterations = Int(arguments[2]) else {
-            throw StoreError.invalidArgument("crash-workload PATH SEED ITERATIONS")
+            throw StoreRefusal.invalidArgument("crash-workload PATH SEED ITERATIONS")
         }
         let store = try SQLiteStore(path: arguments[0])
         emit("ready")

@@ -21,7 +21,7 @@ enum FleetAdmitJob {
               let retries = arguments.count >= 7 ? Int(arguments[6]) : 0,
               let pauseMs = arguments.count == 8 ? Int(arguments[7]) : 0
         else {
-            throw StoreError.invalidArgument("fleet-admit URL WORKER COUNT OFFSET_SECONDS SEED LIMIT [RETRIES [PAUSE_MS]]")
+            throw StoreRefusal.invalidArgument("fleet-admit URL WORKER COUNT OFFSET_SECONDS SEED LIMIT [RETRIES [PAUSE_MS]]")
         }
         let store = try await PostgresStore(url: arguments[0])
         let endpoint = "fleet.\(arguments[1])"

@@ -12,7 +12,7 @@ enum FleetCircuitJob {
 
     static func run(_ arguments: [String]) async throws {
         guard arguments.count == 3, let seconds = Double(arguments[2]) else {
-            throw StoreError.invalidArgument("fleet-circuit URL WORKER SECONDS")
+            throw StoreRefusal.invalidArgument("fleet-circuit URL WORKER SECONDS")
         }
         let store = try await PostgresStore(url: arguments[0])
         let end = Date().addingTimeInterval(seconds)

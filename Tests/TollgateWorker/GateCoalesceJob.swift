@@ -10,7 +10,7 @@ enum GateCoalesceJob {
         guard arguments.count == 4, let url = URL(string: arguments[1]), let tasks = Int(arguments[2]),
               let startAtMs = Int64(arguments[3])
         else {
-            throw StoreError.invalidArgument("gate-coalesce PATH URL TASKS START_AT_MS")
+            throw StoreRefusal.invalidArgument("gate-coalesce PATH URL TASKS START_AT_MS")
         }
         var configuration = GateConfiguration.youTubeDataAPIv3
         configuration.throttle = ThrottleConfiguration(defaultLimit: ThrottleLimit(requests: 100_000, per: .seconds(60)))

@@ -11,7 +11,7 @@ enum GateSendJob {
         guard arguments.count == 6, let nowMs = Int64(arguments[1]), let url = URL(string: arguments[2]),
               let quotaLimit = Int(arguments[4]), let throttleLimit = Int(arguments[5])
         else {
-            throw StoreError.invalidArgument("gate-send PATH NOW_MS URL ENDPOINT QUOTA_LIMIT THROTTLE_LIMIT")
+            throw StoreRefusal.invalidArgument("gate-send PATH NOW_MS URL ENDPOINT QUOTA_LIMIT THROTTLE_LIMIT")
         }
         var configuration = GateConfiguration.youTubeDataAPIv3
         configuration.quota.bucketLimits[QuotaConfiguration.youTubeBucket] = quotaLimit

@@ -15,10 +15,10 @@ import Darwin
 /// and the error's description on the next.
 enum OpenStoreJob {
     static func run(_ arguments: [String]) async throws {
-        guard arguments.count == 1 else { throw StoreError.invalidArgument("open-store PATH") }
+        guard arguments.count == 1 else { throw StoreRefusal.invalidArgument("open-store PATH") }
         if getuid() == 0 {
             guard setgid(65534) == 0, setuid(65534) == 0 else {
-                throw StoreError.invalidArgument("cannot drop privileges: \(String(cString: strerror(errno)))")
+                throw StoreRefusal.invalidArgument("cannot drop privileges: \(String(cString: strerror(errno)))")
             }
         }
         do {
@@ -26,7 +26,7 @@ enum OpenStoreJob {
             let outcome = try await store.reserveQuota(QuotaReservationRequest(
                 bucket: "fault", endpoint: "fault.list", cost: 1, configuredLimit: 100, at: Date()
             ))
-            guard case .reserved(let charge) = outcome else { throw StoreError.invalidArgument("refused by quota") }
+            guard case .reserved(let charge) = outcome else { throw StoreRefusal.invalidArgument("refused by quota") }
             print("charged \(charge.reservationID)")
         } catch let error as DatabaseError {
             print("refused DatabaseError readOnly \(error.isReadOnly) full \(error.isFull)")

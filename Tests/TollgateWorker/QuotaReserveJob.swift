@@ -12,7 +12,7 @@ enum QuotaReserveJob {
         guard arguments.count == 6, let nowMs = Int64(arguments[1]), let limit = Int(arguments[2]),
               let cost = Int(arguments[3]), let count = Int(arguments[4]), let refundEvery = Int(arguments[5])
         else {
-            throw StoreError.invalidArgument("quota-reserve PATH NOW_MS LIMIT COST COUNT REFUND_EVERY")
+            throw StoreRefusal.invalidArgument("quota-reserve PATH NOW_MS LIMIT COST COUNT REFUND_EVERY")
         }
         let store = try SQLiteStore(path: arguments[0])
         let ledger = try QuotaLedger(

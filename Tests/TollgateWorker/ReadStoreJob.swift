@@ -15,17 +15,17 @@ import Darwin
 /// error's description on the next line.
 enum ReadStoreJob {
     static func run(_ arguments: [String]) async throws {
-        guard arguments.count == 1 else { throw StoreError.invalidArgument("read-store PATH") }
+        guard arguments.count == 1 else { throw StoreRefusal.invalidArgument("read-store PATH") }
         if getuid() == 0 {
             guard setgid(65534) == 0, setuid(65534) == 0 else {
-                throw StoreError.invalidArgument("cannot drop privileges: \(String(cString: strerror(errno)))")
+                throw StoreRefusal.invalidArgument("cannot drop privileges: \(String(cString: strerror(errno)))")
             }
         }
         do {
             let store = try SQLiteStore(path: arguments[0], configuration: .init(access: .readOnly))
             _ = try await store.dashboardSnapshot(at: Date())
             let usage = try await store.read { db in
-                try db.fetchValue("SELECT COALESCE(SUM(units), 0) FROM quota_usage").int ?? -1
+                try db.fetchValue(sql: "SELECT COALESCE(SUM(units), 0) FROM quota_usage").int ?? -1
             }
             print("read usage \(usage) immutable \(store.readsImmutableSnapshot)")
         } catch let error as StoreError {

@@ -10,7 +10,7 @@ enum ThrottleAdmitJob {
         guard arguments.count == 4, let nowMs = Int64(arguments[1]), let limit = Int(arguments[2]),
               let count = Int(arguments[3])
         else {
-            throw StoreError.invalidArgument("throttle-admit PATH NOW_MS LIMIT COUNT")
+            throw StoreRefusal.invalidArgument("throttle-admit PATH NOW_MS LIMIT COUNT")
         }
         let store = try SQLiteStore(path: arguments[0])
         let throttler = try RequestThrottler(

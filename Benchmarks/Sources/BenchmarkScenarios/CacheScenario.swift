@@ -114,9 +114,9 @@ public enum CacheFill {
     public static func fill(_ store: SQLiteStore, count: Int) throws {
         let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
         try store.write { db in
-            let firstID = (try db.fetchValue("SELECT COALESCE(MAX(id), 0) FROM cache_entries").int64 ?? 0) + 1
+            let firstID = (try db.fetchValue(sql: "SELECT COALESCE(MAX(id), 0) FROM cache_entries").int64 ?? 0) + 1
             try db.execute(
-                """
+                sql: """
                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
                 INSERT INTO cache_entries (resource_key, variant_key, endpoint, method, url, vary, status, headers,
                     etag, last_modified, body_size, stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms)
@@ -126,15 +126,15 @@ public enum CacheFill {
                     '"f' || i || '"', NULL, 256, ?, ?, ? + 3600000, ? - 86400000 + i
                 FROM n
                 """,
-                [.int(count), .integer(firstID), .integer(firstID), .integer(nowMs), .integer(nowMs), .integer(nowMs),
-                 .integer(nowMs)]
+                arguments: [count, firstID, firstID, nowMs, nowMs, nowMs,
+                 nowMs]
             )
             try db.execute(
-                """
+                sql: """
                 INSERT INTO cache_bodies (entry_id, body)
                 SELECT id, randomblob(256) FROM cache_entries WHERE id >= ?
                 """,
-                [.integer(firstID)]
+                arguments: [firstID]
             )
         }
     }

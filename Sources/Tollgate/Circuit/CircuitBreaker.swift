@@ -225,7 +225,7 @@ public struct CircuitBreaker: Sendable {
     /// - Parameters:
     ///   - endpoint: The endpoint.
     ///   - duration: How long to refuse requests.
-    /// - Throws: ``StoreError/invalidArgument(_:)`` for a duration that is not positive, or a
+    /// - Throws: ``StoreRefusal/invalidArgument(_:)`` for a duration that is not positive, or a
     ///   storage error.
     public func forceOpen(endpoint: String, for duration: Duration) async throws {
         let transition = try await storage.forceOpenCircuit(

@@ -429,10 +429,12 @@ struct GateRequestStateMachine {
     static let dailyQuotaReasons: Set<String> = ["quotaExceeded", "dailyLimitExceeded"]
 
     /// Whether an error of the admission or settlement means the ledger cannot be written (a full
-    /// disk, a read-only file, a lock held too long), as opposed to an invalid argument (a
-    /// programming error, never sent past), a cancellation or another process's coalescing lead.
+    /// disk, a read-only file, a lock held too long, a database server out of reach), as opposed to
+    /// an invalid argument (a programming error, never sent past), a cancellation or another
+    /// process's coalescing lead. Every store's errors say which they are (``StorageFailure``), so
+    /// this is the same on either store.
     static func isLedgerFailure(_ error: any Error) -> Bool {
-        if let error = error as? StoreError { return error.isStorageFailure }
+        if let error = error as? any StorageFailure { return error.isStorageFailure }
         return !(error is CancellationError || error is Gate.AnotherProcessLeads)
     }
 

@@ -324,7 +324,7 @@ public final class QuotaLedger: Sendable {
     ///   - bucket: The bucket; the default bucket when nil.
     ///   - day: The Pacific day; today when nil.
     /// - Returns: What changed.
-    /// - Throws: ``QuotaLedgerError/unknownBucket(_:)``; `StoreError.invalidArgument` for a count
+    /// - Throws: ``QuotaLedgerError/unknownBucket(_:)``; `StoreRefusal.invalidArgument` for a count
     ///   out of range; storage errors.
     @discardableResult
     public func reconcile(used: Int, bucket: String? = nil, on day: PacificDay? = nil) async throws -> QuotaReconciliation {

@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// What `tollgate_admit_batch` reports for one admitted cost: what the client needs to build the
 /// same report as the full transaction's.
@@ -59,7 +59,7 @@ struct OneStatementAdmission: Sendable {
                 reservationID: Int64(try column(.reservationID).decode(Int.self)),
                 day: try PostgresStore.pacificDay(try column(.pacificDate).decode(String.self)),
                 usedAfter: try column(.usedAfter).decode(Int.self),
-                limit: PostgresQuotaRules.clamped(try column(.dailyLimit).decode(Int.self)),
+                limit: QuotaLimits.clamped(try column(.dailyLimit).decode(Int.self)),
                 warningsCrossed: try column(.warnings).decode([Int].self),
                 circuit: circuit
             )

@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// The gate's hot path over PostgreSQL: the circuit, the throttle and the quota in one
 /// transaction per attempt, and the answer's consequences in one more.
@@ -24,13 +24,11 @@ extension PostgresStore: AdmissionStorage, GateStorage {
     /// - Parameter request: The endpoint and what each step needs; its times are not used (the
     ///   database's clock decides).
     /// - Returns: Admitted with the charge, or which step refused.
-    /// - Throws: `StoreError.invalidArgument` for invalid arguments; ``PostgresStoreError`` when
+    /// - Throws: `StoreRefusal.invalidArgument` for invalid arguments; ``PostgresStoreError`` when
     ///   the server fails.
     public func admit(_ request: AdmissionRequest) async throws -> AdmissionOutcome {
         try Self.validateCircuit(endpoint: request.endpoint, policy: request.circuitPolicy)
-        guard request.throttleLimit.isValid else {
-            throw StoreError.invalidArgument("invalid throttle limit for \(request.endpoint): \(request.throttleLimit)")
-        }
+        try request.throttleLimit.validate(endpoint: request.endpoint)
         if let admitted = try await admitInOneStatement(request) { return admitted }
         return try await inTransaction("admitting a request to \(request.endpoint)") { [self] connection in
             let circuit = try await runCircuitEvent(connection, endpoint: request.endpoint) { record, now in
@@ -79,9 +77,9 @@ extension PostgresStore: AdmissionStorage, GateStorage {
     private func admitInOneStatement(_ request: AdmissionRequest) async throws -> AdmissionOutcome? {
         let quota = request.quota
         guard quota.additionalCharges.isEmpty,
-              (try? PostgresQuotaRules.validateCost(quota.cost, endpoint: quota.endpoint)) != nil,
-              (try? PostgresQuotaRules.validateEndpoint(quota.endpoint)) != nil,
-              (try? PostgresQuotaRules.validateLimit(quota.configuredLimit, bucket: quota.bucket)) != nil
+              (try? QuotaRules.validateCost(quota.cost, endpoint: quota.endpoint)) != nil,
+              (try? QuotaRules.validateEndpoint(quota.endpoint)) != nil,
+              (try? QuotaRules.validateLimit(quota.configuredLimit, bucket: quota.bucket)) != nil
         else { return nil }
         let kind = OneStatementAdmission.Kind(request)
         guard let answer = try await admissionBatches.call(quota.cost, key: kind, run: { [self] costs in
@@ -131,7 +129,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
     /// - Parameter settlement: What the answer changes; its time is not used (the database's
     ///   clock decides).
     /// - Returns: What changed.
-    /// - Throws: `StoreError.invalidArgument` for invalid arguments or an unknown reservation;
+    /// - Throws: `StoreRefusal.invalidArgument` for invalid arguments or an unknown reservation;
     ///   ``PostgresStoreError`` when the server fails.
     public func settleAttempt(_ settlement: AttemptSettlement) async throws -> AttemptSettlementResult {
         try Self.validateCircuit(endpoint: settlement.endpoint, policy: settlement.circuitPolicy)

@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// The ETag cache over PostgreSQL: metadata in `cache_entries`, bodies apart in `cache_bodies`
 /// (`bytea`), so a `304` or an LRU touch never rewrites a body. Every machine of a fleet shares it.
@@ -77,7 +77,7 @@ extension PostgresStore: CacheStorage {
                   candidates.contains(where: { $0.id == revision.entryID })
             else { return CacheRevisionResult(entry: nil, bookkeeping: booked) }
             try await connection.run("""
-                UPDATE cache_entries SET headers = \(Self.encodeCacheHeaders(revision.headers)), etag = \(revision.etag),
+                UPDATE cache_entries SET headers = \(StoredHeaders.encode(revision.headers)), etag = \(revision.etag),
                     last_modified = \(revision.lastModified), fresh_until_ms = \(revision.freshUntilMs),
                     validated_at_ms = \(revision.nowMs), last_access_ms = GREATEST(last_access_ms, \(revision.nowMs)),
                     hit_count = hit_count + \(Int64(revision.countsAsRevalidation ? 1 : 0)),

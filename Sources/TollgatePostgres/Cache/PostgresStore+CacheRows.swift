@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// The cache's statements, on a connection inside a transaction the caller opened.
 ///
@@ -88,7 +88,7 @@ extension PostgresStore {
         try await connection.run("""
             DELETE FROM cache_entries WHERE resource_key = \(entry.resourceKey) AND vary IS DISTINCT FROM \(entry.vary)
             """, logger: logger)
-        let headers = Self.encodeCacheHeaders(entry.headers)
+        let headers = StoredHeaders.encode(entry.headers)
         let size = Int64(entry.body.count)
         let initialAge = max(0, entry.initialAgeMs)
         guard let row = try await connection.firstRow("""
@@ -113,7 +113,7 @@ extension PostgresStore {
                 SELECT \(unescaped: Self.cacheMetadataColumns) FROM cache_entries
                 WHERE resource_key = \(entry.resourceKey) AND variant_key = \(entry.variantKey)
                 """, logger: logger).map(Self.cacheMetadata) else {
-                throw StoreError.invalidArgument("the cache entry of \(entry.url) vanished while it was stored")
+                throw StoreRefusal.invalidArgument("the cache entry of \(entry.url) vanished while it was stored")
             }
             return (kept, false, false)
         }
@@ -189,7 +189,7 @@ extension PostgresStore {
             variantKey: try row["variant_key"].decode(String.self), endpoint: try row["endpoint"].decode(String.self),
             method: try row["method"].decode(String.self), url: try row["url"].decode(String.self),
             vary: try row["vary"].decode(String?.self), status: try row["status"].decode(Int.self),
-            headers: decodeCacheHeaders(try row["headers"].decode(String.self)),
+            headers: StoredHeaders.decode(try row["headers"].decode(String.self)),
             etag: try row["etag"].decode(String?.self), lastModified: try row["last_modified"].decode(String?.self),
             bodySize: try row["body_size"].decode(Int64.self), storedAtMs: try row["stored_at_ms"].decode(Int64.self),
             validatedAtMs: try row["validated_at_ms"].decode(Int64.self),
@@ -197,26 +197,5 @@ extension PostgresStore {
             lastAccessMs: try row["last_access_ms"].decode(Int64.self), hitCount: try row["hit_count"].decode(Int64.self),
             initialAgeMs: try row["initial_age_ms"].decode(Int64.self)
         )
-    }
-
-    /// Header fields as `psql` users read them, as in SQLite's schema: one `name: value` per line;
-    /// a line break inside a value (which HTTP forbids) becomes a space.
-    static func encodeCacheHeaders(_ headers: [CacheHeaderField]) -> String {
-        func singleLine(_ text: String) -> String {
-            String(text.map { $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })
-        }
-        return headers.map { "\(singleLine($0.name)): \(singleLine($0.value))" }.joined(separator: "\n")
-    }
-
-    /// Reads ``encodeCacheHeaders(_:)``'s text back; lines without a `: ` separator are skipped.
-    static func decodeCacheHeaders(_ text: String) -> [CacheHeaderField] {
-        text.split(separator: "\n", omittingEmptySubsequences: true).compactMap { line in
-            guard let separator = line.range(of: ": ") else {
-                return line.hasSuffix(":") ? CacheHeaderField(name: String(line.dropLast()), value: "") : nil
-            }
-            return CacheHeaderField(
-                name: String(line[..<separator.lowerBound]), value: String(line[separator.upperBound...])
-            )
-        }
     }
 }

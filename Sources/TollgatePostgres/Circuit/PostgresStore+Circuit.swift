@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// The circuit breaker over PostgreSQL: one `circuits` row per endpoint, changed by running the
 /// same ``CircuitStateMachine`` as SQLite's store on the row held FOR UPDATE, with the database's
@@ -23,7 +23,7 @@ extension PostgresStore: CircuitStorage {
     ///   - probeToken: The token stored as probe owner if this caller gets the probe.
     ///   - now: Not used: the database's clock decides.
     /// - Returns: The decision, the transitions it caused and the circuit afterwards.
-    /// - Throws: `StoreError.invalidArgument` for an empty endpoint or an invalid policy;
+    /// - Throws: `StoreRefusal.invalidArgument` for an empty endpoint or an invalid policy;
     ///   ``PostgresStoreError`` when the server fails.
     public func admitCircuitRequest(endpoint: String, policy: CircuitPolicy, probeToken: String,
                                     at now: Date) async throws -> CircuitAdmission {
@@ -44,7 +44,7 @@ extension PostgresStore: CircuitStorage {
     ///   - policy: The endpoint's policy.
     ///   - now: Not used: the database's clock decides.
     /// - Returns: What changed.
-    /// - Throws: `StoreError.invalidArgument` for an empty endpoint or an invalid policy;
+    /// - Throws: `StoreRefusal.invalidArgument` for an empty endpoint or an invalid policy;
     ///   ``PostgresStoreError`` when the server fails.
     public func recordCircuitOutcome(_ outcome: CircuitOutcome, endpoint: String, probeToken: String?,
                                      policy: CircuitPolicy, at now: Date) async throws -> CircuitRecording {
@@ -113,14 +113,12 @@ extension PostgresStore: CircuitStorage {
     ///   - policy: The endpoint's policy.
     ///   - now: Not used: the database's clock decides.
     /// - Returns: The transition.
-    /// - Throws: `StoreError.invalidArgument` for an empty endpoint or a duration that is not
+    /// - Throws: `StoreRefusal.invalidArgument` for an empty endpoint or a duration that is not
     ///   positive; ``PostgresStoreError`` when the server fails.
     public func forceOpenCircuit(endpoint: String, duration: Duration, policy: CircuitPolicy,
                                  at now: Date) async throws -> CircuitTransition {
         try Self.validateCircuit(endpoint: endpoint, policy: policy)
-        guard duration > .zero else {
-            throw StoreError.invalidArgument("a circuit can only be forced open for a positive duration, got \(duration)")
-        }
+        try CircuitRules.validateForcedOpen(for: duration)
         return try await changeCircuit("forcing \(endpoint) open", endpoint: endpoint) { record, now in
             var machine = CircuitStateMachine(record: record, endpoint: endpoint, policy: policy, now: now)
             let transition = machine.forceOpen(for: duration, now: now)
@@ -151,7 +149,7 @@ extension PostgresStore: CircuitStorage {
             return try await connection.rows(query, logger: logger).map { row in
                 let (endpoint, atMs, from, to, reason) = try row.decode((String, Int, String, String, String).self)
                 guard let fromState = CircuitState(rawValue: from), let toState = CircuitState(rawValue: to) else {
-                    throw StoreError.invalidArgument("unknown circuit state \(from) or \(to) in the database")
+                    throw CircuitRules.unknownState(CircuitState(rawValue: from) == nil ? from : to)
                 }
                 return CircuitTransition(
                     endpoint: endpoint, at: Self.date(milliseconds: atMs), from: fromState, to: toState, reason: reason
@@ -171,7 +169,6 @@ extension PostgresStore: CircuitStorage {
     }
 
     static func validateCircuit(endpoint: String, policy: CircuitPolicy) throws {
-        guard !endpoint.isEmpty else { throw StoreError.invalidArgument("a circuit's endpoint must not be empty") }
-        try policy.validate()
+        try CircuitRules.validate(endpoint: endpoint, policy: policy)
     }
 }

@@ -1,5 +1,5 @@
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// A circuit's state change, committed by any machine of the fleet.
 public struct CircuitChange: Sendable, Hashable {

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// The circuit rows' statements, on a connection inside a transaction the caller opened.
 extension PostgresStore {
@@ -34,7 +34,7 @@ extension PostgresStore {
             SELECT tollgate_ms(clock_timestamp()) AS now_ms, \(unescaped: Self.circuitColumns)
             FROM (SELECT 1) AS one LEFT JOIN circuits ON circuits.endpoint = \(endpoint)
             """, logger: logger) else {
-            throw StoreError.invalidArgument("the circuit of \(endpoint) returned no row")
+            throw StoreRefusal.invalidArgument("the circuit of \(endpoint) returned no row")
         }
         let now = Self.date(milliseconds: try row.makeRandomAccess()["now_ms"].decode(Int.self))
         let record = try row.makeRandomAccess()["endpoint"].decode(String?.self) == nil ? nil : try Self.circuitRecord(row)
@@ -133,7 +133,7 @@ extension PostgresStore {
         let row = row.makeRandomAccess()
         let stateText = try row["state"].decode(String.self)
         guard let state = CircuitState(rawValue: stateText) else {
-            throw StoreError.invalidArgument("unknown circuit state \(stateText) in the database")
+            throw CircuitRules.unknownState(stateText)
         }
         return CircuitRecord(
             endpoint: try row["endpoint"].decode(String.self), state: state,

@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// Maintenance over PostgreSQL.
 ///

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// Applies `Migrations/postgres/*.sql` in order, each in its own transaction with its checksum
 /// recorded in `schema_migrations`, and refuses a database whose history is newer than the
@@ -24,7 +24,7 @@ struct PostgresMigrator: Sendable {
 
     /// Every migration the library knows, with when it was applied, for `tollgate migrate --status`.
     /// Reads only: a database without Tollgate's schema lists every migration as pending.
-    /// - Throws: `StoreError.databaseIsNewer` or `StoreError.migrationChecksumMismatch` for a
+    /// - Throws: `StoreRefusal.databaseIsNewer` or `StoreRefusal.migrationChecksumMismatch` for a
     ///   history this library does not know, or what the server throws.
     func statuses(_ connection: PostgresConnection, logger: Logger) async throws -> [MigrationStatus] {
         do {
@@ -38,12 +38,12 @@ struct PostgresMigrator: Sendable {
 
     /// Refuses a database whose schema is not exactly the library's, writing nothing: for the
     /// commands that only read, which must not migrate a fleet's database behind its operator.
-    /// - Throws: `StoreError.migrationsPending` (run `tollgate migrate`), `StoreError.databaseIsNewer`
-    ///   or `StoreError.migrationChecksumMismatch`.
+    /// - Throws: `StoreRefusal.migrationsPending` (run `tollgate migrate`), `StoreRefusal.databaseIsNewer`
+    ///   or `StoreRefusal.migrationChecksumMismatch`.
     func requireCurrent(_ connection: PostgresConnection, logger: Logger) async throws {
         let statuses = try await statuses(connection, logger: logger)
         if statuses.contains(where: { !$0.isApplied }) {
-            throw StoreError.migrationsPending(
+            throw StoreRefusal.migrationsPending(
                 path: "\(location)", databaseVersion: statuses.last(where: \.isApplied)?.migration.version ?? 0,
                 libraryVersion: libraryVersion
             )

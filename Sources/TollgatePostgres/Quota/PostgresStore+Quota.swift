@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// The quota ledger over PostgreSQL. Each operation is one transaction; the charge itself is one
 /// statement per bucket (see ``chargeBucket(_:bucket:endpoint:cost:reservationID:detail:)``).
@@ -14,7 +14,7 @@ extension PostgresStore: QuotaStorage {
     /// - Parameter request: The bucket, endpoint, cost and configured limit; its `at` is not used
     ///   (the database's clock decides the day).
     /// - Returns: The charge, or the refusal (nothing written).
-    /// - Throws: `StoreError.invalidArgument` for a cost or a limit out of range or an invalid
+    /// - Throws: `StoreRefusal.invalidArgument` for a cost or a limit out of range or an invalid
     ///   endpoint name; ``PostgresStoreError`` when the server fails.
     public func reserveQuota(_ request: QuotaReservationRequest) async throws -> QuotaReservationOutcome {
         do {
@@ -32,7 +32,7 @@ extension PostgresStore: QuotaStorage {
     ///   - at: Not used: the event is stamped with the database's clock.
     ///   - reason: Why, kept in the event's detail.
     /// - Returns: What was refunded, or `alreadyRefunded`.
-    /// - Throws: `StoreError.invalidArgument` when no charge has that id; ``PostgresStoreError``
+    /// - Throws: `StoreRefusal.invalidArgument` when no charge has that id; ``PostgresStoreError``
     ///   when the server fails.
     public func refundQuota(reservationID: Int64, at: Date, reason: String?) async throws -> QuotaRefundOutcome {
         try await inTransaction("refunding reservation \(reservationID)") { [self] connection in
@@ -47,7 +47,7 @@ extension PostgresStore: QuotaStorage {
     ///   - endpoint: The endpoint whose answer said so, if any.
     ///   - at: Not used: the database's clock decides the day.
     /// - Returns: The mark and whether this call set it.
-    /// - Throws: `StoreError.invalidArgument` for a limit out of range; ``PostgresStoreError``
+    /// - Throws: `StoreRefusal.invalidArgument` for a limit out of range; ``PostgresStoreError``
     ///   when the server fails.
     public func markQuotaExhausted(
         bucket: String, configuredLimit: Int, endpoint: String?, at: Date
@@ -94,14 +94,11 @@ extension PostgresStore: QuotaStorage {
     ///   - configuredLimit: The configured limit.
     ///   - at: Not used: the event is stamped with the database's clock.
     /// - Returns: The bucket's status afterwards.
-    /// - Throws: `StoreError.invalidArgument` for a limit out of range; ``PostgresStoreError``
+    /// - Throws: `StoreRefusal.invalidArgument` for a limit out of range; ``PostgresStoreError``
     ///   when the server fails.
     public func setQuotaLimit(bucket: String, limit: Int?, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus {
         let newLimit = limit ?? configuredLimit
-        guard newLimit >= 0 else { throw StoreError.invalidArgument("a daily limit cannot be negative (\(newLimit))") }
-        guard newLimit <= QuotaLimits.maximumUnits else {
-            throw StoreError.invalidArgument("a daily limit must be 0 to 1,000,000,000,000 units, not \(newLimit)")
-        }
+        try QuotaRules.validateNewLimit(newLimit)
         let source: QuotaBucketStatus.LimitSource = limit == nil ? .configuration : .admin
         return try await inTransaction("setting the limit of \(bucket)") { [self] connection in
             let previous = try await connection.firstRow("""
@@ -109,7 +106,7 @@ extension PostgresStore: QuotaStorage {
                 """, logger: logger).map { row in try row.decode((Int, String).self) }
             let from = previous.map { stored, sourceText in
                 let wasAdmin = sourceText == QuotaBucketStatus.LimitSource.admin.rawValue
-                return "\(wasAdmin ? PostgresQuotaRules.clamped(stored) : configuredLimit) (\(sourceText))"
+                return "\(wasAdmin ? QuotaLimits.clamped(stored) : configuredLimit) (\(sourceText))"
             } ?? "none"
             try await connection.run("""
                 WITH changed AS (
@@ -141,7 +138,7 @@ extension PostgresStore: QuotaStorage {
                        (SELECT exhausted_until_ms FROM quota_buckets WHERE bucket = \(bucket) FOR UPDATE),
                        EXISTS (SELECT 1 FROM quota_buckets WHERE bucket = \(bucket))
                 """, logger: logger) else {
-                throw StoreError.invalidArgument("the clock returned no row")
+                throw StoreRefusal.invalidArgument("the clock returned no row")
             }
             let (todayKey, resetMs, exhaustedUntil, bucketExists) = try clock.decode((String, Int, Int?, Bool).self)
             _ = try await connection.run("""
@@ -242,14 +239,12 @@ extension PostgresStore: QuotaStorage {
     ///   - day: The Pacific day.
     ///   - at: Not used: the event is stamped with the database's clock.
     /// - Returns: What changed.
-    /// - Throws: `StoreError.invalidArgument` for a count out of range; ``PostgresStoreError``
+    /// - Throws: `StoreRefusal.invalidArgument` for a count out of range; ``PostgresStoreError``
     ///   when the server fails.
     public func reconcileQuota(
         bucket: String, used: Int, configuredLimit: Int, day: PacificDay, at: Date
     ) async throws -> QuotaReconciliation {
-        guard QuotaLimits.allowedUnits.contains(used) else {
-            throw StoreError.invalidArgument("a reconciled count must be 0 to \(QuotaLimits.maximumUnits) units, not \(used)")
-        }
+        try QuotaRules.validateReconciledCount(used)
         return try await inTransaction("reconciling \(bucket) on \(day.key)") { [self] connection in
             try await synchronizeBucket(connection, bucket: bucket, configuredLimit: configuredLimit)
             try await connection.run("""

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// The quota ledger's statements, on a connection inside a transaction the caller opened.
 ///
@@ -26,12 +26,12 @@ extension PostgresStore {
     /// - Throws: ``RefusedReservation`` when a further bucket refuses after the primary one was
     ///   charged: the caller rolls back (the transaction, or its savepoint) and reports the refusal.
     func reserve(_ connection: PostgresConnection, _ request: QuotaReservationRequest) async throws -> QuotaReservationOutcome {
-        try PostgresQuotaRules.validateCost(request.cost, endpoint: request.endpoint)
-        try PostgresQuotaRules.validateEndpoint(request.endpoint)
-        try PostgresQuotaRules.validateLimit(request.configuredLimit, bucket: request.bucket)
+        try QuotaRules.validateCost(request.cost, endpoint: request.endpoint)
+        try QuotaRules.validateEndpoint(request.endpoint)
+        try QuotaRules.validateLimit(request.configuredLimit, bucket: request.bucket)
         for charge in request.additionalCharges {
-            try PostgresQuotaRules.validateCost(charge.cost, endpoint: request.endpoint, bucket: charge.bucket)
-            try PostgresQuotaRules.validateLimit(charge.configuredLimit, bucket: charge.bucket)
+            try QuotaRules.validateCost(charge.cost, endpoint: request.endpoint, bucket: charge.bucket)
+            try QuotaRules.validateLimit(charge.configuredLimit, bucket: charge.bucket)
         }
         try await synchronizeBucket(connection, bucket: request.bucket, configuredLimit: request.configuredLimit)
         for charge in request.additionalCharges {
@@ -55,7 +55,7 @@ extension PostgresStore {
             )
             if case .refused(let refusal) = result { throw RefusedReservation(refusal: refusal) }
         }
-        let crossed = PostgresQuotaRules.warningsCrossed(
+        let crossed = QuotaRules.warningsCrossed(
             percents: request.warningPercents, usedAfter: usedAfter, limit: limit, alreadyWarned: warned
         )
         try await recordWarnings(connection, bucket: request.bucket, day: day, crossed: crossed)
@@ -95,7 +95,7 @@ extension PostgresStore {
     /// to date, with a `limit` event for either change, in one statement. Changes nothing (and
     /// locks nothing) when the row is up to date, which is the usual case.
     func synchronizeBucket(_ connection: PostgresConnection, bucket: String, configuredLimit: Int) async throws {
-        try PostgresQuotaRules.validateLimit(configuredLimit, bucket: bucket)
+        try QuotaRules.validateLimit(configuredLimit, bucket: bucket)
         try await connection.run("""
             WITH clock AS (
                 SELECT tollgate_pacific_date(now()) AS day, tollgate_ms(now()) AS now_ms
@@ -166,13 +166,13 @@ extension PostgresStore {
                    COALESCE((SELECT units FROM quota_bucket_days WHERE pacific_date = clock.day AND bucket = \(bucket)), 0)
             FROM clock LEFT JOIN bucket ON true
             """, logger: logger) else {
-            throw StoreError.invalidArgument("the quota charge of \(endpoint) in \(bucket) returned no row")
+            throw StoreRefusal.invalidArgument("the quota charge of \(endpoint) in \(bucket) returned no row")
         }
         let (dayKey, storedLimit, exhausted, usedAfter, warned, eventID, _, usedBefore) = try row.decode(
             (String, Int?, Bool?, Int?, Int?, Int?, Int, Int).self
         )
         let day = try Self.pacificDay(dayKey)
-        let limit = PostgresQuotaRules.clamped(storedLimit ?? 0)
+        let limit = QuotaLimits.clamped(storedLimit ?? 0)
         if let usedAfter, let eventID {
             return .charged(
                 reservationID: Int64(eventID), day: day, usedAfter: usedAfter, limit: limit, warnedPercent: warned ?? 0
@@ -204,7 +204,7 @@ extension PostgresStore {
         guard let charge = try await connection.firstRow("""
             SELECT pacific_date, bucket, endpoint, units FROM quota_events WHERE id = \(id) AND kind = 'charge'
             """, logger: logger) else {
-            throw StoreError.invalidArgument("no quota reservation has id \(reservationID)")
+            throw QuotaRules.unknownReservation(reservationID)
         }
         let (dayKey, bucket, endpoint, cost) = try charge.decode((String, String, String, Int).self)
         let day = try Self.pacificDay(dayKey)
@@ -253,11 +253,11 @@ extension PostgresStore {
             LEFT JOIN quota_buckets AS b ON b.bucket = \(bucket)
             LEFT JOIN quota_bucket_days AS d ON d.pacific_date = clock.day AND d.bucket = \(bucket)
             """, logger: logger) else {
-            throw StoreError.invalidArgument("the status of \(bucket) returned no row")
+            throw StoreRefusal.invalidArgument("the status of \(bucket) returned no row")
         }
         let (dayKey, storedLimit, sourceText, exhausted, used) = try row.decode((String, Int?, String?, Bool, Int).self)
         let source = sourceText.flatMap(QuotaBucketStatus.LimitSource.init(rawValue:)) ?? .configuration
-        let limit = source == .admin ? PostgresQuotaRules.clamped(storedLimit ?? 0) : configuredLimit
+        let limit = source == .admin ? QuotaLimits.clamped(storedLimit ?? 0) : configuredLimit
         return QuotaBucketStatus(
             bucket: bucket, day: try Self.pacificDay(dayKey), limit: limit, limitSource: source,
             unitsUsed: used, isExhausted: exhausted
@@ -266,7 +266,7 @@ extension PostgresStore {
 
     static func pacificDay(_ key: String) throws -> PacificDay {
         guard let day = PacificDay(key: key) else {
-            throw StoreError.invalidArgument("the database returned \(key), which is not a Pacific date (YYYY-MM-DD)")
+            throw StoreRefusal.invalidArgument("the database returned \(key), which is not a Pacific date (YYYY-MM-DD)")
         }
         return day
     }

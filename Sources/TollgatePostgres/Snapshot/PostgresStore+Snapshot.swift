@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// The dashboard's snapshot over PostgreSQL, read in one REPEATABLE READ transaction so every part
 /// describes the same instant of the fleet's state.
@@ -31,7 +31,7 @@ extension PostgresStore: DashboardSnapshotStorage {
         guard let clock = try await connection.firstRow("""
             SELECT tollgate_pacific_date(now()), tollgate_ms(now()), tollgate_next_reset_ms(now())
             """, logger: logger) else {
-            throw StoreError.invalidArgument("the database's clock returned no row")
+            throw StoreRefusal.invalidArgument("the database's clock returned no row")
         }
         let (dayKey, nowMs, resetMs) = try clock.decode((String, Int, Int).self)
 

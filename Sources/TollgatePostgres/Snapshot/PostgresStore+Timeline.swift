@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// The burn chart's timeline over PostgreSQL: the same sums as the SQLite store's, by the
 /// `quota_events_by_day` index.
@@ -10,10 +10,10 @@ extension PostgresStore: QuotaTimelineStorage {
     ///   - day: The Pacific day.
     ///   - stepSeconds: The length of a step, at least one second.
     /// - Returns: The steps that saw an event, ordered by bucket, then start.
-    /// - Throws: `StoreError.invalidArgument` for a step shorter than a second; ``PostgresStoreError``
+    /// - Throws: ``StoreRefusal/invalidArgument(_:)`` for a step shorter than a second; ``PostgresStoreError``
     ///   when the server fails.
     public func quotaTimeline(on day: PacificDay, stepSeconds: Int) async throws -> [QuotaTimelineStep] {
-        guard stepSeconds >= 1 else { throw StoreError.invalidArgument("a timeline step must be at least one second") }
+        guard stepSeconds >= 1 else { throw StoreRefusal.invalidArgument("a timeline step must be at least one second") }
         let startMs = Int((day.start.timeIntervalSince1970 * 1000).rounded())
         let stepMs = stepSeconds * 1000
         let dayKey = day.key

@@ -1,5 +1,5 @@
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// Turns the driver's errors into ``PostgresStoreError``s that name the server and the operation.
 ///

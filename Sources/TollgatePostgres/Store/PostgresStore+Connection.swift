@@ -1,6 +1,6 @@
 import Logging
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 extension PostgresStore {
     /// Runs `body` on a pooled connection, mapping driver errors to ``PostgresStoreError``.

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import NIOSSL
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// The store over PostgreSQL, for a fleet of machines that share one API key: every machine that
 /// opens the same database shares one quota ledger, one set of circuits and one throttle window.
@@ -39,7 +39,7 @@ public final class PostgresStore: Sendable {
         public var migrations: [Migration]
         /// Whether opening applies pending migrations (the default). When false, opening writes
         /// nothing and refuses a database whose schema is not current with
-        /// `StoreError.migrationsPending`: for tools that only look, which must not migrate a
+        /// `StoreRefusal.migrationsPending`: for tools that only look, which must not migrate a
         /// fleet's database behind its operator's back.
         public var migratesOnOpen: Bool
 
@@ -81,9 +81,9 @@ public final class PostgresStore: Sendable {
     ///   - logger: Where the store and the driver log; the task's current logger by default.
     /// - Throws: ``PostgresStoreError/invalidURL(_:reason:)`` for a URL it cannot read;
     ///   ``PostgresStoreError/unreachable(server:reason:)`` when no connection can be made (the error
-    ///   names `host:port` and what to check); `StoreError.databaseIsNewer` or
-    ///   `StoreError.migrationChecksumMismatch` when the database's schema history is newer than the
-    ///   library's or differs from it (nothing is written then); `StoreError.migrationsPending` when
+    ///   names `host:port` and what to check); `StoreRefusal.databaseIsNewer` or
+    ///   `StoreRefusal.migrationChecksumMismatch` when the database's schema history is newer than the
+    ///   library's or differs from it (nothing is written then); `StoreRefusal.migrationsPending` when
     ///   ``Configuration/migratesOnOpen`` is false and the schema is not current.
     public convenience init(
         url: String, configuration: Configuration = Configuration(), logger: Logger = Logger.current
@@ -97,9 +97,9 @@ public final class PostgresStore: Sendable {
     ///   - configuration: The pool's size, the connect timeout and the migrations.
     ///   - logger: Where the store and the driver log; the task's current logger by default.
     /// - Throws: ``PostgresStoreError/unreachable(server:reason:)`` when no connection can be made;
-    ///   `StoreError.databaseIsNewer` or `StoreError.migrationChecksumMismatch` when the database's
+    ///   `StoreRefusal.databaseIsNewer` or `StoreRefusal.migrationChecksumMismatch` when the database's
     ///   schema history is newer than the library's or differs from it (nothing is written then);
-    ///   `StoreError.migrationsPending` when ``Configuration/migratesOnOpen`` is false and the schema
+    ///   `StoreRefusal.migrationsPending` when ``Configuration/migratesOnOpen`` is false and the schema
     ///   is not current.
     public init(
         location: PostgresLocation, configuration: Configuration = Configuration(), logger: Logger = Logger.current
@@ -158,7 +158,7 @@ public final class PostgresStore: Sendable {
     ///   - logger: Where the driver logs.
     /// - Returns: One status per migration, oldest first.
     /// - Throws: ``PostgresStoreError`` when the URL is wrong or the server unreachable;
-    ///   `StoreError.databaseIsNewer` or `StoreError.migrationChecksumMismatch` for a history this
+    ///   `StoreRefusal.databaseIsNewer` or `StoreRefusal.migrationChecksumMismatch` for a history this
     ///   library does not know.
     public static func migrationStatus(
         url: String, configuration: Configuration = Configuration(), logger: Logger = Logger.current

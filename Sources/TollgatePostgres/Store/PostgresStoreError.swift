@@ -1,9 +1,10 @@
 /// Why a ``PostgresStore`` could not do what it was asked.
 ///
 /// Descriptions name the server (`host:port/database`) and say what to check, and never carry a
-/// password or a bound value. Schema refusals (a database newer than the library, or migrated from
-/// different scripts) are `StoreError`s, as for SQLite, so callers handle both stores alike.
-public enum PostgresStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+/// password or a bound value. Refusals by the domain's rules (an invalid argument, a database newer
+/// than the library or migrated from different scripts) are `StoreRefusal`s, as for SQLite, so
+/// callers handle both stores alike.
+public enum PostgresStoreError: StorageFailure, Sendable, Hashable, CustomStringConvertible {
     /// The URL is not a `postgresql://` or `postgres://` URL the store understands.
     case invalidURL(String, reason: String)
     /// No connection could be made to the server, or it refused this user or database.

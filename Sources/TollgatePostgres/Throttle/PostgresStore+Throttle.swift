@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-import TollgateStore
+import TollgateCore
 
 /// The throttle over PostgreSQL: each endpoint's `throttle_limits` row keeps the times of the
 /// requests admitted in its window (`admitted_at_ms`, ascending, by the database's clock), so
@@ -16,10 +16,10 @@ extension PostgresStore: ThrottleStorage {
     ///   - limit: Its limit, written to `throttle_limits` for the `throttle_status` view.
     ///   - at: Not used: the database's clock times the request.
     /// - Returns: Admitted, or refused with the time until the window has room.
-    /// - Throws: `StoreError.invalidArgument` for an invalid limit; ``PostgresStoreError`` when
+    /// - Throws: `StoreRefusal.invalidArgument` for an invalid limit; ``PostgresStoreError`` when
     ///   the server fails.
     public func admitRequest(endpoint: String, limit: ThrottleLimit, at: Date) async throws -> ThrottleAdmission {
-        guard limit.isValid else { throw StoreError.invalidArgument("invalid throttle limit for \(endpoint): \(limit)") }
+        try limit.validate(endpoint: endpoint)
         return try await inTransaction("admitting a request to \(endpoint)") { [self] connection in
             try await admitThrottled(connection, endpoint: endpoint, limit: limit)
         }
@@ -40,7 +40,7 @@ extension PostgresStore: ThrottleStorage {
                 SELECT clock.now_ms, COALESCE(tollgate_window(l.admitted_at_ms, clock.now_ms - \(windowMs)), '{}')
                 FROM clock LEFT JOIN throttle_limits AS l ON l.endpoint = \(endpoint)
                 """, logger: logger) else {
-                throw StoreError.invalidArgument("the window of \(endpoint) returned no row")
+                throw StoreRefusal.invalidArgument("the window of \(endpoint) returned no row")
             }
             let (nowMs, window) = try row.decode((Int64, [Int64]).self)
             let count = window.count
@@ -107,7 +107,7 @@ extension PostgresStore: ThrottleStorage {
             )
             SELECT clock.now_ms, current.times FROM clock, current
             """, logger: logger) else {
-            throw StoreError.invalidArgument("the admission to \(endpoint) returned no row")
+            throw StoreRefusal.invalidArgument("the admission to \(endpoint) returned no row")
         }
         let (nowMs, window) = try row.decode((Int64, [Int64]).self)
         if window.count < limit.requests {

@@ -18,21 +18,19 @@ enum CacheTable {
 
     /// The live variants of a resource.
     static func candidates(_ db: Database, resourceKey: String, validatedSinceMs: Int64) throws -> [CacheEntryMetadata] {
-        try db.fetchAll(selectCandidates, [.text(resourceKey), .integer(validatedSinceMs)]).map(metadata(from:))
+        try CacheEntryMetadata.fetchAll(db.cachedStatement(sql: selectCandidates), arguments: [resourceKey, validatedSinceMs])
     }
 
     /// One entry's body by id.
     static func body(_ db: Database, entryID: Int64) throws -> Data? {
-        try db.fetchOne("SELECT body FROM cache_bodies WHERE entry_id = ?", [.integer(entryID)])?[0].data
+        try db.cachedStatement(sql: "SELECT body FROM cache_bodies WHERE entry_id = ?").fetchOne(arguments: [entryID])?
+            .decode(Data.self, forColumn: "body")
     }
 
     /// Applies buffered touches and statistics.
     static func record(_ db: Database, activity: CacheActivity) throws {
         for (id, touch) in activity.touches {
-            try db.execute(
-                "UPDATE cache_entries SET last_access_ms = MAX(last_access_ms, ?), hit_count = hit_count + ? WHERE id = ?",
-                [.integer(touch.lastAccessMs), .integer(touch.hits), .integer(id)]
-            )
+            try db.cachedStatement(sql: "UPDATE cache_entries SET last_access_ms = MAX(last_access_ms, ?), hit_count = hit_count + ? WHERE id = ?").execute(arguments: [touch.lastAccessMs, touch.hits, id])
         }
         for (key, counts) in activity.statistics where !counts.isZero {
             try count(db, counts, for: key)
@@ -41,18 +39,15 @@ enum CacheTable {
 
     /// Adds counts to one row of the daily statistics.
     static func count(_ db: Database, _ counts: CacheStatisticsCounts, for key: CacheStatisticsKey) throws {
-        try db.execute(
-            """
+        try db.cachedStatement(sql: """
             INSERT INTO cache_stats_daily (pacific_date, endpoint, hits, revalidations, misses, stale, bytes_saved, coalesced)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (pacific_date, endpoint) DO UPDATE SET
                 hits = hits + excluded.hits, revalidations = revalidations + excluded.revalidations,
                 misses = misses + excluded.misses, stale = stale + excluded.stale,
                 bytes_saved = bytes_saved + excluded.bytes_saved, coalesced = coalesced + excluded.coalesced
-            """,
-            [.text(key.pacificDate), .text(key.endpoint), .integer(counts.hits), .integer(counts.revalidations),
-             .integer(counts.misses), .integer(counts.stale), .integer(counts.bytesSaved), .integer(counts.coalesced)]
-        )
+            """).execute(arguments: [key.pacificDate, key.endpoint, counts.hits, counts.revalidations,
+             counts.misses, counts.stale, counts.bytesSaved, counts.coalesced])
     }
 
     /// Inserts or replaces an entry and its body; returns the stored metadata and whether it
@@ -67,72 +62,64 @@ enum CacheTable {
         // Vary, which would match requests this response no longer describes.
         var existing: (id: Int64, hitCount: Int64)?
         var otherVary = false
-        try db.cachedStatement("SELECT id, variant_key, vary, hit_count FROM cache_entries WHERE resource_key = ?")
-            .forEachRow([.text(entry.resourceKey)]) { row in
-                if row[1].string == entry.variantKey, row[2].string == entry.vary, let id = row[0].int64 {
-                    existing = (id, row[3].int64 ?? 0)
-                } else if row[2].string != entry.vary {
+        try db.cachedStatement(sql: "SELECT id, variant_key, vary, hit_count FROM cache_entries WHERE resource_key = ?")
+            .forEachRow(arguments: [entry.resourceKey]) { row in
+                let vary = try row.decode(String?.self, forColumn: "vary")
+                if try row.decode(String.self, forColumn: "variant_key") == entry.variantKey, vary == entry.vary {
+                    existing = (try row.decode(Int64.self, forColumn: "id"), try row.decode(Int64.self, forColumn: "hit_count"))
+                } else if vary != entry.vary {
                     otherVary = true
                 }
             }
         if otherVary {
-            try db.execute(
-                "DELETE FROM cache_entries WHERE resource_key = ? AND vary IS NOT ?",
-                [.text(entry.resourceKey), .optionalText(entry.vary)]
-            )
+            try db.cachedStatement(sql: "DELETE FROM cache_entries WHERE resource_key = ? AND vary IS NOT ?").execute(arguments: [entry.resourceKey, entry.vary])
         }
-        let headers = DatabaseValue.text(encode(entry.headers))
+        let headers = DatabaseValue.text(StoredHeaders.encode(entry.headers))
         let size = Int64(entry.body.count)
         let id: Int64
         var evictedInPlace = 0
         if existing == nil, let retention, let victim = try victimToReplace(db, retention, adding: size) {
             try db.cachedStatement(
-                """
+                sql: """
                 UPDATE cache_entries SET resource_key = ?, variant_key = ?, endpoint = ?, method = ?, url = ?, vary = ?,
                     status = ?, headers = ?, etag = ?, last_modified = ?, body_size = ?, stored_at_ms = ?,
                     validated_at_ms = ?, fresh_until_ms = ?, last_access_ms = ?, hit_count = 0, initial_age_ms = ?
                 WHERE id = ?
                 """
-            ).execute([.text(entry.resourceKey), .text(entry.variantKey), .text(entry.endpoint), .text(entry.method),
-                       .text(entry.url), .optionalText(entry.vary), .int(entry.status), headers,
-                       .optionalText(entry.etag), .optionalText(entry.lastModified), .integer(size), .integer(entry.nowMs),
-                       .integer(entry.nowMs), .optionalInt(entry.freshUntilMs), .integer(entry.nowMs),
-                       .integer(max(0, entry.initialAgeMs)), .integer(victim)])
-            try db.cachedStatement("UPDATE cache_bodies SET body = ? WHERE entry_id = ?")
-                .execute([.blob(entry.body), .integer(victim)])
+            ).execute(arguments: [entry.resourceKey, entry.variantKey, entry.endpoint, entry.method,
+                       entry.url, entry.vary, entry.status, headers,
+                       entry.etag, entry.lastModified, size, entry.nowMs,
+                       entry.nowMs, entry.freshUntilMs, entry.nowMs,
+                       max(0, entry.initialAgeMs), victim])
+            try db.cachedStatement(sql: "UPDATE cache_bodies SET body = ? WHERE entry_id = ?")
+                .execute(arguments: [entry.body, victim])
             id = victim
             evictedInPlace = 1
         } else if let existing {
-            try db.execute(
-                """
+            try db.cachedStatement(sql: """
                 UPDATE cache_entries SET endpoint = ?, method = ?, url = ?, status = ?, headers = ?,
                     etag = ?, last_modified = ?, body_size = ?, stored_at_ms = ?, validated_at_ms = ?,
                     fresh_until_ms = ?, last_access_ms = ?, initial_age_ms = ?
                 WHERE id = ?
-                """,
-                [.text(entry.endpoint), .text(entry.method), .text(entry.url),
-                 .int(entry.status), headers, .optionalText(entry.etag), .optionalText(entry.lastModified),
-                 .integer(size), .integer(entry.nowMs), .integer(entry.nowMs), .optionalInt(entry.freshUntilMs),
-                 .integer(entry.nowMs), .integer(max(0, entry.initialAgeMs)), .integer(existing.id)]
-            )
-            try db.execute("UPDATE cache_bodies SET body = ? WHERE entry_id = ?", [.blob(entry.body), .integer(existing.id)])
+                """).execute(arguments: [entry.endpoint, entry.method, entry.url,
+                 entry.status, headers, entry.etag, entry.lastModified,
+                 size, entry.nowMs, entry.nowMs, entry.freshUntilMs,
+                 entry.nowMs, max(0, entry.initialAgeMs), existing.id])
+            try db.cachedStatement(sql: "UPDATE cache_bodies SET body = ? WHERE entry_id = ?").execute(arguments: [entry.body, existing.id])
             id = existing.id
         } else {
-            try db.execute(
-                """
+            try db.cachedStatement(sql: """
                 INSERT INTO cache_entries (resource_key, variant_key, endpoint, method, url, vary, status, headers,
                     etag, last_modified, body_size, stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms,
                     initial_age_ms)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [.text(entry.resourceKey), .text(entry.variantKey), .text(entry.endpoint), .text(entry.method),
-                 .text(entry.url), .optionalText(entry.vary), .int(entry.status), headers,
-                 .optionalText(entry.etag), .optionalText(entry.lastModified), .integer(size), .integer(entry.nowMs),
-                 .integer(entry.nowMs), .optionalInt(entry.freshUntilMs), .integer(entry.nowMs),
-                 .integer(max(0, entry.initialAgeMs))]
-            )
+                """).execute(arguments: [entry.resourceKey, entry.variantKey, entry.endpoint, entry.method,
+                 entry.url, entry.vary, entry.status, headers,
+                 entry.etag, entry.lastModified, size, entry.nowMs,
+                 entry.nowMs, entry.freshUntilMs, entry.nowMs,
+                 max(0, entry.initialAgeMs)])
             id = db.lastInsertedRowID
-            try db.execute("INSERT INTO cache_bodies (entry_id, body) VALUES (?, ?)", [.integer(id), .blob(entry.body)])
+            try db.cachedStatement(sql: "INSERT INTO cache_bodies (entry_id, body) VALUES (?, ?)").execute(arguments: [id, entry.body])
         }
         let metadata = CacheEntryMetadata(
             id: id, resourceKey: entry.resourceKey, variantKey: entry.variantKey, endpoint: entry.endpoint,
@@ -150,9 +137,10 @@ enum CacheTable {
         let current = try totals(db)
         guard retention.maxEntries > 0, current.entries >= retention.maxEntries else { return nil }
         guard let victim = try db.cachedStatement(
-            "SELECT id, body_size FROM cache_entries ORDER BY last_access_ms, id LIMIT 1"
-        ).fetchOne(), let id = victim[0].int64 else { return nil }
-        let bodyBytes = current.bodyBytes - (victim[1].int64 ?? 0) + size
+            sql: "SELECT id, body_size FROM cache_entries ORDER BY last_access_ms, id LIMIT 1"
+        ).fetchOne() else { return nil }
+        let id = try victim.decode(Int64.self, forColumn: "id")
+        let bodyBytes = current.bodyBytes - (try victim.decode(Int64.self, forColumn: "body_size")) + size
         return bodyBytes <= retention.maxTotalBodyBytes ? id : nil
     }
 
@@ -160,12 +148,12 @@ enum CacheTable {
     /// - Returns: The entry's metadata as revised, or nil when no entry has the revision's id.
     static func revise(_ db: Database, _ revision: CacheRevision) throws -> CacheEntryMetadata? {
         // RETURNING: the revised row comes back from the UPDATE, not from a second look-up by id.
-        try db.fetchOne(reviseReturningMetadata, [
-            .text(encode(revision.headers)), .optionalText(revision.etag), .optionalText(revision.lastModified),
-            .optionalInt(revision.freshUntilMs), .integer(revision.nowMs), .integer(revision.nowMs),
-            .integer(revision.countsAsRevalidation ? 1 : 0), .integer(max(0, revision.initialAgeMs)),
-            .integer(revision.entryID),
-        ]).map(metadata(from:))
+        try db.cachedStatement(sql: reviseReturningMetadata).fetchOne(arguments: [
+            StoredHeaders.encode(revision.headers), revision.etag, revision.lastModified,
+            revision.freshUntilMs, revision.nowMs, revision.nowMs,
+            revision.countsAsRevalidation ? 1 : 0, max(0, revision.initialAgeMs),
+            revision.entryID,
+        ]).map(CacheEntryMetadata.init(row:))
     }
 
     private static let reviseReturningMetadata = """
@@ -178,13 +166,13 @@ enum CacheTable {
 
     /// Removes every variant of a resource.
     static func remove(_ db: Database, resourceKey: String) throws -> Int {
-        try db.execute("DELETE FROM cache_entries WHERE resource_key = ?", [.text(resourceKey)])
+        try db.cachedStatement(sql: "DELETE FROM cache_entries WHERE resource_key = ?").execute(arguments: [resourceKey])
         return db.changesCount
     }
 
     /// Removes every entry stored for a URL.
     static func invalidate(_ db: Database, url: String) throws -> Int {
-        try db.execute("DELETE FROM cache_entries WHERE url = ?", [.text(url)])
+        try db.cachedStatement(sql: "DELETE FROM cache_entries WHERE url = ?").execute(arguments: [url])
         return db.changesCount
     }
 
@@ -193,13 +181,13 @@ enum CacheTable {
     static func clear(_ db: Database, endpoint: String?) throws -> CacheClearResult {
         var result = CacheClearResult()
         let rows = if let endpoint {
-            try db.fetchAll("DELETE FROM cache_entries WHERE endpoint = ? RETURNING body_size", [.text(endpoint)])
+            try db.cachedStatement(sql: "DELETE FROM cache_entries WHERE endpoint = ? RETURNING body_size").fetchAll(arguments: [endpoint])
         } else {
-            try db.fetchAll("DELETE FROM cache_entries RETURNING body_size")
+            try db.cachedStatement(sql: "DELETE FROM cache_entries RETURNING body_size").fetchAll()
         }
         for row in rows {
             result.entries += 1
-            result.bodyBytes += row[0].int64 ?? 0
+            result.bodyBytes += try row.decode(Int64.self, forColumn: "body_size")
         }
         return result
     }
@@ -223,10 +211,10 @@ enum CacheTable {
         let cutoff = DatabaseValue.integer(retention.expiredBeforeMs)
         switch expiry {
         case .lastUsedBeforeCutoff:
-            try db.cachedStatement("DELETE FROM cache_entries WHERE last_access_ms < ? AND validated_at_ms < ?")
-                .execute([cutoff, cutoff])
+            try db.cachedStatement(sql: "DELETE FROM cache_entries WHERE last_access_ms < ? AND validated_at_ms < ?")
+                .execute(arguments: [cutoff, cutoff])
         case .all:
-            try db.execute("DELETE FROM cache_entries WHERE validated_at_ms < ?", [cutoff])
+            try db.cachedStatement(sql: "DELETE FROM cache_entries WHERE validated_at_ms < ?").execute(arguments: [cutoff])
         }
         result.expired = db.changesCount
 
@@ -234,136 +222,47 @@ enum CacheTable {
         let excess = current.entries - max(retention.maxEntries, 0)
         if excess > 0 {
             try db.cachedStatement(
-                """
+                sql: """
                 DELETE FROM cache_entries WHERE id IN (
                     SELECT id FROM cache_entries WHERE id IS NOT ? ORDER BY last_access_ms, id LIMIT ?)
                 RETURNING body_size
                 """
-            ).forEachRow([.optionalInt(keeping), .int(excess)]) { row in
+            ).forEachRow(arguments: [keeping, excess]) { row in
                 result.evicted += 1
-                current.bodyBytes -= row[0].int64 ?? 0
+                current.bodyBytes -= try row.decode(Int64.self, forColumn: "body_size")
             }
         }
         while current.bodyBytes > retention.maxTotalBodyBytes {
-            guard let freed = try db.fetchOne(
-                """
+            guard let freed = try db.cachedStatement(sql: """
                 DELETE FROM cache_entries WHERE id = (
                     SELECT id FROM cache_entries WHERE id IS NOT ? ORDER BY last_access_ms, id LIMIT 1)
                 RETURNING body_size
-                """,
-                [.optionalInt(keeping)]
-            ) else { break }
+                """).fetchOne(arguments: [keeping]) else { break }
             result.evicted += 1
-            current.bodyBytes -= freed[0].int64 ?? 0
+            current.bodyBytes -= try freed.decode(Int64.self, forColumn: "body_size")
         }
         return result
     }
 
     /// The totals the triggers keep.
     static func totals(_ db: Database) throws -> CacheTotals {
-        let row = try db.fetchOne("SELECT entries, body_bytes FROM cache_totals WHERE id = 1")
-        return CacheTotals(entries: row?[0].int ?? 0, bodyBytes: row?[1].int64 ?? 0)
+        // The migrations insert the one row; its absence would be a file edited by hand.
+        guard let row = try db.cachedStatement(sql: "SELECT entries, body_bytes FROM cache_totals WHERE id = 1").fetchOne() else {
+            return CacheTotals(entries: 0, bodyBytes: 0)
+        }
+        return CacheTotals(entries: try row.decode(Int.self, forColumn: "entries"),
+                           bodyBytes: try row.decode(Int64.self, forColumn: "body_bytes"))
     }
 
     /// Rows of the `cache_stats` view.
     static func statistics(_ db: Database, pacificDate: String?) throws -> [CacheDailyStatistics] {
         let rows = if let pacificDate {
-            try db.fetchAll(
-                "SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate, bytes_saved, coalesced "
-                    + "FROM cache_stats WHERE pacific_date = ?",
-                [.text(pacificDate)]
-            )
+            try db.cachedStatement(sql: "SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate, bytes_saved, coalesced "
+                    + "FROM cache_stats WHERE pacific_date = ?").fetchAll(arguments: [pacificDate])
         } else {
-            try db.fetchAll(
-                "SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate, bytes_saved, coalesced "
-                    + "FROM cache_stats"
-            )
+            try db.cachedStatement(sql: "SELECT pacific_date, endpoint, hits, revalidations, misses, stale, hit_rate, bytes_saved, coalesced "
+                    + "FROM cache_stats").fetchAll()
         }
-        return rows.map { row in
-            CacheDailyStatistics(
-                pacificDate: row[0].string ?? "", endpoint: row[1].string ?? "",
-                counts: CacheStatisticsCounts(
-                    hits: row[2].int64 ?? 0, revalidations: row[3].int64 ?? 0, misses: row[4].int64 ?? 0,
-                    stale: row[5].int64 ?? 0, bytesSaved: row[7].int64 ?? 0, coalesced: row[8].int64 ?? 0
-                ),
-                hitRate: row[6].double
-            )
-        }
-    }
-
-    // MARK: Rows
-
-    private static func metadata(from row: Row) -> CacheEntryMetadata {
-        CacheEntryMetadata(
-            id: row[0].int64 ?? 0, resourceKey: row[1].string ?? "", variantKey: row[2].string ?? "",
-            endpoint: row[3].string ?? "", method: row[4].string ?? "", url: row[5].string ?? "",
-            vary: row[6].string, status: row[7].int ?? 0, headers: decode(row[8].string ?? ""),
-            etag: row[9].string, lastModified: row[10].string, bodySize: row[11].int64 ?? 0,
-            storedAtMs: row[12].int64 ?? 0, validatedAtMs: row[13].int64 ?? 0, freshUntilMs: row[14].int64,
-            lastAccessMs: row[15].int64 ?? 0, hitCount: row[16].int64 ?? 0, initialAgeMs: row[17].int64 ?? 0
-        )
-    }
-
-    /// Header fields as `sqlite3` users read them: one `name: value` per line. HTTP field values
-    /// cannot hold line breaks; any that arrive anyway become spaces so one field stays one line.
-    static func encode(_ headers: [CacheHeaderField]) -> String {
-        var text = ""
-        text.reserveCapacity(headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 3 })
-        for (index, field) in headers.enumerated() {
-            if index > 0 { text += "\n" }
-            text += singleLine(field.name)
-            text += ": "
-            text += singleLine(field.value)
-        }
-        return text
-    }
-
-    /// Reads ``encode(_:)``'s text back; lines without a `: ` separator are skipped, and a line
-    /// ending in `\r` (a file edited with CRLF line ends) is read without it.
-    ///
-    /// On UTF-8 bytes: splitting into `Character`s and searching with Foundation was most of the
-    /// Swift in a revision's write (every candidate row is decoded).
-    static func decode(_ text: String) -> [CacheHeaderField] {
-        var text = text
-        return text.withUTF8 { bytes in
-            var fields: [CacheHeaderField] = []
-            var lineStart = 0
-            while lineStart < bytes.count {
-                var lineEnd = lineStart
-                while lineEnd < bytes.count, bytes[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
-                let next = lineEnd + 1
-                if lineEnd > lineStart, bytes[lineEnd - 1] == UInt8(ascii: "\r") { lineEnd -= 1 }
-                if let field = field(in: UnsafeBufferPointer(rebasing: bytes[lineStart..<lineEnd])) {
-                    fields.append(field)
-                }
-                lineStart = next
-            }
-            return fields
-        }
-    }
-
-    /// One `name: value` line, or `name:` with an empty value; nil for an empty line or one
-    /// without the separator.
-    private static func field(in line: UnsafeBufferPointer<UInt8>) -> CacheHeaderField? {
-        guard !line.isEmpty else { return nil }
-        var colon = 0
-        while colon + 1 < line.count {
-            if line[colon] == UInt8(ascii: ":"), line[colon + 1] == UInt8(ascii: " ") {
-                return CacheHeaderField(name: String(decoding: UnsafeBufferPointer(rebasing: line[..<colon]), as: UTF8.self),
-                                        value: String(decoding: UnsafeBufferPointer(rebasing: line[(colon + 2)...]),
-                                                      as: UTF8.self))
-            }
-            colon += 1
-        }
-        guard line[line.count - 1] == UInt8(ascii: ":") else { return nil }
-        return CacheHeaderField(name: String(decoding: UnsafeBufferPointer(rebasing: line.dropLast()), as: UTF8.self),
-                                value: "")
-    }
-
-    private static func singleLine(_ text: String) -> String {
-        // Checked on bytes first: walking Characters (grapheme breaking) for every stored field
-        // showed in a store's profile, and almost no value holds a line break.
-        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") }) else { return text }
-        return String(text.map { $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })
+        return try rows.map(CacheDailyStatistics.init(row:))
     }
 }

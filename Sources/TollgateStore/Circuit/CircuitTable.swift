@@ -57,9 +57,7 @@ enum CircuitTable {
     static func forceOpen(_ db: Database, endpoint: String, duration: Duration, policy: CircuitPolicy,
                           now: Date) throws -> CircuitTransition {
         try validate(endpoint: endpoint, policy: policy)
-        guard duration > .zero else {
-            throw StoreError.invalidArgument("a circuit can only be forced open for a positive duration, got \(duration)")
-        }
+        try CircuitRules.validateForcedOpen(for: duration)
         var machine = CircuitStateMachine(record: try load(db, endpoint: endpoint), endpoint: endpoint,
                                           policy: policy, now: now)
         let transition = machine.forceOpen(for: duration, now: now)
@@ -69,32 +67,26 @@ enum CircuitTable {
 
     /// One circuit's row, by primary key.
     static func load(_ db: Database, endpoint: String) throws -> CircuitRecord? {
-        try db.fetchOne(selectByEndpoint, [.text(endpoint)]).map(decode)
+        try CircuitRecord.fetchOne(db.cachedStatement(sql: selectByEndpoint), arguments: [endpoint])
     }
 
     /// Every circuit, by endpoint.
     static func all(_ db: Database) throws -> [CircuitRecord] {
-        try db.fetchAll("SELECT \(columns) FROM circuits ORDER BY endpoint").map(decode)
+        try CircuitRecord.fetchAll(db, sql: "SELECT \(columns) FROM circuits ORDER BY endpoint")
     }
 
     /// History rows, newest first, through the (endpoint, id) index when an endpoint is given.
     static func transitions(_ db: Database, endpoint: String?, limit: Int) throws -> [CircuitTransition] {
-        let rows: [Row]
         if let endpoint {
-            rows = try db.fetchAll("""
+            return try CircuitTransition.fetchAll(db, sql: """
                 SELECT endpoint, at_ms, from_state, to_state, reason FROM circuit_transitions
                 WHERE endpoint = ? ORDER BY id DESC LIMIT ?
-                """, [.text(endpoint), .int(max(limit, 0))])
-        } else {
-            rows = try db.fetchAll("""
-                SELECT endpoint, at_ms, from_state, to_state, reason FROM circuit_transitions
-                ORDER BY id DESC LIMIT ?
-                """, [.int(max(limit, 0))])
+                """, arguments: [endpoint, max(limit, 0)])
         }
-        return try rows.map { row in
-            CircuitTransition(endpoint: row[0].string ?? "", at: date(row[1]) ?? Date(timeIntervalSince1970: 0),
-                              from: try state(row[2]), to: try state(row[3]), reason: row[4].string ?? "")
-        }
+        return try CircuitTransition.fetchAll(db, sql: """
+            SELECT endpoint, at_ms, from_state, to_state, reason FROM circuit_transitions
+            ORDER BY id DESC LIMIT ?
+            """, arguments: [max(limit, 0)])
     }
 
     // MARK: Writing
@@ -103,15 +95,15 @@ enum CircuitTable {
         guard machine.hasChanges else { return }
         try save(db, machine.record)
         for transition in transitions {
-            try db.execute("""
+            try db.cachedStatement(sql: """
                 INSERT INTO circuit_transitions (endpoint, at_ms, from_state, to_state, reason) VALUES (?, ?, ?, ?, ?)
-                """, [.text(transition.endpoint), .integer(milliseconds(transition.at)),
-                      .text(transition.from.rawValue), .text(transition.to.rawValue), .text(transition.reason)])
+                """).execute(arguments: [transition.endpoint, milliseconds(transition.at),
+                      transition.from.rawValue, transition.to.rawValue, transition.reason])
         }
     }
 
     private static func save(_ db: Database, _ record: CircuitRecord) throws {
-        try db.execute("""
+        try db.cachedStatement(sql: """
             INSERT INTO circuits (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (endpoint) DO UPDATE SET
                 state = excluded.state, consecutive_failures = excluded.consecutive_failures,
@@ -120,39 +112,18 @@ enum CircuitTable {
                 open_until_ms = excluded.open_until_ms, open_duration_ms = excluded.open_duration_ms,
                 probe_owner = excluded.probe_owner, probe_lease_until_ms = excluded.probe_lease_until_ms,
                 failed_probes = excluded.failed_probes, trips = excluded.trips, updated_at_ms = excluded.updated_at_ms
-            """, [
-                .text(record.endpoint), .text(record.state.rawValue), .int(record.consecutiveFailures),
-                .int(record.consecutiveRateLimits), .int(record.failureThreshold),
-                .optionalInt(record.openedAt.map(milliseconds)), .optionalInt(record.openUntil.map(milliseconds)),
-                .optionalInt(record.openDuration.map(milliseconds)), .optionalText(record.probeOwner),
-                .optionalInt(record.probeLeaseUntil.map(milliseconds)), .int(record.failedProbes),
-                .int(record.trips), .integer(milliseconds(record.updatedAt)),
+            """).execute(arguments: [
+                record.endpoint, record.state.rawValue, record.consecutiveFailures,
+                record.consecutiveRateLimits, record.failureThreshold,
+                record.openedAt.map(milliseconds), record.openUntil.map(milliseconds),
+                record.openDuration.map(milliseconds), record.probeOwner,
+                record.probeLeaseUntil.map(milliseconds), record.failedProbes,
+                record.trips, milliseconds(record.updatedAt),
             ])
     }
 
-    // MARK: Decoding
-
-    private static func decode(_ row: Row) throws -> CircuitRecord {
-        CircuitRecord(
-            endpoint: row[0].string ?? "", state: try state(row[1]), consecutiveFailures: row[2].int ?? 0,
-            consecutiveRateLimits: row[3].int ?? 0, failureThreshold: row[4].int ?? 5, openedAt: date(row[5]),
-            openUntil: date(row[6]), openDuration: row[7].int64.map { .milliseconds($0) },
-            probeOwner: row[8].string, probeLeaseUntil: date(row[9]), failedProbes: row[10].int ?? 0,
-            trips: row[11].int ?? 0, updatedAt: date(row[12]) ?? Date(timeIntervalSince1970: 0)
-        )
-    }
-
-    private static func state(_ value: DatabaseValue) throws -> CircuitState {
-        // The table's CHECK constraint makes any other value impossible short of a hand-edited file.
-        guard let text = value.string, let state = CircuitState(rawValue: text) else {
-            throw StoreError.invalidArgument("unknown circuit state \(value.string ?? "NULL") in the database")
-        }
-        return state
-    }
-
     private static func validate(endpoint: String, policy: CircuitPolicy) throws {
-        guard !endpoint.isEmpty else { throw StoreError.invalidArgument("a circuit's endpoint must not be empty") }
-        try policy.validate()
+        try CircuitRules.validate(endpoint: endpoint, policy: policy)
     }
 
     // MARK: Time
@@ -164,9 +135,5 @@ enum CircuitTable {
     static func milliseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-
-    static func date(_ value: DatabaseValue) -> Date? {
-        value.int64.map { Date(timeIntervalSince1970: TimeInterval($0) / 1000) }
     }
 }

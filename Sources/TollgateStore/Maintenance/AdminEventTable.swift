@@ -9,8 +9,8 @@ enum AdminEventTable {
         _ db: Database, at: Date, subject: String, target: String?, action: String, detail: String?
     ) throws -> Int64 {
         try db.cachedStatement(
-            "INSERT INTO admin_events (at_ms, subject, target, action, detail) VALUES (?, ?, ?, ?, ?)"
-        ).execute([.integer(milliseconds(at)), .text(subject), .optionalText(target), .text(action), .optionalText(detail)])
+            sql: "INSERT INTO admin_events (at_ms, subject, target, action, detail) VALUES (?, ?, ?, ?, ?)"
+        ).execute(arguments: [milliseconds(at), subject, target, action, detail])
         return db.lastInsertedRowID
     }
 
@@ -19,16 +19,20 @@ enum AdminEventTable {
         let columns = "id, at_ms, subject, target, action, detail"
         let rows = if let subject {
             try db.fetchAll(
-                "SELECT \(columns) FROM admin_events WHERE subject = ? ORDER BY id DESC LIMIT ?",
-                [.text(subject), .int(max(limit, 0))]
+                sql: "SELECT \(columns) FROM admin_events WHERE subject = ? ORDER BY id DESC LIMIT ?",
+                arguments: [subject, max(limit, 0)]
             )
         } else {
-            try db.fetchAll("SELECT \(columns) FROM admin_events ORDER BY id DESC LIMIT ?", [.int(max(limit, 0))])
+            try db.fetchAll(sql: "SELECT \(columns) FROM admin_events ORDER BY id DESC LIMIT ?", arguments: [max(limit, 0)])
         }
-        return rows.map { row in
+        return try rows.map { row in
             AdminEvent(
-                id: row[0].int64 ?? 0, at: Date(timeIntervalSince1970: TimeInterval(row[1].int64 ?? 0) / 1000),
-                subject: row[2].string ?? "", target: row[3].string, action: row[4].string ?? "", detail: row[5].string
+                id: try row.decode(Int64.self, forColumn: "id"),
+                at: try row.decodeDate(forColumn: "at_ms") ?? Date(timeIntervalSince1970: 0),
+                subject: try row.decode(String.self, forColumn: "subject"),
+                target: try row.decode(String?.self, forColumn: "target"),
+                action: try row.decode(String.self, forColumn: "action"),
+                detail: try row.decode(String?.self, forColumn: "detail")
             )
         }
     }

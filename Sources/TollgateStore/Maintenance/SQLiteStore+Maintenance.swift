@@ -4,22 +4,26 @@ extension SQLiteStore: MaintenanceStorage {
     public func vacuum(at: Date) async throws -> VacuumResult {
         try requireWritable()
         try requireFileInPlace()
-        let sizes = try await translatingErrors { try await writer.run { db -> (before: Int64, after: Int64, free: Int, checkpoint: Row?) in
+        try requireNotSuspended()
+        let sizes = try await translatingErrors { try await writer.writeRerunningAfterBusy { db -> (before: Int64, after: Int64, free: Int, checkpoint: Row?) in
             // Outside any transaction, on the writer connection: SQLite refuses VACUUM in a transaction.
             guard !db.isInsideTransaction else {
-                throw StoreError.invalidArgument("VACUUM cannot run inside a transaction")
+                throw StoreRefusal.invalidArgument("VACUUM cannot run inside a transaction")
             }
             let before = try MaintenanceQueries.fileBytes(db)
-            let free = try db.fetchValue("PRAGMA freelist_count").int ?? 0
-            try db.execute("VACUUM")
+            let free = try db.fetchValue(sql: "PRAGMA freelist_count").int ?? 0
+            try db.execute(sql: "VACUUM")
             let after = try MaintenanceQueries.fileBytes(db)
-            let checkpoint = try db.fetchOne("PRAGMA wal_checkpoint(TRUNCATE)")
+            let checkpoint = try db.fetchOne(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
             return (before, after, free, checkpoint)
         } }
+        // `PRAGMA wal_checkpoint` answers one row (busy, log, checkpointed); -1 frames outside WAL mode.
+        let checkpoint = sizes.checkpoint
         let result = VacuumResult(
             bytesBefore: sizes.before, bytesAfter: sizes.after, freePagesBefore: sizes.free,
-            checkpointBusy: (sizes.checkpoint?[0].int ?? 0) != 0,
-            walFrames: max(sizes.checkpoint?[1].int ?? 0, 0), checkpointedFrames: max(sizes.checkpoint?[2].int ?? 0, 0)
+            checkpointBusy: try checkpoint?.decode(Bool.self, forColumn: "busy") ?? false,
+            walFrames: max(try checkpoint?.decode(Int.self, forColumn: "log") ?? 0, 0),
+            checkpointedFrames: max(try checkpoint?.decode(Int.self, forColumn: "checkpointed") ?? 0, 0)
         )
         try await writeKeepingRecentEntries { db in
             _ = try AdminEventTable.record(
@@ -41,8 +45,8 @@ extension SQLiteStore: MaintenanceStorage {
 enum MaintenanceQueries {
     /// Bytes in the database's pages.
     static func fileBytes(_ db: Database) throws -> Int64 {
-        let pages = try db.fetchValue("PRAGMA page_count").int64 ?? 0
-        let size = try db.fetchValue("PRAGMA page_size").int64 ?? 0
+        let pages = try db.fetchValue(sql: "PRAGMA page_count").int64 ?? 0
+        let size = try db.fetchValue(sql: "PRAGMA page_size").int64 ?? 0
         return pages * size
     }
 }

@@ -24,13 +24,13 @@ enum DatabaseOwnership: Sendable, Equatable {
     ///     Tollgate file's history starts with.
     /// - Throws: ``DatabaseError`` when SQLite cannot read the file.
     static func of(_ db: Database, firstMigration: Migration?) throws -> DatabaseOwnership {
-        let applicationID = try db.fetchValue("PRAGMA application_id").int64 ?? 0
+        let applicationID = try db.fetchValue(sql: "PRAGMA application_id").int64 ?? 0
         if applicationID == Int64(Self.applicationID) { return .tollgate }
         if applicationID != 0 {
             return .foreign(reason: "its application ID is 0x\(String(UInt32(truncatingIfNeeded: applicationID), radix: 16))")
         }
         let objects = try db.fetchValue(
-            "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+            sql: "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
         ).int64 ?? 0
         if objects == 0 { return .empty }
         if let firstMigration, try hasTollgateHistory(db, startingWith: firstMigration) { return .unmarkedTollgate }
@@ -48,17 +48,17 @@ enum DatabaseOwnership: Sendable, Equatable {
     /// Marks the database as Tollgate's, inside the caller's write transaction.
     static func mark(_ db: Database) throws {
         // PRAGMA arguments cannot be bound; the constant is safe to interpolate.
-        try db.execute("PRAGMA application_id = \(applicationID)")
+        try db.execute(sql: "PRAGMA application_id = \(applicationID)")
     }
 
     /// Whether `schema_migrations` is Tollgate's (its four columns) and starts with `first`. A table
     /// of that name with other columns (Rails keeps one) is another application's.
     private static func hasTollgateHistory(_ db: Database, startingWith first: Migration) throws -> Bool {
-        let columns = try db.fetchAll("SELECT name FROM pragma_table_info('schema_migrations')")
-            .compactMap { $0[0].string }
+        let columns = try db.fetchAll(sql: "SELECT name FROM pragma_table_info('schema_migrations')")
+            .map { try $0.decode(String.self, forColumn: "name") }
         guard Set(columns) == ["version", "name", "checksum", "applied_at"] else { return false }
         return try db.fetchOne(
-            "SELECT 1 FROM schema_migrations WHERE version = ? AND name = ?", [.int(first.version), .text(first.name)]
+            sql: "SELECT 1 FROM schema_migrations WHERE version = ? AND name = ?", arguments: [first.version, first.name]
         ) != nil
     }
 }

@@ -38,16 +38,16 @@ struct Migrator: Sendable {
         var appliedNow: [Migration] = []
         for migration in migrations {
             let didApply = try db.inTransaction(.immediate) {
-                try db.execute(Self.createHistoryTable)
+                try db.execute(sql: Self.createHistoryTable)
                 let applied = try appliedMigrations(db)
                 try validate(applied)
                 guard applied[migration.version] == nil else { return false }
                 try db.executeScript(migration.sql)
                 try DatabaseOwnership.mark(db)
                 try db.execute(
-                    "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
-                    [.int(migration.version), .text(migration.name), .text(migration.checksum),
-                     .text(Self.timestamp(now()))]
+                    sql: "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?, ?, ?, ?)",
+                    arguments: [migration.version, migration.name, migration.checksum,
+                     Self.timestamp(now())]
                 )
                 return true
             }
@@ -71,17 +71,17 @@ struct Migrator: Sendable {
 
     private func appliedMigrations(_ db: Database) throws -> [Int: AppliedMigration] {
         let tableExists = try db.fetchOne(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+            sql: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
         ) != nil
         guard tableExists else { return [:] }
         var applied: [Int: AppliedMigration] = [:]
-        for row in try db.fetchAll("SELECT version, name, checksum, applied_at FROM schema_migrations") {
-            let version = row[0].int ?? 0
+        for row in try db.fetchAll(sql: "SELECT version, name, checksum, applied_at FROM schema_migrations") {
+            let version = try row.decode(Int.self, forColumn: "version")
             applied[version] = AppliedMigration(
                 version: version,
-                name: row[1].string ?? "",
-                checksum: row[2].string ?? "",
-                appliedAt: row[3].string.flatMap(Self.date(fromTimestamp:))
+                name: try row.decode(String.self, forColumn: "name"),
+                checksum: try row.decode(String.self, forColumn: "checksum"),
+                appliedAt: try row.decode(String?.self, forColumn: "applied_at").flatMap(Self.date(fromTimestamp:))
             )
         }
         return applied

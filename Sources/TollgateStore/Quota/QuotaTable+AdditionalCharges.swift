@@ -9,11 +9,7 @@ extension QuotaTable {
     static func checkAdditional(
         _ db: Database, _ charge: QuotaBucketCharge, request: QuotaReservationRequest, day: PacificDay, nowMs: Int64
     ) throws -> QuotaRefusal? {
-        guard QuotaLimits.allowedUnits.contains(charge.cost) else {
-            throw StoreError.invalidArgument(
-                "a quota cost must be \(QuotaLimits.rangeDescription) units (\(request.endpoint) costs \(charge.cost) in \(charge.bucket))"
-            )
-        }
+        try QuotaRules.validateCost(charge.cost, endpoint: request.endpoint, bucket: charge.bucket)
         let row = try synchronizeBucket(db, charge.bucket, configuredLimit: charge.configuredLimit, nowMs: nowMs)
         let used = try bucketUnits(db, bucket: charge.bucket, day: day)
         func refusal(_ reason: QuotaRefusal.Reason) -> QuotaRefusal {
@@ -34,13 +30,13 @@ extension QuotaTable {
             db, atMs: nowMs, day: day, bucket: charge.bucket, endpoint: endpoint, kind: .charge, units: charge.cost,
             reservationID: reservationID, detail: "charged with reservation \(reservationID)"
         )
-        try db.execute("""
+        try db.cachedStatement(sql: """
             INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, ?, ?, 1)
             ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1
             WHERE quota_usage.units BETWEEN 0 AND ? - excluded.units
-            """, [.text(day.key), .text(charge.bucket), .text(endpoint), .int(charge.cost), .int(QuotaLimits.maximumUnits)])
+            """).execute(arguments: [day.key, charge.bucket, endpoint, charge.cost, QuotaLimits.maximumUnits])
         guard db.changesCount == 1 else {
-            throw StoreError.invalidArgument(
+            throw StoreRefusal.invalidArgument(
                 "the stored usage of \(endpoint) in \(charge.bucket) on \(day.key) is outside \(QuotaLimits.rangeDescription) "
                     + "units; the file was changed by hand. Reset the day (tollgate quota reset) to repair it"
             )
@@ -49,11 +45,9 @@ extension QuotaTable {
 
     /// Refunds the further charges of the reservation `reservationID`, each once.
     static func refundAdditional(_ db: Database, reservationID: Int64, at: Date, reason: String?) throws {
-        let linked = try db.fetchAll(
-            "SELECT id FROM quota_events WHERE reservation_id = ? AND kind = 'charge'", [.integer(reservationID)]
-        )
+        let linked = try db.cachedStatement(sql: "SELECT id FROM quota_events WHERE reservation_id = ? AND kind = 'charge'").fetchAll(arguments: [reservationID])
         for row in linked {
-            guard let id = row[0].int64 else { continue }
+            let id = try row.decode(Int64.self, forColumn: "id")
             _ = try refund(db, reservationID: id, at: at, reason: reason)
         }
     }

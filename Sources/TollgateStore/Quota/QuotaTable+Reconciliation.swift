@@ -7,9 +7,7 @@ extension QuotaTable {
     static func reconcile(
         _ db: Database, bucket: String, used: Int, configuredLimit: Int, day: PacificDay, at: Date
     ) throws -> QuotaReconciliation {
-        guard QuotaLimits.allowedUnits.contains(used) else {
-            throw StoreError.invalidArgument("a reconciled count must be 0 to \(QuotaLimits.maximumUnits) units, not \(used)")
-        }
+        try QuotaRules.validateReconciledCount(used)
         _ = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, nowMs: at.quotaMilliseconds)
         let before = try bucketUnits(db, bucket: bucket, day: day)
         let adjustment = used - before   // both within ±maximumUnits: no overflow
@@ -19,10 +17,10 @@ extension QuotaTable {
             detail: "reconciled with the provider's count: \(used) units used (the ledger had \(before))"
         )
         if adjustment != 0 {
-            try db.execute("""
+            try db.execute(sql: """
                 INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, '*', ?, 0)
                 ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units
-                """, [.text(day.key), .text(bucket), .int(adjustment)])
+                """, arguments: [day.key, bucket, adjustment])
         }
         return QuotaReconciliation(day: day, bucket: bucket, countedBefore: before, used: used)
     }
@@ -31,12 +29,15 @@ extension QuotaTable {
     /// charges in the window), for the burn rate.
     static func burn(_ db: Database, since: Date, until: Date) throws -> [QuotaBurn] {
         let windowSeconds = max(1, Int(until.timeIntervalSince(since).rounded()))
-        return try db.fetchAll("""
-            SELECT bucket, MAX(COALESCE(SUM(MIN(MAX(units, -?), ?)), 0), 0) FROM quota_events
+        return try db.fetchAll(sql: """
+            SELECT bucket, MAX(COALESCE(SUM(MIN(MAX(units, -?), ?)), 0), 0) AS units FROM quota_events
             WHERE at_ms >= ? AND at_ms <= ? AND kind IN ('charge', 'refund') AND endpoint <> '*'
             GROUP BY bucket ORDER BY bucket
-            """, [.int(QuotaLimits.maximumUnits), .int(QuotaLimits.maximumUnits), .integer(since.quotaMilliseconds),
-                  .integer(until.quotaMilliseconds)]
-        ).map { row in QuotaBurn(bucket: row[0].string ?? "", units: row[1].int ?? 0, windowSeconds: windowSeconds) }
+            """, arguments: [QuotaLimits.maximumUnits, QuotaLimits.maximumUnits, since.quotaMilliseconds,
+                  until.quotaMilliseconds]
+        ).map { row in
+            QuotaBurn(bucket: try row.decode(String.self, forColumn: "bucket"),
+                      units: try row.decode(Int.self, forColumn: "units"), windowSeconds: windowSeconds)
+        }
     }
 }

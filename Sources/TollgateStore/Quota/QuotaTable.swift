@@ -32,15 +32,8 @@ enum QuotaTable {
 
     /// Checks and charges, or refuses without writing a charge. See ``QuotaStorage/reserveQuota(_:)``.
     static func reserve(_ db: Database, _ request: QuotaReservationRequest) throws -> QuotaReservationOutcome {
-        guard request.cost >= 0 else {
-            throw StoreError.invalidArgument("a quota cost cannot be negative (\(request.endpoint) costs \(request.cost))")
-        }
-        guard request.cost <= QuotaLimits.maximumUnits else {
-            throw StoreError.invalidArgument(
-                "a quota cost must be \(QuotaLimits.rangeDescription) units (\(request.endpoint) costs \(request.cost))"
-            )
-        }
-        try EndpointName.validate(request.endpoint)
+        try QuotaRules.validateCost(request.cost, endpoint: request.endpoint)
+        try QuotaRules.validateEndpoint(request.endpoint)
         let day = PacificDay(containing: request.at)
         let nowMs = request.at.quotaMilliseconds
         let bucket = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit, nowMs: nowMs,
@@ -73,14 +66,14 @@ enum QuotaTable {
         // The guard keeps the endpoint's total within range even when the file holds a total that
         // no charge could have made (edited by hand): then nothing is written and the whole
         // reservation, event included, rolls back with a typed error.
-        try db.execute("""
+        try db.cachedStatement(sql: """
             INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, ?, ?, 1)
             ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1
             WHERE quota_usage.units BETWEEN 0 AND ? - excluded.units
-            """, [.text(day.key), .text(request.bucket), .text(request.endpoint), .int(request.cost),
-                  .int(QuotaLimits.maximumUnits)])
+            """).execute(arguments: [day.key, request.bucket, request.endpoint, request.cost,
+                  QuotaLimits.maximumUnits])
         guard db.changesCount == 1 else {
-            throw StoreError.invalidArgument(
+            throw StoreRefusal.invalidArgument(
                 "the stored usage of \(request.endpoint) on \(day.key) is outside \(QuotaLimits.rangeDescription) units; "
                     + "the file was changed by hand. Reset the day (tollgate quota reset) to repair it"
             )
@@ -98,24 +91,23 @@ enum QuotaTable {
     /// Refunds a charge once. See ``QuotaStorage/refundQuota(reservationID:at:reason:)``.
     static func refund(_ db: Database, reservationID: Int64, at: Date, reason: String?) throws -> QuotaRefundOutcome {
         // The charge and whether it was refunded already, in one statement.
-        guard let charge = try db.fetchOne("""
+        guard let charge = try db.cachedStatement(sql: """
             SELECT pacific_date, bucket, endpoint, units,
                    EXISTS (SELECT 1 FROM quota_events AS refund
-                           WHERE refund.reservation_id = charge.id AND refund.kind = 'refund')
+                           WHERE refund.reservation_id = charge.id AND refund.kind = 'refund') AS refunded
             FROM quota_events AS charge WHERE charge.id = ? AND charge.kind = 'charge'
-            """, [.integer(reservationID)]
-        ), let dateKey = charge[0].string, let day = PacificDay(key: dateKey),
-              let bucket = charge[1].string, let endpoint = charge[2].string, let cost = charge[3].int
+            """).fetchOne(arguments: [reservationID]),
+              let day = PacificDay(key: try charge.decode(String.self, forColumn: "pacific_date")), case let dateKey = day.key
         else {
-            throw StoreError.invalidArgument("no quota reservation has id \(reservationID)")
+            throw QuotaRules.unknownReservation(reservationID)
         }
-        if charge[4].int == 1 { return .alreadyRefunded }
+        let bucket = try charge.decode(String.self, forColumn: "bucket")
+        let endpoint = try charge.decode(String.self, forColumn: "endpoint")
+        let cost = try charge.decode(Int.self, forColumn: "units")
+        if try charge.decode(Bool.self, forColumn: "refunded") { return .alreadyRefunded }
 
         // A reset of that day already gave the units back: never refund below zero.
-        let current = try db.fetchValue(
-            "SELECT units FROM quota_usage WHERE pacific_date = ? AND bucket = ? AND endpoint = ?",
-            [.text(dateKey), .text(bucket), .text(endpoint)]
-        ).int ?? 0
+        let current = try db.cachedStatement(sql: "SELECT units FROM quota_usage WHERE pacific_date = ? AND bucket = ? AND endpoint = ?").fetchValue(arguments: [dateKey, bucket, endpoint]).int ?? 0
         // Nor below zero for the bucket: a reconciliation may have lowered it under this endpoint's total.
         let bucketTotal = try bucketUnits(db, bucket: bucket, day: day)
         let units = min(cost, max(current, 0), max(bucketTotal, 0))
@@ -124,10 +116,7 @@ enum QuotaTable {
             units: -units, reservationID: reservationID, detail: reason
         )
         if units != 0 {
-            try db.execute(
-                "UPDATE quota_usage SET units = units - ? WHERE pacific_date = ? AND bucket = ? AND endpoint = ?",
-                [.int(units), .text(dateKey), .text(bucket), .text(endpoint)]
-            )
+            try db.cachedStatement(sql: "UPDATE quota_usage SET units = units - ? WHERE pacific_date = ? AND bucket = ? AND endpoint = ?").execute(arguments: [units, dateKey, bucket, endpoint])
         }
         try refundAdditional(db, reservationID: reservationID, at: at, reason: reason)
         return .refunded(units: units, day: day)
@@ -143,10 +132,7 @@ enum QuotaTable {
         if row.isExhausted(on: day) {
             return QuotaExhaustion(bucket: bucket, until: day.nextReset, isNew: false)
         }
-        try db.execute(
-            "UPDATE quota_buckets SET exhausted_until_ms = ?, updated_at_ms = ? WHERE bucket = ?",
-            [.integer(day.nextReset.quotaMilliseconds), .integer(nowMs), .text(bucket)]
-        )
+        try db.cachedStatement(sql: "UPDATE quota_buckets SET exhausted_until_ms = ?, updated_at_ms = ? WHERE bucket = ?").execute(arguments: [day.nextReset.quotaMilliseconds, nowMs, bucket])
         try appendEvent(
             db, atMs: nowMs, day: day, bucket: bucket, endpoint: endpoint ?? "*", kind: .exhausted, units: 0,
             detail: "the server said the daily quota is spent; closed until \(PacificDay.localTimeDescription(of: day.nextReset))"
@@ -156,13 +142,11 @@ enum QuotaTable {
 
     /// A day's usage rows. See ``QuotaStorage/quotaUsage(on:)``.
     static func usage(_ db: Database, on day: PacificDay) throws -> [QuotaUsage] {
-        try db.fetchAll(
-            "SELECT bucket, endpoint, units, calls FROM quota_usage WHERE pacific_date = ? ORDER BY bucket, endpoint",
-            [.text(day.key)]
-        ).map { row in
+        try db.cachedStatement(sql: "SELECT bucket, endpoint, units, calls FROM quota_usage WHERE pacific_date = ? ORDER BY bucket, endpoint").fetchAll(arguments: [day.key]).map { row in
             QuotaUsage(
-                day: day, bucket: row[0].string ?? "", endpoint: row[1].string ?? "",
-                units: row[2].int ?? 0, calls: row[3].int ?? 0
+                day: day, bucket: try row.decode(String.self, forColumn: "bucket"),
+                endpoint: try row.decode(String.self, forColumn: "endpoint"),
+                units: try row.decode(Int.self, forColumn: "units"), calls: try row.decode(Int.self, forColumn: "calls")
             )
         }
     }
@@ -184,18 +168,15 @@ enum QuotaTable {
         _ db: Database, bucket: String, limit: Int?, configuredLimit: Int, at: Date
     ) throws -> QuotaBucketStatus {
         let newLimit = limit ?? configuredLimit
-        guard newLimit >= 0 else { throw StoreError.invalidArgument("a daily limit cannot be negative (\(newLimit))") }
-        guard newLimit <= QuotaLimits.maximumUnits else {
-            throw StoreError.invalidArgument("a daily limit must be \(QuotaLimits.rangeDescription) units, not \(newLimit)")
-        }
+        try QuotaRules.validateNewLimit(newLimit)
         let source: QuotaBucketStatus.LimitSource = limit == nil ? .configuration : .admin
         let nowMs = at.quotaMilliseconds
         let previous = try bucketRow(db, bucket, configuredLimit: configuredLimit)
-        try db.execute("""
+        try db.cachedStatement(sql: """
             INSERT INTO quota_buckets (bucket, daily_limit, limit_source, updated_at_ms) VALUES (?, ?, ?, ?)
             ON CONFLICT (bucket) DO UPDATE SET daily_limit = excluded.daily_limit,
                 limit_source = excluded.limit_source, updated_at_ms = excluded.updated_at_ms
-            """, [.text(bucket), .int(newLimit), .text(source.rawValue), .integer(nowMs)])
+            """).execute(arguments: [bucket, newLimit, source.rawValue, nowMs])
         let from = previous.map { "\($0.limit) (\($0.limitSource.rawValue))" } ?? "none"
         try appendEvent(
             db, atMs: nowMs, day: PacificDay(containing: at), bucket: bucket, endpoint: "*", kind: .limit, units: 0,
@@ -207,39 +188,34 @@ enum QuotaTable {
     /// Gives back a day's units with `reset` events. See ``QuotaStorage/resetQuotaDay(_:bucket:at:)``.
     static func resetDay(_ db: Database, _ day: PacificDay, bucket: String, at: Date) throws -> QuotaDayReset {
         let nowMs = at.quotaMilliseconds
-        let rows = try db.fetchAll(
-            "SELECT endpoint, units FROM quota_usage WHERE pacific_date = ? AND bucket = ? AND units <> 0",
-            [.text(day.key), .text(bucket)]
-        )
+        let rows = try db.cachedStatement(sql: "SELECT endpoint, units FROM quota_usage WHERE pacific_date = ? AND bucket = ? AND units <> 0").fetchAll(arguments: [day.key, bucket])
         var cleared: [String: Int] = [:]
         for row in rows {
-            guard let endpoint = row[0].string, let units = row[1].int else { continue }
+            let endpoint = try row.decode(String.self, forColumn: "endpoint")
+            let units = try row.decode(Int.self, forColumn: "units")
             // A total edited by hand to Int.min has no negation: refuse rather than trap.
             guard units != Int.min else {
-                throw StoreError.invalidArgument("the stored usage of \(endpoint) on \(day.key) is out of range")
+                throw StoreRefusal.invalidArgument("the stored usage of \(endpoint) on \(day.key) is out of range")
             }
             cleared[endpoint] = units
             try appendEvent(
                 db, atMs: nowMs, day: day, bucket: bucket, endpoint: endpoint, kind: .reset, units: -units,
                 detail: "day reset by an operator"
             )
-            try db.execute(
-                "UPDATE quota_usage SET units = 0 WHERE pacific_date = ? AND bucket = ? AND endpoint = ?",
-                [.text(day.key), .text(bucket), .text(endpoint)]
-            )
+            try db.cachedStatement(sql: "UPDATE quota_usage SET units = 0 WHERE pacific_date = ? AND bucket = ? AND endpoint = ?").execute(arguments: [day.key, bucket, endpoint])
         }
         let isToday = day == PacificDay(containing: at)
         let row = try bucketRow(db, bucket, configuredLimit: 0)
         let clearsMark = isToday && row?.isExhausted(on: day) == true
         if row != nil {
             // The day starts over: its warnings may be logged again, and today's server mark is lifted.
-            try db.execute("""
+            try db.cachedStatement(sql: """
                 UPDATE quota_buckets
                 SET warned_percent = CASE WHEN warned_date = ? THEN 0 ELSE warned_percent END,
                     exhausted_until_ms = CASE WHEN ? THEN NULL ELSE exhausted_until_ms END,
                     updated_at_ms = ?
                 WHERE bucket = ?
-                """, [.text(day.key), .int(clearsMark ? 1 : 0), .integer(nowMs), .text(bucket)])
+                """).execute(arguments: [day.key, clearsMark ? 1 : 0, nowMs, bucket])
         }
         if cleared.isEmpty || clearsMark {
             // The operator's action is on record even when it changed no total.
@@ -255,12 +231,13 @@ enum QuotaTable {
     ///
     /// Reads both tables in full: an audit, not a hot path.
     static func discrepancies(_ db: Database) throws -> [QuotaLedgerDiscrepancy] {
-        try db.fetchAll("""
+        try db.cachedStatement(sql: """
             WITH sums AS (
                 SELECT pacific_date, bucket, endpoint, SUM(units) AS units
                 FROM quota_events GROUP BY pacific_date, bucket, endpoint
             )
-            SELECT sums.pacific_date, sums.bucket, sums.endpoint, sums.units, COALESCE(usage.units, 0)
+            SELECT sums.pacific_date, sums.bucket, sums.endpoint, sums.units AS event_units,
+                   COALESCE(usage.units, 0) AS usage_units
             FROM sums LEFT JOIN quota_usage AS usage
               ON usage.pacific_date = sums.pacific_date AND usage.bucket = sums.bucket AND usage.endpoint = sums.endpoint
             WHERE sums.units <> COALESCE(usage.units, 0)
@@ -272,10 +249,13 @@ enum QuotaTable {
                 WHERE event.pacific_date = usage.pacific_date AND event.bucket = usage.bucket
                   AND event.endpoint = usage.endpoint)
             ORDER BY 1, 2, 3
-            """).map { row in
+            """).fetchAll().map { row in
             QuotaLedgerDiscrepancy(
-                pacificDate: row[0].string ?? "", bucket: row[1].string ?? "", endpoint: row[2].string ?? "",
-                eventUnits: row[3].int ?? 0, usageUnits: row[4].int ?? 0
+                pacificDate: try row.decode(String.self, forColumn: "pacific_date"),
+                bucket: try row.decode(String.self, forColumn: "bucket"),
+                endpoint: try row.decode(String.self, forColumn: "endpoint"),
+                eventUnits: try row.decode(Int.self, forColumn: "event_units"),
+                usageUnits: try row.decode(Int.self, forColumn: "usage_units")
             )
         }
     }
@@ -287,30 +267,32 @@ enum QuotaTable {
     static func bucketRow(_ db: Database, _ bucket: String, configuredLimit: Int, unitsOn day: PacificDay? = nil)
         throws -> BucketRow? {
         let found = if let day {
-            try db.fetchOne("""
+            try db.cachedStatement(sql: """
                 SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent,
                        (SELECT COALESCE(SUM(MIN(MAX(units, -?), ?)), 0) FROM quota_usage
-                        WHERE pacific_date = ? AND bucket = quota_buckets.bucket)
+                        WHERE pacific_date = ? AND bucket = quota_buckets.bucket) AS units_used
                 FROM quota_buckets WHERE bucket = ?
-                """, [.int(QuotaLimits.maximumUnits), .int(QuotaLimits.maximumUnits), .text(day.key), .text(bucket)])
+                """).fetchOne(arguments: [QuotaLimits.maximumUnits, QuotaLimits.maximumUnits, day.key, bucket])
         } else {
-            try db.fetchOne("""
+            try db.cachedStatement(sql: """
                 SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent
                 FROM quota_buckets WHERE bucket = ?
-                """, [.text(bucket)])
+                """).fetchOne(arguments: [bucket])
         }
         guard let row = found else { return nil }
-        let source = QuotaBucketStatus.LimitSource(rawValue: row[1].string ?? "") ?? .configuration
+        // The table's CHECK allows only these two sources.
+        let source = QuotaBucketStatus.LimitSource(rawValue: try row.decode(String.self, forColumn: "limit_source"))
+            ?? .configuration
         // A limit stored before limits were checked (or by hand) is read as the nearest allowed one.
-        let stored = QuotaLimits.clamped(row[0].int ?? 0)
+        let stored = QuotaLimits.clamped(try row.decode(Int.self, forColumn: "daily_limit"))
         return BucketRow(
             limit: source == .admin ? stored : configuredLimit,
             storedLimit: stored,
             limitSource: source,
-            exhaustedUntilMs: row[2].int64,
-            warnedDate: row[3].string,
-            warnedPercent: row[4].int ?? 0,
-            unitsUsed: day == nil ? nil : row[5].int
+            exhaustedUntilMs: try row.decode(Int64?.self, forColumn: "exhausted_until_ms"),
+            warnedDate: try row.decode(String?.self, forColumn: "warned_date"),
+            warnedPercent: try row.decode(Int.self, forColumn: "warned_percent"),
+            unitsUsed: day == nil ? nil : try row.decode(Int.self, forColumn: "units_used")
         )
     }
 
@@ -320,20 +302,10 @@ enum QuotaTable {
     static func synchronizeBucket(
         _ db: Database, _ bucket: String, configuredLimit: Int, nowMs: Int64, day usageDay: PacificDay? = nil
     ) throws -> BucketRow {
-        guard configuredLimit >= 0 else {
-            throw StoreError.invalidArgument("a daily limit cannot be negative (\(bucket): \(configuredLimit))")
-        }
-        guard configuredLimit <= QuotaLimits.maximumUnits else {
-            throw StoreError.invalidArgument(
-                "a daily limit must be \(QuotaLimits.rangeDescription) units (\(bucket): \(configuredLimit))"
-            )
-        }
+        try QuotaRules.validateLimit(configuredLimit, bucket: bucket)
         let day = PacificDay(containing: Date(timeIntervalSince1970: TimeInterval(nowMs) / 1000))
         guard let row = try bucketRow(db, bucket, configuredLimit: configuredLimit, unitsOn: usageDay) else {
-            try db.execute(
-                "INSERT INTO quota_buckets (bucket, daily_limit, limit_source, updated_at_ms) VALUES (?, ?, 'configuration', ?)",
-                [.text(bucket), .int(configuredLimit), .integer(nowMs)]
-            )
+            try db.cachedStatement(sql: "INSERT INTO quota_buckets (bucket, daily_limit, limit_source, updated_at_ms) VALUES (?, ?, 'configuration', ?)").execute(arguments: [bucket, configuredLimit, nowMs])
             try appendEvent(
                 db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: .limit, units: 0,
                 detail: "daily limit \(configuredLimit) (configuration)"
@@ -341,10 +313,7 @@ enum QuotaTable {
             return BucketRow(limit: configuredLimit, storedLimit: configuredLimit, limitSource: .configuration, warnedPercent: 0)
         }
         if row.limitSource == .configuration, row.storedLimit != configuredLimit {
-            try db.execute(
-                "UPDATE quota_buckets SET daily_limit = ?, updated_at_ms = ? WHERE bucket = ?",
-                [.int(configuredLimit), .integer(nowMs), .text(bucket)]
-            )
+            try db.cachedStatement(sql: "UPDATE quota_buckets SET daily_limit = ?, updated_at_ms = ? WHERE bucket = ?").execute(arguments: [configuredLimit, nowMs, bucket])
             try appendEvent(
                 db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: .limit, units: 0,
                 detail: "daily limit \(row.storedLimit) → \(configuredLimit) (configuration)"
@@ -355,13 +324,10 @@ enum QuotaTable {
 
     /// Units the bucket used on the day, all endpoints together: a primary-key range of `quota_usage`.
     static func bucketUnits(_ db: Database, bucket: String, day: PacificDay) throws -> Int {
-        try db.fetchValue(
-            // Each total is clamped to the allowed range before summing, so SUM cannot overflow
+        try db.cachedStatement(sql: // Each total is clamped to the allowed range before summing, so SUM cannot overflow
             // (SQLite raises "integer overflow") however the file was edited: totals that charges
             // wrote are always in range and unchanged by it.
-            "SELECT COALESCE(SUM(MIN(MAX(units, -?), ?)), 0) FROM quota_usage WHERE pacific_date = ? AND bucket = ?",
-            [.int(QuotaLimits.maximumUnits), .int(QuotaLimits.maximumUnits), .text(day.key), .text(bucket)]
-        ).int ?? 0
+            "SELECT COALESCE(SUM(MIN(MAX(units, -?), ?)), 0) FROM quota_usage WHERE pacific_date = ? AND bucket = ?").fetchValue(arguments: [QuotaLimits.maximumUnits, QuotaLimits.maximumUnits, day.key, bucket]).int ?? 0
     }
 
     /// Appends an event and returns its id.
@@ -370,11 +336,11 @@ enum QuotaTable {
         _ db: Database, atMs: Int64, day: PacificDay, bucket: String, endpoint: String, kind: QuotaEventKind, units: Int,
         reservationID: Int64? = nil, detail: String? = nil
     ) throws -> Int64 {
-        try db.execute("""
+        try db.cachedStatement(sql: """
             INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """, [.integer(atMs), .text(day.key), .text(bucket), .text(endpoint), .text(kind.rawValue), .int(units),
-                  .optionalInt(reservationID), .optionalText(detail)])
+            """).execute(arguments: [atMs, day.key, bucket, endpoint, kind.rawValue, units,
+                  reservationID, detail])
         return db.lastInsertedRowID
     }
 
@@ -385,15 +351,11 @@ enum QuotaTable {
     ) throws -> [Int] {
         guard row.limit > 0, !percents.isEmpty else { return [] }
         let alreadyWarned = row.warnedDate == day.key ? row.warnedPercent : 0
-        // In range: 0 ≤ usedAfter ≤ limit ≤ QuotaLimits.maximumUnits and percents are 1...100
-        // (checked by the caller's configuration), so both products stay below 10¹⁵.
-        let reached = percents.filter { (1...100).contains($0) && usedAfter * 100 >= $0 * row.limit }
-        let crossed = reached.filter { $0 > alreadyWarned }.sorted()
-        guard let highest = crossed.last else { return [] }
-        try db.execute(
-            "UPDATE quota_buckets SET warned_date = ?, warned_percent = ? WHERE bucket = ?",
-            [.text(day.key), .int(highest), .text(bucket)]
+        let crossed = QuotaRules.warningsCrossed(
+            percents: percents, usedAfter: usedAfter, limit: row.limit, alreadyWarned: alreadyWarned
         )
+        guard let highest = crossed.last else { return [] }
+        try db.cachedStatement(sql: "UPDATE quota_buckets SET warned_date = ?, warned_percent = ? WHERE bucket = ?").execute(arguments: [day.key, highest, bucket])
         return crossed
     }
 }

@@ -54,7 +54,7 @@ extension SQLiteStore: QuotaStorage {
     public func quotaEndpointCharged(_ endpoint: String) async throws -> Bool {
         // quota_usage holds one row per day and endpoint: small enough to scan once per process.
         try await read { db in
-            try db.fetchValue("SELECT EXISTS (SELECT 1 FROM quota_usage WHERE endpoint = ?)", [.text(endpoint)]).int == 1
+            try db.fetchValue(sql: "SELECT EXISTS (SELECT 1 FROM quota_usage WHERE endpoint = ?)", arguments: [endpoint]).int == 1
         }
     }
 }

@@ -23,7 +23,7 @@ extension Database {
         precondition(!isInsideTransaction, "transactions do not nest")
         // Literal texts: one interpolated per transaction would be hashed and compared in full by
         // the statement cache.
-        try execute(kind == .immediate ? "BEGIN IMMEDIATE TRANSACTION" : "BEGIN DEFERRED TRANSACTION")
+        try cachedStatement(sql: kind == .immediate ? "BEGIN IMMEDIATE TRANSACTION" : "BEGIN DEFERRED TRANSACTION").execute()
         let result: T
         do {
             result = try body()
@@ -32,7 +32,7 @@ extension Database {
             throw error
         }
         do {
-            try execute("COMMIT TRANSACTION")
+            try cachedStatement(sql: "COMMIT TRANSACTION").execute()
         } catch {
             // A failed COMMIT (SQLITE_FULL, I/O) can leave the transaction open.
             rollbackIgnoringErrors()
@@ -44,7 +44,7 @@ extension Database {
     private func rollbackIgnoringErrors() {
         // SQLite may already have rolled back on its own (SQLITE_FULL, SQLITE_IOERR, …).
         if isInsideTransaction {
-            try? execute("ROLLBACK TRANSACTION")
+            try? cachedStatement(sql: "ROLLBACK TRANSACTION").execute()
         }
     }
 }

@@ -4,9 +4,12 @@ import Foundation
 /// One SQLite connection.
 ///
 /// A `Database` is not `Sendable`: it is used by one thread at a time, and
-/// `SerializedDatabase` is the `Sendable` entry point that guarantees it. Statements prepared
-/// through ``cachedStatement(_:)`` are kept for the life of the connection, so a hot path prepares
-/// its SQL once.
+/// `SerializedDatabase` is the `Sendable` entry point that guarantees it.
+///
+/// Its API reads like GRDB's: `execute(sql:arguments:)`, `fetchAll(sql:arguments:)` and records'
+/// `fetchAll(_:sql:arguments:)` prepare their statement, run it and finalise it. Only a hot path
+/// keeps its statements, by asking for them by name: ``cachedStatement(sql:)`` prepares a text once
+/// and keeps it for the connection's life, so interpolated SQL never grows a cache.
 public final class Database {
     /// How a connection opens its file.
     public enum Mode: Sendable {
@@ -22,8 +25,12 @@ public final class Database {
 
     /// The path of the file, or `":memory:"`.
     public let path: String
+    /// How the connection opened its file.
+    public let mode: Mode
     let handle: OpaquePointer
     private var statementCache: [StatementCacheKey: Statement] = [:]
+    /// Whether the store suspended this connection; its statements check it before each step.
+    let suspension = DatabaseSuspension()
 
     /// How long a statement waits for another connection's lock before it fails with `SQLITE_BUSY`.
     public var busyTimeout: Duration {
@@ -52,6 +59,7 @@ public final class Database {
             throw error
         }
         self.path = path
+        self.mode = mode
         self.handle = handle
         self.busyTimeout = busyTimeout
         sqlite3_extended_result_codes(handle, 1)
@@ -91,43 +99,51 @@ public final class Database {
         }
     }
 
-    /// Runs one statement with arguments, through the statement cache.
-    /// - Parameters:
-    ///   - sql: One SQL statement with `?` placeholders.
-    ///   - arguments: One value per placeholder.
-    /// - Throws: ``DatabaseError`` when SQLite fails.
-    public func execute(_ sql: String, _ arguments: [DatabaseValue] = []) throws(DatabaseError) {
-        try cachedStatement(sql).execute(arguments)
+    /// Prepares a statement that is not cached: finalised when released.
+    /// - Parameter sql: One SQL statement with `?` placeholders.
+    /// - Returns: The statement.
+    /// - Throws: ``DatabaseError`` when SQLite cannot prepare it.
+    public func makeStatement(sql: String) throws(DatabaseError) -> Statement {
+        try Statement(connection: handle, sql: sql, suspension: suspension)
     }
 
-    /// Runs a query through the statement cache and returns every row.
+    /// Runs one statement with arguments, preparing it for this call only.
+    /// - Parameters:
+    ///   - sql: One SQL statement with `?` placeholders.
+    ///   - arguments: One value per placeholder, as plain Swift values.
+    /// - Throws: ``DatabaseError`` when SQLite fails.
+    public func execute(sql: String, arguments: StatementArguments = []) throws(DatabaseError) {
+        try makeStatement(sql: sql).execute(arguments: arguments)
+    }
+
+    /// Runs a query, preparing it for this call only, and returns every row.
     /// - Parameters:
     ///   - sql: One SQL query with `?` placeholders.
     ///   - arguments: One value per placeholder.
     /// - Returns: The rows.
     /// - Throws: ``DatabaseError`` when SQLite fails.
-    public func fetchAll(_ sql: String, _ arguments: [DatabaseValue] = []) throws(DatabaseError) -> [Row] {
-        try cachedStatement(sql).fetchAll(arguments)
+    public func fetchAll(sql: String, arguments: StatementArguments = []) throws(DatabaseError) -> [Row] {
+        try makeStatement(sql: sql).fetchAll(arguments: arguments)
     }
 
-    /// Runs a query through the statement cache and returns its first row.
+    /// Runs a query, preparing it for this call only, and returns its first row.
     /// - Parameters:
     ///   - sql: One SQL query with `?` placeholders.
     ///   - arguments: One value per placeholder.
     /// - Returns: The first row, or nil when there is none.
     /// - Throws: ``DatabaseError`` when SQLite fails.
-    public func fetchOne(_ sql: String, _ arguments: [DatabaseValue] = []) throws(DatabaseError) -> Row? {
-        try cachedStatement(sql).fetchOne(arguments)
+    public func fetchOne(sql: String, arguments: StatementArguments = []) throws(DatabaseError) -> Row? {
+        try makeStatement(sql: sql).fetchOne(arguments: arguments)
     }
 
-    /// Runs a query and returns the first column of its first row.
+    /// Runs a query, preparing it for this call only, and returns the first column of its first row.
     /// - Parameters:
     ///   - sql: One SQL query with `?` placeholders.
     ///   - arguments: One value per placeholder.
     /// - Returns: The value, or `.null` when there is no row.
     /// - Throws: ``DatabaseError`` when SQLite fails.
-    public func fetchValue(_ sql: String, _ arguments: [DatabaseValue] = []) throws(DatabaseError) -> DatabaseValue {
-        try fetchOne(sql, arguments)?[0] ?? .null
+    public func fetchValue(sql: String, arguments: StatementArguments = []) throws(DatabaseError) -> DatabaseValue {
+        try fetchOne(sql: sql, arguments: arguments)?[0] ?? .null
     }
 
     /// SQLite's counter of commits by other connections (`PRAGMA data_version`): it changes
@@ -136,22 +152,28 @@ public final class Database {
     /// - Returns: The counter; compare it with an earlier value, its size means nothing.
     /// - Throws: ``DatabaseError`` when SQLite cannot read the file's header.
     public func dataVersion() throws(DatabaseError) -> Int64 {
-        try cachedStatement("PRAGMA data_version").fetchInt64() ?? 0
+        try cachedStatement(sql: "PRAGMA data_version").fetchInt64() ?? 0
     }
 
-    /// The prepared statement for `sql`, prepared on first use and reused afterwards.
+    /// The prepared statement for `sql`, prepared on first use and kept for the connection's life:
+    /// for the SQL of a hot path, a fixed text (never one with interpolated values, which would
+    /// grow the cache without bound).
     /// - Parameter sql: One SQL statement.
     /// - Returns: The cached statement, reset and ready to bind.
     /// - Throws: ``DatabaseError`` when SQLite cannot prepare it.
-    public func cachedStatement(_ sql: String) throws(DatabaseError) -> Statement {
+    public func cachedStatement(sql: String) throws(DatabaseError) -> Statement {
         let key = StatementCacheKey(sql)
         if let statement = statementCache[key] {
             return statement
         }
-        let statement = try Statement(connection: handle, sql: sql)
+        let statement = try makeStatement(sql: sql)
         statementCache[key] = statement
         return statement
     }
+
+    /// Stops the statement running now, from any thread (`sqlite3_interrupt`): it fails with
+    /// `SQLITE_INTERRUPT` and its transaction rolls back, releasing its lock.
+    func interrupt() { sqlite3_interrupt(handle) }
 
     /// How many statements the cache holds; each SQL text is prepared once.
     public var cachedStatementCount: Int { statementCache.count }

@@ -26,6 +26,16 @@ public struct DatabaseError: Error, Sendable, Hashable, CustomStringConvertible 
     /// Whether SQLite gave up waiting for a lock that another connection holds.
     public var isBusy: Bool { resultCode == SQLITE_BUSY || resultCode == SQLITE_LOCKED }
 
+    /// Whether the statement was refused or stopped because the store is suspended
+    /// (``SQLiteStore/suspend()``): `SQLITE_INTERRUPT`, which nothing else in the library causes.
+    public var isSuspension: Bool { resultCode == SQLITE_INTERRUPT }
+
+    /// The refusal of a statement that would take a lock on a suspended connection.
+    static func suspended(sql: String) -> DatabaseError {
+        DatabaseError(extendedResultCode: SQLITE_INTERRUPT,
+                      message: "the store is suspended: no lock may be taken until it is resumed", sql: sql)
+    }
+
     /// Whether the file is not an SQLite database (`SQLITE_NOTADB`) or is damaged (`SQLITE_CORRUPT`).
     public var isNotADatabase: Bool { resultCode == SQLITE_NOTADB || resultCode == SQLITE_CORRUPT }
 

@@ -1,24 +1,27 @@
 import Foundation
 
 /// One value stored in or read from an SQLite column.
+///
+/// Conversions to Swift types (``DatabaseValueConvertible``) never truncate a real or turn a number
+/// into text: a value of another kind converts to nil, and ``Row/decode(_:forColumn:)`` throws.
 public enum DatabaseValue: Sendable, Hashable {
+    /// SQL NULL.
     case null
+    /// A 64-bit signed integer.
     case integer(Int64)
+    /// A double-precision float.
     case real(Double)
+    /// UTF-8 text.
     case text(String)
+    /// Bytes.
     case blob(Data)
 
-    /// The value as an integer, or nil when it is NULL or not a number.
-    public var int64: Int64? {
-        switch self {
-        case .integer(let value): value
-        case .real(let value): Int64(exactly: value.rounded(.towardZero))
-        default: nil
-        }
-    }
+    /// The value as an integer, or nil when it is NULL, not a number, or a real with a fraction
+    /// (never truncated).
+    public var int64: Int64? { Int64.fromDatabaseValue(self) }
 
-    /// The value as an `Int`, or nil when it is NULL or not a number.
-    public var int: Int? { int64.map { Int($0) } }
+    /// The value as an `Int`, or nil when it is NULL, not a number, or a real with a fraction.
+    public var int: Int? { Int.fromDatabaseValue(self) }
 
     /// The value as a double, or nil when it is NULL or not a number.
     public var double: Double? {
@@ -29,22 +32,21 @@ public enum DatabaseValue: Sendable, Hashable {
         }
     }
 
-    /// The value as text, or nil when it is NULL or a blob.
-    public var string: String? {
-        switch self {
-        case .text(let value): value
-        case .integer(let value): String(value)
-        case .real(let value): String(value)
-        default: nil
-        }
-    }
+    /// The value as text, or nil when it is not text (a number is never turned into text).
+    public var string: String? { String.fromDatabaseValue(self) }
 
-    /// The value as bytes, or nil when it is NULL or a number.
-    public var data: Data? {
+    /// The value as bytes, or nil when it is NULL or a number; text gives its UTF-8 bytes.
+    public var data: Data? { Data.fromDatabaseValue(self) }
+
+    /// The name of the value's storage class, as SQLite's `typeof()` says it: for messages that
+    /// must not show the value itself.
+    public var storageClass: String {
         switch self {
-        case .blob(let value): value
-        case .text(let value): Data(value.utf8)
-        default: nil
+        case .null: "null"
+        case .integer: "integer"
+        case .real: "real"
+        case .text: "text"
+        case .blob: "blob"
         }
     }
 
@@ -60,30 +62,4 @@ extension DatabaseValue: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     public init(stringLiteral value: String) { self = .text(value) }
     public init(nilLiteral: ()) { self = .null }
     public init(booleanLiteral value: Bool) { self = .integer(value ? 1 : 0) }
-}
-
-extension DatabaseValue {
-    /// An integer value.
-    public static func int(_ value: Int) -> DatabaseValue { .integer(Int64(value)) }
-
-    /// A text value, or NULL when `value` is nil.
-    public static func optionalText(_ value: String?) -> DatabaseValue { value.map { .text($0) } ?? .null }
-
-    /// An integer value, or NULL when `value` is nil.
-    public static func optionalInt(_ value: Int64?) -> DatabaseValue { value.map { .integer($0) } ?? .null }
-}
-
-/// One row of a query's result, its values in column order.
-public struct Row: Sendable, Hashable {
-    /// The values, in the order of the query's columns.
-    public let values: [DatabaseValue]
-
-    /// Creates a row from its values.
-    /// - Parameter values: The values in column order.
-    public init(_ values: [DatabaseValue]) { self.values = values }
-
-    /// The value of column `index`, or NULL past the last column.
-    public subscript(index: Int) -> DatabaseValue {
-        values.indices.contains(index) ? values[index] : .null
-    }
 }

@@ -4,14 +4,22 @@ import Foundation
 /// A prepared SQLite statement, finalised when it is released.
 ///
 /// Statements belong to the ``Database`` that prepared them and share its confinement: they are
-/// not `Sendable`. ``Database/cachedStatement(_:)`` keeps one per SQL text for reuse.
+/// not `Sendable`. ``Database/cachedStatement(sql:)`` keeps one per SQL text for reuse, on the
+/// paths that ask for it; ``Database/makeStatement(sql:)`` prepares one that is finalised when released.
 public final class Statement {
     /// The SQL text the statement was prepared from.
     public let sql: String
     let handle: OpaquePointer
     private let connection: OpaquePointer
+    /// The connection's suspension, checked before each step.
+    private let suspension: DatabaseSuspension
+    /// Whether the statement ends a transaction (`COMMIT`, `ROLLBACK`): allowed while suspended,
+    /// since it releases the lock.
+    private let releasesLock: Bool
+    /// The columns' names, read once on the first row.
+    private var columns: RowColumns?
 
-    init(connection: OpaquePointer, sql: String) throws(DatabaseError) {
+    init(connection: OpaquePointer, sql: String, suspension: DatabaseSuspension) throws(DatabaseError) {
         var handle: OpaquePointer?
         let code = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
         guard code == SQLITE_OK, let handle else {
@@ -20,6 +28,9 @@ public final class Statement {
         self.sql = sql
         self.handle = handle
         self.connection = connection
+        self.suspension = suspension
+        let opening = sql.prefix(9).uppercased()
+        self.releasesLock = opening.hasPrefix("COMMIT") || opening.hasPrefix("ROLLBACK") || opening.hasPrefix("END")
     }
 
     deinit {
@@ -29,7 +40,8 @@ public final class Statement {
     /// Resets the statement and binds `arguments` to its parameters, in order.
     /// - Parameter arguments: One value per `?` placeholder.
     /// - Throws: ``DatabaseError`` when the count does not match or SQLite refuses a value.
-    public func bind(_ arguments: [DatabaseValue]) throws(DatabaseError) {
+    public func bind(arguments: StatementArguments) throws(DatabaseError) {
+        let arguments = arguments.values
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
         let expected = Int(sqlite3_bind_parameter_count(handle))
@@ -79,8 +91,8 @@ public final class Statement {
     /// Runs the statement to completion, ignoring any rows it returns.
     /// - Parameter arguments: One value per `?` placeholder.
     /// - Throws: ``DatabaseError`` when SQLite fails.
-    public func execute(_ arguments: [DatabaseValue] = []) throws(DatabaseError) {
-        try bind(arguments)
+    public func execute(arguments: StatementArguments = []) throws(DatabaseError) {
+        try bind(arguments: arguments)
         defer { sqlite3_reset(handle) }
         while try step() {}
     }
@@ -89,8 +101,8 @@ public final class Statement {
     /// - Parameter arguments: One value per `?` placeholder.
     /// - Returns: The rows in the order SQLite produced them.
     /// - Throws: ``DatabaseError`` when SQLite fails.
-    public func fetchAll(_ arguments: [DatabaseValue] = []) throws(DatabaseError) -> [Row] {
-        try bind(arguments)
+    public func fetchAll(arguments: StatementArguments = []) throws(DatabaseError) -> [Row] {
+        try bind(arguments: arguments)
         defer { sqlite3_reset(handle) }
         var rows: [Row] = []
         while try step() {
@@ -103,10 +115,18 @@ public final class Statement {
     /// - Parameter arguments: One value per `?` placeholder.
     /// - Returns: The first row.
     /// - Throws: ``DatabaseError`` when SQLite fails.
-    public func fetchOne(_ arguments: [DatabaseValue] = []) throws(DatabaseError) -> Row? {
-        try bind(arguments)
+    public func fetchOne(arguments: StatementArguments = []) throws(DatabaseError) -> Row? {
+        try bind(arguments: arguments)
         defer { sqlite3_reset(handle) }
         return try step() ? currentRow() : nil
+    }
+
+    /// Runs the statement and returns the first column of its first row.
+    /// - Parameter arguments: One value per `?` placeholder.
+    /// - Returns: The value, or `.null` when there is no row.
+    /// - Throws: ``DatabaseError`` when SQLite fails.
+    public func fetchValue(arguments: StatementArguments = []) throws(DatabaseError) -> DatabaseValue {
+        try fetchOne(arguments: arguments)?[0] ?? .null
     }
 
     /// Runs a statement without arguments and returns the integer in the first column of its first
@@ -125,8 +145,8 @@ public final class Statement {
     ///   - arguments: One value per `?` placeholder.
     ///   - body: Called once per row, in order.
     /// - Throws: ``DatabaseError`` when SQLite fails, or what `body` throws.
-    public func forEachRow(_ arguments: [DatabaseValue] = [], _ body: (Row) throws -> Void) throws {
-        try bind(arguments)
+    public func forEachRow(arguments: StatementArguments = [], _ body: (Row) throws -> Void) throws {
+        try bind(arguments: arguments)
         defer { sqlite3_reset(handle) }
         while try step() {
             try body(currentRow())
@@ -135,6 +155,11 @@ public final class Statement {
 
     /// Advances one row: true when a row is ready, false when the statement is done.
     private func step() throws(DatabaseError) -> Bool {
+        if !releasesLock, suspension.isSuspended {
+            // No lock may be taken while the store is suspended: the statement does not run, and
+            // the transaction around it rolls back (a ROLLBACK is always allowed).
+            throw DatabaseError.suspended(sql: sql)
+        }
         switch sqlite3_step(handle) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
@@ -149,7 +174,15 @@ public final class Statement {
         for column in 0..<count {
             values.append(columnValue(column))
         }
-        return Row(values)
+        return Row(values: values, columns: columnNames(count), sql: sql)
+    }
+
+    private func columnNames(_ count: Int32) -> RowColumns {
+        if let columns { return columns }
+        let names = (0..<count).map { column in sqlite3_column_name(handle, column).map { String(cString: $0) } ?? "" }
+        let columns = RowColumns(names)
+        self.columns = columns
+        return columns
     }
 
     private func columnValue(_ column: Int32) -> DatabaseValue {

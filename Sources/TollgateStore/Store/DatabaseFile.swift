@@ -53,7 +53,7 @@ enum DatabaseFile {
     /// would create `-journal` or `-wal` files.
     static func requireFilePath(_ path: String) throws {
         if path.isEmpty || path == ":memory:" || path.hasPrefix("file:") {
-            throw StoreError.invalidArgument(
+            throw StoreRefusal.invalidArgument(
                 "\(path.isEmpty ? "an empty path" : "'\(path)'") is SQLite's name for a database that is not a file at "
                     + "that path; the ledger must live in a file that every process can open (write ./\(path) for a "
                     + "file of that name). Nothing was created."

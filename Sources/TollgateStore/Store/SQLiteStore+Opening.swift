@@ -31,16 +31,16 @@ extension SQLiteStore {
         let applied = try migrator.migrate(database, now: Date.init)
         if let maximumPageCount = configuration.maximumPageCount {
             guard maximumPageCount > 0 else {
-                throw StoreError.invalidArgument("maximum page count must be positive, got \(maximumPageCount)")
+                throw StoreRefusal.invalidArgument("maximum page count must be positive, got \(maximumPageCount)")
             }
             // PRAGMA arguments cannot be bound; an Int is safe to interpolate.
-            _ = try database.fetchValue("PRAGMA max_page_count = \(maximumPageCount)")
+            _ = try database.fetchValue(sql: "PRAGMA max_page_count = \(maximumPageCount)")
         }
         let writer = SerializedDatabase(database: database, label: "tollgate.store.writer")
 
         let readConnection = try Database(path: path, busyTimeout: configuration.busyTimeout)
-        try readConnection.execute("PRAGMA foreign_keys = ON")
-        try readConnection.execute("PRAGMA query_only = ON")
+        try readConnection.execute(sql: "PRAGMA foreign_keys = ON")
+        try readConnection.execute(sql: "PRAGMA query_only = ON")
         let reader = SerializedDatabase(database: readConnection, label: "tollgate.store.reader")
         return (writer, reader, applied, false)
     }
@@ -55,13 +55,13 @@ extension SQLiteStore {
             try openReadOnlyConnection(path: path, busyTimeout: configuration.busyTimeout, migrator: migrator)
         }
         if statuses.contains(where: { !$0.isApplied }) {
-            throw StoreError.migrationsPending(
+            throw StoreRefusal.migrationsPending(
                 path: path, databaseVersion: statuses.filter(\.isApplied).map(\.migration.version).max() ?? 0,
                 libraryVersion: migrator.libraryVersion
             )
         }
-        try database.execute("PRAGMA foreign_keys = ON")
-        try database.execute("PRAGMA query_only = ON")
+        try database.execute(sql: "PRAGMA foreign_keys = ON")
+        try database.execute(sql: "PRAGMA query_only = ON")
         let connection = SerializedDatabase(database: database, label: "tollgate.store.reader")
         return (connection, connection, [], immutable)
     }
@@ -98,14 +98,14 @@ extension SQLiteStore {
     }
 
     static func configureWriter(_ database: Database) throws {
-        try database.execute("PRAGMA foreign_keys = ON")
-        try database.execute("PRAGMA synchronous = NORMAL")
+        try database.execute(sql: "PRAGMA foreign_keys = ON")
+        try database.execute(sql: "PRAGMA synchronous = NORMAL")
         // Debian's SQLite is built with SECURE_DELETE on, which overwrites every freed page: a cache
         // eviction or a replaced body then writes its old overflow pages once more, for nothing.
         // FAST still clears deleted content on the pages a change writes anyway. Nothing secret is
         // in freed pages to begin with: the cache stores URLs and headers with their secrets
         // redacted and never a credential, and the file is readable by its owner only (0600).
-        try database.execute("PRAGMA secure_delete = FAST")
+        try database.execute(sql: "PRAGMA secure_delete = FAST")
     }
 
     /// Switches the file to WAL and checks that SQLite really did.
@@ -115,11 +115,11 @@ extension SQLiteStore {
         let deadline = ContinuousClock.now + .seconds(10)
         while true {
             do {
-                let mode = try database.fetchValue("PRAGMA journal_mode = WAL").string ?? ""
+                let mode = try database.fetchValue(sql: "PRAGMA journal_mode = WAL").string ?? ""
                 guard mode.lowercased() == "wal" else {
                     throw StoreError.walUnavailable(path: path, journalMode: mode)
                 }
-                try database.execute("PRAGMA synchronous = NORMAL")
+                try database.execute(sql: "PRAGMA synchronous = NORMAL")
                 return
             } catch let error as DatabaseError where error.isBusy && ContinuousClock.now < deadline {
                 Thread.sleep(forTimeInterval: 0.005)

@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// ```swift
 /// let store = try SQLiteStore(path: "tollgate.sqlite")
-/// let version = try await store.read { db in try db.fetchValue("PRAGMA user_version") }
+/// let version = try await store.read { db in try db.fetchValue(sql: "PRAGMA user_version") }
 /// ```
 public final class SQLiteStore: Sendable {
     /// Where the database lives.
@@ -79,7 +79,7 @@ public final class SQLiteStore: Sendable {
 
     // Internal: maintenance (VACUUM) must run on the writer outside a transaction.
     let writer: SerializedDatabase
-    private let reader: SerializedDatabase
+    let reader: SerializedDatabase
     private let logger: Logger
     /// Cache entries read recently, served without a read while the file has not changed under them.
     let recentCacheEntries = Mutex(RecentCacheEntries())
@@ -115,7 +115,7 @@ public final class SQLiteStore: Sendable {
     /// - Throws: ``StoreError`` when the file is refused (it is then left unchanged) or cannot be
     ///   opened, read or written (``StoreError/readOnly(path:cause:)``, ``StoreError/diskFull(path:cause:)``,
     ///   ``StoreError/locked(path:waited:cause:)``, ``StoreError/isDirectory(path:)``, and for a read-only
-    ///   store ``StoreError/notFound(path:)`` and ``StoreError/migrationsPending(path:databaseVersion:libraryVersion:)``),
+    ///   store ``StoreError/notFound(path:)`` and ``StoreRefusal/migrationsPending(path:databaseVersion:libraryVersion:)``),
     ///   or ``DatabaseError`` for any other failure of SQLite.
     public init(
         location: Location, configuration: Configuration = Configuration(), logger: Logger = Logger.current
@@ -128,7 +128,7 @@ public final class SQLiteStore: Sendable {
         switch location {
         case .inMemory:
             guard configuration.access == .readWrite else {
-                throw StoreError.invalidArgument("an in-memory store cannot be opened read-only: it would be empty")
+                throw StoreRefusal.invalidArgument("an in-memory store cannot be opened read-only: it would be empty")
             }
             let database = try Database(path: ":memory:", busyTimeout: configuration.busyTimeout)
             try Self.configureWriter(database)
@@ -155,7 +155,7 @@ public final class SQLiteStore: Sendable {
         // in WAL mode: asked for one otherwise (a read-only store on a rollback-journal file), SQLite
         // would create a -shm file and keep it open until the process ends.
         walIndexWatch = readsImmutableSnapshot ? nil : (try? (isReadOnly ? reader : writer).sync { db -> WALIndexWatch? in
-            guard try db.fetchValue("PRAGMA journal_mode").string?.lowercased() == "wal" else { return nil }
+            guard try db.fetchValue(sql: "PRAGMA journal_mode").string?.lowercased() == "wal" else { return nil }
             return WALIndexWatch(db)
         }) ?? nil
         for migration in migrationsAppliedAtOpen {
@@ -217,6 +217,10 @@ public final class SQLiteStore: Sendable {
     /// - Parameter updates: The work; it must not keep the `Database`.
     /// - Returns: What `updates` returns.
     /// - Throws: What `updates` throws, or ``DatabaseError``.
+    ///
+    /// `updates` runs once, or — when another process held the write lock at its first attempt —
+    /// twice: the first attempt is rolled back as a whole before the second begins (see
+    /// ``writeRerunningAfterBusy`` in the layer), so it must have no effect outside the database.
     public func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
         // Any row may change: cache entries read earlier are read again.
         defer { recentCacheEntries.withLock { $0.forgetAll() } }
@@ -227,9 +231,10 @@ public final class SQLiteStore: Sendable {
     /// they forget those recent entries themselves, and ledger, circuit and throttle writes none.
     func writeKeepingRecentEntries<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try requireWritable()
+        try requireNotSuspended()
         try requireFileInPlace()
         return try await translatingErrors {
-            try await writer.run { db in
+            try await writer.writeRerunningAfterBusy { db in
                 var headerBeforeCommit: WALIndexWatch.Header?
                 let changesBefore = db.totalChangesCount
                 let result = try db.inTransaction(.immediate) { () throws -> T in
@@ -279,25 +284,29 @@ public final class SQLiteStore: Sendable {
 
     /// Runs `updates` in a `BEGIN IMMEDIATE` transaction, blocking the calling thread. For
     /// synchronous callers such as command-line tools; async code uses the async overload.
+    /// `updates` runs once: the transaction waits for another process's lock up to the busy timeout.
     /// - Parameter updates: The work; it must not keep the `Database`.
     /// - Returns: What `updates` returns.
     /// - Throws: What `updates` throws, or ``DatabaseError``.
     public func write<T>(_ updates: (Database) throws -> T) throws -> T {
         defer { recentCacheEntries.withLock { $0.forgetAll() } }
         try requireWritable()
+        try requireNotSuspended()
         try requireFileInPlace()
         return try Self.translatingErrors(path: locationPath, busyTimeout: busyTimeout) {
             try writer.sync { db in try db.inTransaction(.immediate) { try updates(db) } }
         }
     }
 
-    /// Runs `value` in a read transaction on the reader connection, beside any write.
+    /// Runs `value` in a read transaction on the reader connection, beside any write. `value` runs
+    /// once, never again.
     /// - Parameter value: The reads; writes are refused (`PRAGMA query_only`).
     /// - Returns: What `value` returns.
     /// - Throws: What `value` throws, or ``DatabaseError``.
     public func read<T: Sendable>(_ value: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await translatingErrors(reading: true) {
-            try await reader.run { db in try db.inTransaction(.deferred) { try value(db) } }
+        try requireNotSuspended()
+        return try await translatingErrors(reading: true) {
+            try await reader.read { db in try db.inTransaction(.deferred) { try value(db) } }
         }
     }
 
@@ -306,7 +315,8 @@ public final class SQLiteStore: Sendable {
     /// - Returns: What `value` returns.
     /// - Throws: What `value` throws, or ``DatabaseError``.
     public func read<T>(_ value: (Database) throws -> T) throws -> T {
-        try Self.translatingErrors(path: locationPath, busyTimeout: busyTimeout, reading: true) {
+        try requireNotSuspended()
+        return try Self.translatingErrors(path: locationPath, busyTimeout: busyTimeout, reading: true) {
             try reader.sync { db in try db.inTransaction(.deferred) { try value(db) } }
         }
     }

@@ -12,6 +12,9 @@ extension StoreError {
     /// ``DatabaseError``s.
     static func translating(_ error: DatabaseError, path: String, busyTimeout: Duration) -> StoreError? {
         let system = error.systemErrorCode
+        if error.isSuspension {
+            return .suspended(path: path)
+        }
         if error.isFull || system == ENOSPC || system == EDQUOT {
             return .diskFull(path: path, cause: error)
         }

@@ -3,18 +3,14 @@ import Foundation
 /// Why a store refused to open a file or to carry out an operation.
 ///
 /// Every refusal at open happens before anything is written: the file is left as it was. Each
-/// description says what happened and what to do about it.
-public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+/// description says what happened and what to do about it. What the domain's rules refuse (an
+/// invalid argument, a schema this library cannot continue) is a ``StoreRefusal``, the same on
+/// every store.
+public enum StoreError: StorageFailure, Sendable, Hashable, CustomStringConvertible {
     /// The file exists but is not an SQLite database.
     case notADatabase(path: String)
-    /// An applied migration's recorded checksum differs from the library's copy of it.
-    case migrationChecksumMismatch(version: Int, name: String, recorded: String, expected: String)
-    /// The database has migrations this library does not know: a newer Tollgate wrote it.
-    case databaseIsNewer(databaseVersion: Int, libraryVersion: Int)
     /// SQLite would not put the file in write-ahead-log mode (a network file system, say).
     case walUnavailable(path: String, journalMode: String)
-    /// An argument that the operation cannot accept.
-    case invalidArgument(String)
     /// The file is shorter than its own header says: it was cut short (a failed copy, a full disk
     /// during a backup), and pages of it are missing.
     case truncated(path: String, expectedBytes: Int64, actualBytes: Int64)
@@ -32,9 +28,6 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case isDirectory(path: String)
     /// A store opened read-only found no file at the path; nothing was created.
     case notFound(path: String)
-    /// A store opened read-only found a database whose schema is older than the library's, and
-    /// may not migrate it.
-    case migrationsPending(path: String, databaseVersion: Int, libraryVersion: Int)
     /// A write was asked of a store opened read-only.
     case openedReadOnly(path: String)
     /// The file is an SQLite database, but another application's: neither empty nor marked as
@@ -45,14 +38,16 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The file was deleted or replaced at its path while this process had it open: what it
     /// would write no other process could see, and it would be lost when this one exits.
     case fileMoved(path: String)
+    /// The store is suspended (``SQLiteStore/suspend()``): it takes no lock until it is resumed,
+    /// so the operation was not made (a transaction under way was rolled back).
+    case suspended(path: String)
 
     /// Whether the store could not do its work on the file (full, read-only, locked, unopenable)
     /// although the request itself was valid: what a gate's ledger-failure policy applies to.
     public var isStorageFailure: Bool {
         switch self {
-        case .readOnly, .diskFull, .locked, .cannotOpen, .openedReadOnly, .fileMoved: true
-        case .notADatabase, .migrationChecksumMismatch, .databaseIsNewer, .walUnavailable, .invalidArgument,
-             .truncated, .isDirectory, .notFound, .migrationsPending, .notTollgate, .notARegularFile: false
+        case .readOnly, .diskFull, .locked, .cannotOpen, .openedReadOnly, .fileMoved, .suspended: true
+        case .notADatabase, .walUnavailable, .truncated, .isDirectory, .notFound, .notTollgate, .notARegularFile: false
         }
     }
 
@@ -65,18 +60,9 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .notADatabase(let path):
             "\(path) is not a Tollgate database: it is not an SQLite file. It was left untouched."
-        case .migrationChecksumMismatch(let version, let name, let recorded, let expected):
-            "Migration \(version) (\(name)) was applied from a different script than this library's "
-                + "(recorded checksum \(recorded.prefix(12)), library \(expected.prefix(12))). "
-                + "The database was not changed."
-        case .databaseIsNewer(let databaseVersion, let libraryVersion):
-            "The database is at schema version \(databaseVersion), newer than this library's version "
-                + "\(libraryVersion). Upgrade Tollgate to open it; the database was not changed."
         case .walUnavailable(let path, let journalMode):
             "\(path) could not be put in WAL mode (journal mode is \(journalMode)); "
                 + "several processes cannot share it safely."
-        case .invalidArgument(let reason):
-            "Invalid argument: \(reason)"
         case .truncated(let path, let expectedBytes, let actualBytes):
             "\(path) is truncated: its header describes \(expectedBytes) bytes but the file holds \(actualBytes). "
                 + "Restore it from a backup; it was left untouched."
@@ -102,9 +88,6 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case .notFound(let path):
             "There is no database at \(path); nothing was created, because it was opened read-only. "
                 + "Check the path, or create the database by opening it for writing (tollgate migrate)."
-        case .migrationsPending(let path, let databaseVersion, let libraryVersion):
-            "\(path) is at schema version \(databaseVersion) and this library needs version \(libraryVersion); "
-                + "opened read-only, it was not migrated. Open it for writing once (tollgate migrate) to migrate it."
         case .openedReadOnly(let path):
             "\(path) was opened read-only, and this operation writes. Nothing was changed; open the store for "
                 + "writing to do it."
@@ -118,6 +101,9 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(path) was deleted or replaced while this process had it open. Nothing more is charged: another "
                 + "process could not see the charges, and they would be lost when this one exits. Restart this "
                 + "process to open the file now at that path."
+        case .suspended(let path):
+            "\(path) is suspended: the store takes no lock while the app is in the background. Nothing was "
+                + "changed; try again once the store is resumed."
         }
     }
 

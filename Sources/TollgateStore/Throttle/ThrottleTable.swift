@@ -45,22 +45,21 @@ enum ThrottleTable {
 
     /// Reads an endpoint's window, without writing.
     static func evaluate(_ db: Database, endpoint: String, limit: ThrottleLimit, at: Date) throws -> Window {
-        guard limit.isValid else {
-            throw StoreError.invalidArgument("invalid throttle limit for \(endpoint): \(limit)")
-        }
+        try limit.validate(endpoint: endpoint)
         let nowMs = at.throttleMilliseconds
         let windowMs = limit.windowMilliseconds
         guard let row = try db.cachedStatement(
-            "SELECT request_limit, window_ms, admitted_at_ms FROM throttle_limits WHERE endpoint = ?"
-        ).fetchOne([.text(endpoint)]) else {
+            sql: "SELECT request_limit, window_ms, admitted_at_ms FROM throttle_limits WHERE endpoint = ?"
+        ).fetchOne(arguments: [endpoint]) else {
             return Window(endpoint: endpoint, limit: limit, nowMs: nowMs, admittedMs: [], isOutdated: true)
         }
-        let stored = AdmittedTimes.decode(row[2].string ?? "[]")
+        let stored = AdmittedTimes.decode(try row.decode(String.self, forColumn: "admitted_at_ms"))
         // Times after now were stamped before the wall clock was set back: they happened no later than now.
         var admitted = stored.map { min($0, nowMs) }
         let firstInWindow = admitted.firstIndex { $0 > nowMs - windowMs } ?? admitted.endIndex
         admitted.removeFirst(firstInWindow)
-        let isOutdated = row[0].int != limit.requests || row[1].int64 != windowMs || admitted != stored
+        let isOutdated = try row.decode(Int.self, forColumn: "request_limit") != limit.requests
+            || row.decode(Int64.self, forColumn: "window_ms") != windowMs || admitted != stored
         return Window(endpoint: endpoint, limit: limit, nowMs: nowMs, admittedMs: admitted, isOutdated: isOutdated)
     }
 
@@ -70,7 +69,7 @@ enum ThrottleTable {
         guard admitting || window.isOutdated else { return }
         var admitted = window.admittedMs
         if admitting { admitted.append(window.nowMs) }
-        try db.cachedStatement("""
+        try db.cachedStatement(sql: """
             INSERT INTO throttle_limits (endpoint, request_limit, window_ms, updated_at_ms, admitted_at_ms)
             VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (endpoint) DO UPDATE SET
@@ -79,8 +78,8 @@ enum ThrottleTable {
                 request_limit = excluded.request_limit, window_ms = excluded.window_ms,
                 admitted_at_ms = excluded.admitted_at_ms
             """
-        ).execute([.text(window.endpoint), .int(window.limit.requests), .integer(window.limit.windowMilliseconds),
-                   .integer(window.nowMs), .text(AdmittedTimes.encode(admitted))])
+        ).execute(arguments: [window.endpoint, window.limit.requests, window.limit.windowMilliseconds,
+                   window.nowMs, AdmittedTimes.encode(admitted)])
     }
 
     /// The window as it stands, read only. See ``ThrottleStorage/throttleWindow(endpoint:limit:at:)``.
@@ -94,21 +93,18 @@ enum ThrottleTable {
     /// Forgets recorded requests and records the reset. See ``ThrottleStorage/resetThrottle(endpoint:at:)``.
     static func reset(_ db: Database, endpoint: String?, at: Date) throws -> Int {
         let rows = if let endpoint {
-            try db.fetchAll("SELECT admitted_at_ms FROM throttle_limits WHERE endpoint = ?", [.text(endpoint)])
+            try db.cachedStatement(sql: "SELECT admitted_at_ms FROM throttle_limits WHERE endpoint = ?").fetchAll(arguments: [endpoint])
         } else {
-            try db.fetchAll("SELECT admitted_at_ms FROM throttle_limits")
+            try db.cachedStatement(sql: "SELECT admitted_at_ms FROM throttle_limits").fetchAll()
         }
-        let removed = rows.reduce(0) { $0 + AdmittedTimes.decode($1[0].string ?? "[]").count }
+        let removed = try rows.reduce(0) { $0 + AdmittedTimes.decode(try $1.decode(String.self, forColumn: "admitted_at_ms")).count }
         if let endpoint {
-            try db.execute("UPDATE throttle_limits SET admitted_at_ms = '[]' WHERE endpoint = ?", [.text(endpoint)])
+            try db.cachedStatement(sql: "UPDATE throttle_limits SET admitted_at_ms = '[]' WHERE endpoint = ?").execute(arguments: [endpoint])
         } else {
-            try db.execute("UPDATE throttle_limits SET admitted_at_ms = '[]'")
+            try db.cachedStatement(sql: "UPDATE throttle_limits SET admitted_at_ms = '[]'").execute()
         }
-        try db.execute(
-            "INSERT INTO admin_events (at_ms, subject, target, action, detail) VALUES (?, 'throttle', ?, 'reset', ?)",
-            [.integer(at.throttleMilliseconds), .optionalText(endpoint),
-             .text("forgot \(removed) recorded \(removed == 1 ? "request" : "requests")")]
-        )
+        try db.cachedStatement(sql: "INSERT INTO admin_events (at_ms, subject, target, action, detail) VALUES (?, 'throttle', ?, 'reset', ?)").execute(arguments: [at.throttleMilliseconds, endpoint,
+             "forgot \(removed) recorded \(removed == 1 ? "request" : "requests")"])
         return removed
     }
 }

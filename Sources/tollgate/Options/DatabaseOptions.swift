@@ -30,11 +30,11 @@ struct DatabaseOptions: ParsableArguments {
 
     /// Refuses a URL of another scheme (a mistyped `postgressql://`, a `jdbc:postgresql://`): it
     /// would otherwise name a file, and the file's error would echo the URL and its password.
-    /// - Throws: `StoreError.invalidArgument` naming the scheme only.
+    /// - Throws: `StoreRefusal.invalidArgument` naming the scheme only.
     func requireKnownScheme() throws {
         let location = resolvedPath()
         guard let separator = location.range(of: "://"), !isPostgres() else { return }
-        throw StoreError.invalidArgument(
+        throw StoreRefusal.invalidArgument(
             "the database '\(location[..<separator.lowerBound])://…' is neither a file path nor a postgresql:// or postgres:// URL"
         )
     }

@@ -9,7 +9,7 @@ import TollgateTestSupport
 struct GateDegradationTests {
     /// The file's page count right after the migrations, read before the capped store opens.
     static func pageCount(_ path: String) throws -> Int {
-        try SQLiteStore(path: path).read { db in try db.fetchValue("PRAGMA page_count").int ?? 0 }
+        try SQLiteStore(path: path).read { db in try db.fetchValue(sql: "PRAGMA page_count").int ?? 0 }
     }
 
     @Test("a cache write that fails on a full disk never fails the request: the network answer is returned")

@@ -53,7 +53,7 @@ struct StoreFaultTests {
         let directory = try TemporaryDirectory()
         let path = try await Self.populatedFile(in: directory)
         let before = try await Self.contents(path)
-        let pages = try await SQLiteStore(path: path).read { db in try db.fetchValue("PRAGMA page_count").int ?? 0 }
+        let pages = try await SQLiteStore(path: path).read { db in try db.fetchValue(sql: "PRAGMA page_count").int ?? 0 }
 
         let capped = try SQLiteStore(path: path, configuration: .init(maximumPageCount: pages + 4))
         var failure: DatabaseError?
@@ -77,7 +77,7 @@ struct StoreFaultTests {
         #expect(try await capped.quotaLedgerDiscrepancies().isEmpty)
         #expect(try StoreInvariants.cacheInconsistencies(capped).isEmpty)
         #expect(try await Self.contents(path) == before)
-        #expect(throws: StoreError.self) { try SQLiteStore(path: path, configuration: .init(maximumPageCount: 0)) }
+        #expect(throws: StoreRefusal.self) { try SQLiteStore(path: path, configuration: .init(maximumPageCount: 0)) }
 
         // Without the cap the next write goes through.
         let uncapped = try SQLiteStore(path: path)
@@ -149,7 +149,7 @@ struct StoreFaultTests {
         do {
             _ = try SQLiteStore(path: path)
             Issue.record("a newer database was opened")
-        } catch let error as StoreError {
+        } catch let error as StoreRefusal {
             guard case .databaseIsNewer(let databaseVersion, let libraryVersion) = error else {
                 Issue.record("unexpected error \(error)")
                 return
@@ -295,7 +295,7 @@ struct StoreFaultTests {
     func clearOnFullFile() async throws {
         let directory = try TemporaryDirectory()
         let path = try await Self.populatedFile(in: directory)
-        let pages = try await SQLiteStore(path: path).read { db in try db.fetchValue("PRAGMA page_count").int ?? 0 }
+        let pages = try await SQLiteStore(path: path).read { db in try db.fetchValue(sql: "PRAGMA page_count").int ?? 0 }
         let capped = try SQLiteStore(path: path, configuration: .init(maximumPageCount: pages + 40))
         var activity = CacheActivity()
         var full = false

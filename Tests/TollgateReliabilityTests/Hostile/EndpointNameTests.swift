@@ -71,9 +71,9 @@ struct EndpointNameTests {
         let views = try await store.read { db -> [String: Set<String>] in
             var views: [String: Set<String>] = [:]
             for view in ["quota_daily", "circuit_status", "throttle_status", "cache_stats"] {
-                views[view] = Set(try db.fetchAll("SELECT endpoint FROM \(view)").compactMap { $0[0].string })
+                views[view] = Set(try db.fetchAll(sql: "SELECT endpoint FROM \(view)").compactMap { $0[0].string })
             }
-            let cached = try db.fetchAll("SELECT endpoint, (SELECT body FROM cache_bodies WHERE entry_id = id) FROM cache_entries")
+            let cached = try db.fetchAll(sql: "SELECT endpoint, (SELECT body FROM cache_bodies WHERE entry_id = id) FROM cache_entries")
             for row in cached {
                 #expect(row[1].data == row[0].string.map { Data($0.utf8) })
             }
@@ -85,19 +85,19 @@ struct EndpointNameTests {
         // Nothing the names said was executed.
         #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
         #expect(try StoreInvariants.integrity(store) == "ok")
-        #expect(try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM quota_events WHERE kind = 'charge'").int } == expected.count * 2)
+        #expect(try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM quota_events WHERE kind = 'charge'").int } == expected.count * 2)
     }
 
     @Test("an empty endpoint name is refused with a typed error, and nothing is written")
     func emptyName() async throws {
         let store = try SQLiteStore(location: .inMemory)
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) {
             _ = try await store.admit(AdmissionRequest(
                 endpoint: "", circuitPolicy: Self.policy, probeToken: "p",
                 throttleLimit: ThrottleLimit(requests: 100, per: .seconds(60)),
                 quota: QuotaReservationRequest(bucket: "names", endpoint: "", cost: 1, configuredLimit: 10, at: Self.now)
             ))
         }
-        #expect(try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM quota_events").int } == 0)
+        #expect(try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM quota_events").int } == 0)
     }
 }

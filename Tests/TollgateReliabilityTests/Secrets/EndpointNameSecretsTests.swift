@@ -39,7 +39,7 @@ struct EndpointNameSecretsTests {
         #expect(origin.requests.contains { $0.target.contains(Self.pathKey) }, "the key was sent")
 
         let endpoints = try await fixture.store.read { db in
-            try db.fetchAll("SELECT DISTINCT endpoint FROM quota_events").compactMap { $0[0].string }
+            try db.fetchAll(sql: "SELECT DISTINCT endpoint FROM quota_events").compactMap { $0[0].string }
         }
         #expect(endpoints.contains("GET /v1/other;key=REDACTED"), "the hand-made name, redacted: \(endpoints)")
         for path in [fixture.path, fixture.path + "-wal"] {

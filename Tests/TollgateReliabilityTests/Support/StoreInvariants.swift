@@ -7,7 +7,7 @@ enum StoreInvariants {
     /// `PRAGMA integrity_check`'s answer: `ok` for a sound file.
     static func integrity(_ store: SQLiteStore) throws -> String {
         try store.read { db in
-            try db.fetchAll("PRAGMA integrity_check").compactMap { $0[0].string }.joined(separator: "; ")
+            try db.fetchAll(sql: "PRAGMA integrity_check").compactMap { $0[0].string }.joined(separator: "; ")
         }
     }
 
@@ -16,7 +16,7 @@ enum StoreInvariants {
     /// its history ends in.
     static func halfWrittenCircuits(_ store: SQLiteStore) throws -> [String] {
         try store.read { db in
-            try db.fetchAll("""
+            try db.fetchAll(sql: """
                 SELECT circuit.endpoint || ': ' || circuit.state FROM circuits AS circuit
                 WHERE (circuit.state = 'open' AND (circuit.open_until_ms IS NULL OR circuit.opened_at_ms IS NULL))
                    OR circuit.consecutive_failures < 0
@@ -33,13 +33,13 @@ enum StoreInvariants {
     static func cacheInconsistencies(_ store: SQLiteStore) throws -> [String] {
         try store.read { db in
             var problems: [String] = []
-            let counted = try db.fetchOne("SELECT COUNT(*), COALESCE(SUM(body_size), 0) FROM cache_entries")
-            let totals = try db.fetchOne("SELECT entries, body_bytes FROM cache_totals WHERE id = 1")
+            let counted = try db.fetchOne(sql: "SELECT COUNT(*), COALESCE(SUM(body_size), 0) FROM cache_entries")
+            let totals = try db.fetchOne(sql: "SELECT entries, body_bytes FROM cache_totals WHERE id = 1")
             if counted?[0].int != totals?[0].int || counted?[1].int != totals?[1].int {
                 problems.append("cache_totals \(String(describing: totals?[0].int))/\(String(describing: totals?[1].int)) "
                                 + "but entries \(String(describing: counted?[0].int))/\(String(describing: counted?[1].int))")
             }
-            let bodiless = try db.fetchValue("""
+            let bodiless = try db.fetchValue(sql: """
                 SELECT COUNT(*) FROM cache_entries AS entry
                 WHERE NOT EXISTS (SELECT 1 FROM cache_bodies AS body WHERE body.entry_id = entry.id)
                 """).int ?? 0
@@ -51,7 +51,7 @@ enum StoreInvariants {
     /// Refund events that do not give back exactly one charge's units.
     static func unmatchedRefunds(_ store: SQLiteStore) throws -> Int {
         try store.read { db in
-            try db.fetchValue("""
+            try db.fetchValue(sql: """
                 SELECT COUNT(*) FROM quota_events AS refund
                 LEFT JOIN quota_events AS charge ON charge.id = refund.reservation_id AND charge.kind = 'charge'
                 WHERE refund.kind = 'refund' AND (charge.id IS NULL OR refund.units <> -charge.units)
@@ -62,7 +62,7 @@ enum StoreInvariants {
     /// Ids of the events of one kind.
     static func eventIDs(_ store: SQLiteStore, kind: String) throws -> Set<Int64> {
         try store.read { db in
-            Set(try db.fetchAll(kind == "refund"
+            Set(try db.fetchAll(sql: kind == "refund"
                 ? "SELECT reservation_id FROM quota_events WHERE kind = 'refund'"
                 : "SELECT id FROM quota_events WHERE kind = 'charge'").compactMap { $0[0].int64 })
         }

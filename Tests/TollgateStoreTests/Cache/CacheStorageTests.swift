@@ -42,7 +42,7 @@ struct CacheStorageTests {
         #expect(second.entry.id == first.entry.id)
         #expect(second.entry.etag == "\"v2\"")
         #expect(try await store.cacheTotals() == CacheTotals(entries: 1, bodyBytes: 3))
-        let bodies = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM cache_bodies").int }
+        let bodies = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM cache_bodies").int }
         #expect(bodies == 1)
 
         // The selector decides: nothing selected, nothing returned.
@@ -67,7 +67,7 @@ struct CacheStorageTests {
         )
         #expect(result.pruned.evicted == 2)
         #expect(try await store.cacheTotals() == CacheTotals(entries: 1, bodyBytes: 10))
-        let bodies = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM cache_bodies").int }
+        let bodies = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM cache_bodies").int }
         #expect(bodies == 1, "bodies go with their entries")
     }
 
@@ -90,11 +90,11 @@ struct CacheStorageTests {
                           nowMs: 4_000)
         }
         #expect(revised?.body == Data("payload".utf8))
-        let writes = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM body_writes").int }
+        let writes = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM body_writes").int }
         #expect(writes == 0)
         // The check can fail: a replacing 200 does write the body.
         _ = try await store.storeCacheEntry(newEntry("a", body: "new"), retention: roomy, activity: CacheActivity())
-        let afterReplace = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM body_writes").int }
+        let afterReplace = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM body_writes").int }
         #expect(afterReplace == 1)
     }
 
@@ -105,16 +105,16 @@ struct CacheStorageTests {
             CacheHeaderField(name: "X-Empty", value: ""),
             CacheHeaderField(name: "X-Broken", value: "one\ntwo\r\nthree"),
         ]
-        let decoded = CacheTable.decode(CacheTable.encode(fields))
+        let decoded = StoredHeaders.decode(StoredHeaders.encode(fields))
         #expect(decoded.count == 3)
         #expect(decoded[0] == fields[0])
         #expect(decoded[1] == fields[1])
         #expect(decoded[2].value == "one two three")
-        #expect(CacheTable.decode("garbage\n: \nno separator here\nA: b") == [
+        #expect(StoredHeaders.decode("garbage\n: \nno separator here\nA: b") == [
             CacheHeaderField(name: "", value: ""), CacheHeaderField(name: "A", value: "b"),
         ])
         // A file edited with CRLF line ends, a value holding ": ", text beyond ASCII, a bare name.
-        #expect(CacheTable.decode("A: b\r\nX-Ünï: cödé: ✓\r\n\r\nEmpty:\nLast: z") == [
+        #expect(StoredHeaders.decode("A: b\r\nX-Ünï: cödé: ✓\r\n\r\nEmpty:\nLast: z") == [
             CacheHeaderField(name: "A", value: "b"), CacheHeaderField(name: "X-Ünï", value: "cödé: ✓"),
             CacheHeaderField(name: "Empty", value: ""), CacheHeaderField(name: "Last", value: "z"),
         ])
@@ -141,7 +141,7 @@ struct CacheStorageTests {
         let pruned = try await store.pruneCache(retention: expiring, activity: CacheActivity())
         #expect(pruned == CachePruneResult(expired: 1, evicted: 0))
         #expect(try await store.cacheTotals() == CacheTotals(entries: 1, bodyBytes: 4))
-        let bodies = try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM cache_bodies").int }
+        let bodies = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM cache_bodies").int }
         #expect(bodies == 1)
     }
 
@@ -163,13 +163,13 @@ struct CacheStorageTests {
         ]
         try store.read { db in
             for sql in statements {
-                let plan = try db.fetchAll("EXPLAIN QUERY PLAN \(sql)").map { $0[3].string ?? "" }.joined(separator: " | ")
+                let plan = try db.fetchAll(sql: "EXPLAIN QUERY PLAN \(sql)").map { $0[3].string ?? "" }.joined(separator: " | ")
                 #expect(!plan.contains("SCAN cache_entries") || plan.contains("INDEX cache_entries_lru"), "\(sql): \(plan)")
                 #expect(!plan.contains("TEMP B-TREE"), "\(sql): \(plan)")
                 #expect(!plan.contains("SCAN cache_bodies"), "\(sql): \(plan)")
             }
             // The one scan: an operator's prune checks every entry's age (schema version 5).
-            let prune = try db.fetchAll("EXPLAIN QUERY PLAN DELETE FROM cache_entries WHERE validated_at_ms < 5")
+            let prune = try db.fetchAll(sql: "EXPLAIN QUERY PLAN DELETE FROM cache_entries WHERE validated_at_ms < 5")
             #expect(prune.map { $0[3].string ?? "" }.joined().contains("SCAN cache_entries"))
         }
     }

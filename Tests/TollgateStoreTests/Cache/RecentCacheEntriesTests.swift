@@ -71,7 +71,7 @@ struct RecentCacheEntriesTests {
         try await store.recordCacheActivity(activity)
         #expect(Self.remembered(store, "a"))
 
-        try await store.write { db in try db.execute("UPDATE cache_bodies SET body = ?", [.blob(Data("edited".utf8))]) }
+        try await store.write { db in try db.execute(sql: "UPDATE cache_bodies SET body = ?", arguments: [Data("edited".utf8)]) }
         #expect(!Self.remembered(store, "a"))
         #expect(try await Self.body(store, "a") == "edited")
     }
@@ -86,7 +86,7 @@ struct RecentCacheEntriesTests {
         #expect(try await Self.body(store, "a") == "first")
         #expect(try await Self.body(store, "a") == "first")
 
-        try await other.write { db in try db.execute("UPDATE cache_bodies SET body = ?", [.blob(Data("theirs".utf8))]) }
+        try await other.write { db in try db.execute(sql: "UPDATE cache_bodies SET body = ?", arguments: [Data("theirs".utf8)]) }
         #expect(try await Self.body(store, "a") == "theirs")
         // A commit elsewhere that touches no cache row forgets as much: the version is the file's.
         #expect(Self.remembered(store, "a"))
@@ -123,7 +123,7 @@ struct RecentCacheEntriesTests {
         #expect(try SQLiteStore(location: .inMemory).walIndexWatch == nil)
 
         let before = try #require(watch.header())
-        _ = try await store.read { db in try db.fetchValue("SELECT count(*) FROM cache_entries").int }
+        _ = try await store.read { db in try db.fetchValue(sql: "SELECT count(*) FROM cache_entries").int }
         _ = try await Self.body(store, "a")
         #expect(watch.header() == before, "reads commit nothing")
 
@@ -165,7 +165,7 @@ struct RecentCacheEntriesTests {
         let directory = try TemporaryDirectory()
         let path = directory.path("cache.sqlite")
         _ = try SQLiteStore(path: path)
-        try Database(path: path, busyTimeout: .seconds(1)).execute("PRAGMA journal_mode = DELETE")
+        try Database(path: path, busyTimeout: .seconds(1)).execute(sql: "PRAGMA journal_mode = DELETE")
         #expect(!FileManager.default.fileExists(atPath: path + "-shm"))
         let reader = try SQLiteStore(path: path, configuration: SQLiteStore.Configuration(access: .readOnly))
         #expect(reader.walIndexWatch == nil)

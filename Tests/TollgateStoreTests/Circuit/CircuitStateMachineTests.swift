@@ -188,11 +188,11 @@ struct CircuitStateMachineTests {
 
     @Test("invalid policies are refused with the value named")
     func invalidPolicy() {
-        #expect(throws: StoreError.invalidArgument("circuit failure threshold must be at least 1, got 0")) {
+        #expect(throws: StoreRefusal.invalidArgument("circuit failure threshold must be at least 1, got 0")) {
             try CircuitPolicy(failureThreshold: 0).validate()
         }
-        #expect(throws: StoreError.self) { try CircuitPolicy(openDuration: .zero).validate() }
-        #expect(throws: StoreError.self) {
+        #expect(throws: StoreRefusal.self) { try CircuitPolicy(openDuration: .zero).validate() }
+        #expect(throws: StoreRefusal.self) {
             try CircuitPolicy(openDurationGrowth: .init(multiplier: 0.5)).validate()
         }
     }

@@ -56,8 +56,8 @@ struct CircuitStoreTests {
         ])
         #expect(history.last?.at == start)
         let row = try await store.read { db in
-            try db.fetchOne("SELECT state, consecutive_failures, probe_owner, open_until_ms FROM circuits WHERE endpoint = ?",
-                            ["/api/streams"])
+            try db.fetchOne(sql: "SELECT state, consecutive_failures, probe_owner, open_until_ms FROM circuits WHERE endpoint = ?",
+                            arguments: ["/api/streams"])
         }
         #expect(row?.values == [.text("closed"), .integer(0), .null, .null])
     }
@@ -70,7 +70,7 @@ struct CircuitStoreTests {
         try await trip(store, "/fresh", at: now)
         try await trip(store, "/stale", at: now.addingTimeInterval(-120))
         let rows = try await store.read { db in
-            try db.fetchAll("SELECT endpoint, state, consecutive_failures, failure_threshold, retry_in_seconds, trips "
+            try db.fetchAll(sql: "SELECT endpoint, state, consecutive_failures, failure_threshold, retry_in_seconds, trips "
                 + "FROM circuit_status")
         }
         #expect(rows.count == 2)
@@ -106,7 +106,7 @@ struct CircuitStoreTests {
         let transition = try await store.forceOpenCircuit(endpoint: "/x", duration: .seconds(300), policy: policy, at: start)
         #expect(transition.from == .closed && transition.to == .open)
         #expect(try await store.circuit(endpoint: "/x")?.openUntil == start.addingTimeInterval(300))
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) {
             _ = try await store.forceOpenCircuit(endpoint: "/x", duration: .zero, policy: policy, at: start)
         }
     }
@@ -116,10 +116,10 @@ struct CircuitStoreTests {
         let store = try SQLiteStore(location: .inMemory)
         try await trip(store, "/a", at: start)
         let before = try await store.circuit(endpoint: "/a")
-        await #expect(throws: StoreError.invalidArgument("a circuit's endpoint must not be empty")) {
+        await #expect(throws: StoreRefusal.invalidArgument("a circuit's endpoint must not be empty")) {
             _ = try await store.recordCircuitOutcome(.failure, endpoint: "", probeToken: nil, policy: policy, at: start)
         }
-        await #expect(throws: StoreError.self) {
+        await #expect(throws: StoreRefusal.self) {
             _ = try await store.recordCircuitOutcome(.failure, endpoint: "/a", probeToken: nil,
                                                      policy: CircuitPolicy(failureThreshold: 0), at: start)
         }

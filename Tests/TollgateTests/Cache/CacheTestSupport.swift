@@ -40,11 +40,11 @@ final class CacheFixture {
 
     /// Rows of a query on the file, read through the store.
     func query(_ sql: String) throws -> [Row] {
-        try store.read { db in try db.fetchAll(sql) }
+        try store.read { db in try db.fetchAll(sql: sql) }
     }
 
     func count(_ table: String) throws -> Int {
-        try store.read { db in try db.fetchValue("SELECT COUNT(*) FROM \(table)").int ?? -1 }
+        try store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM \(table)").int ?? -1 }
     }
 }
 

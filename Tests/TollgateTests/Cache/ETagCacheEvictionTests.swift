@@ -121,7 +121,7 @@ struct CacheMultiProcessTests {
 
         let store = try SQLiteStore(path: path)
         let check = try await store.read { db in
-            try db.fetchOne("""
+            try db.fetchOne(sql: """
                 SELECT (SELECT entries FROM cache_totals), (SELECT COUNT(*) FROM cache_entries),
                        (SELECT body_bytes FROM cache_totals), (SELECT SUM(body_size) FROM cache_entries),
                        (SELECT SUM(length(body)) FROM cache_bodies), (SELECT COUNT(*) FROM cache_bodies),

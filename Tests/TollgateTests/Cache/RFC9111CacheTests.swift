@@ -71,15 +71,15 @@ struct RFC9111CacheTests {
         let nowMs = Int64(CacheFixture.start.timeIntervalSince1970 * 1000)
         try await old.write { db in
             try db.execute(
-                """
+                sql: """
                 INSERT INTO cache_entries (resource_key, endpoint, method, url, status, headers, etag, body_size,
                     stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms)
                 VALUES (?, 'e', 'GET', ?, 200, 'ETag: "1"', '"1"', 1, ?, ?, ?, ?)
                 """,
-                [.text(key.resourceKey), .text(key.url), .integer(nowMs), .integer(nowMs), .integer(nowMs + 60_000),
-                 .integer(nowMs)]
+                arguments: [key.resourceKey, key.url, nowMs, nowMs, nowMs + 60_000,
+                 nowMs]
             )
-            try db.execute("INSERT INTO cache_bodies (entry_id, body) VALUES (last_insert_rowid(), x'61')")
+            try db.execute(sql: "INSERT INTO cache_bodies (entry_id, body) VALUES (last_insert_rowid(), x'61')")
         }
         let upgraded = try SQLiteStore(path: path)
         let cache = try ETagCache(storage: upgraded, clock: fixture.clock)

@@ -217,7 +217,7 @@ struct CircuitBreakerTests {
         #expect(try await breaker.shouldAllowRequest(endpoint: endpoint) == .refused(retryAfter: 300, state: .open))
         clock.advance(by: .seconds(300))
         #expect(try await breaker.shouldAllowRequest(endpoint: endpoint).probe != nil)
-        await #expect(throws: StoreError.self) { try await breaker.forceOpen(endpoint: endpoint, for: .seconds(-1)) }
+        await #expect(throws: StoreRefusal.self) { try await breaker.forceOpen(endpoint: endpoint, for: .seconds(-1)) }
     }
 }
 

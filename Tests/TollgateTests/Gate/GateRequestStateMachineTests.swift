@@ -297,7 +297,7 @@ struct GateRequestStateMachineTests {
     }
 
     @Test("under failOpen, an error that is not the ledger's (a bad argument, a cancellation) still fails the request",
-          arguments: [StoreError.invalidArgument("cost") as any Error, CancellationError()])
+          arguments: [StoreRefusal.invalidArgument("cost") as any Error, CancellationError()])
     func notLedgerFailures(error: any Error) {
         var open = Self.sending(policies: Machine.Policies(ledgerFailurePolicy: .failOpen)).0
         #expect(describe(open.admissionFailed(error)) == "fail \(error)")

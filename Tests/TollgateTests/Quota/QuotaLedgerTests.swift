@@ -28,7 +28,7 @@ private struct Fixture {
     }
 
     func eventCount() async throws -> Int {
-        try await store.read { db in try db.fetchValue("SELECT COUNT(*) FROM quota_events").int ?? -1 }
+        try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM quota_events").int ?? -1 }
     }
 }
 
@@ -144,7 +144,7 @@ struct QuotaLedgerTests {
         #expect(search304.units == 0)
         #expect(search304.calls == 1) // the 304 still reached the server
         let events = try await fixture.store.read { db in
-            try db.fetchAll("SELECT kind, units, reservation_id FROM quota_events WHERE endpoint = 'search.list' ORDER BY id")
+            try db.fetchAll(sql: "SELECT kind, units, reservation_id FROM quota_events WHERE endpoint = 'search.list' ORDER BY id")
         }
         #expect(events == [Row(["charge", 100, nil]), Row(["refund", -100, .integer(search.id)])])
         #expect(try await fixture.ledger.discrepancies().isEmpty)
@@ -189,7 +189,7 @@ struct QuotaLedgerTests {
         #expect(next.day.key == "2026-11-22")
         #expect(next.remaining == 9999)
         let kinds = try await fixture.store.read { db in
-            try db.fetchAll("SELECT kind FROM quota_events WHERE kind = 'exhausted'").count
+            try db.fetchAll(sql: "SELECT kind FROM quota_events WHERE kind = 'exhausted'").count
         }
         #expect(kinds == 1)
     }
@@ -268,11 +268,11 @@ struct QuotaLedgerTests {
         let shrunk = try fixture.reopened(configuration: smallConfiguration(limit: 200))
         try await shrunk.reserve(endpoint: "e.list")
         let limits = try await fixture.store.read { db in
-            try db.fetchAll("SELECT daily_limit, limit_source FROM quota_buckets WHERE bucket = 'b'")
+            try db.fetchAll(sql: "SELECT daily_limit, limit_source FROM quota_buckets WHERE bucket = 'b'")
         }
         #expect(limits == [Row([200, "configuration"])])
         let limitEvents = try await fixture.store.read { db in
-            try db.fetchAll("SELECT detail FROM quota_events WHERE kind = 'limit' ORDER BY id").compactMap { $0[0].string }
+            try db.fetchAll(sql: "SELECT detail FROM quota_events WHERE kind = 'limit' ORDER BY id").compactMap { $0[0].string }
         }
         #expect(limitEvents == [
             "daily limit 100 (configuration)",
@@ -347,7 +347,7 @@ struct QuotaLedgerTests {
         }
         #expect(try await fixture.ledger.discrepancies().isEmpty)
         let mismatches = try await fixture.store.read { db in
-            try db.fetchAll("""
+            try db.fetchAll(sql: """
                 SELECT sums.pacific_date, sums.bucket, sums.endpoint FROM (
                     SELECT pacific_date, bucket, endpoint, SUM(units) AS units FROM quota_events GROUP BY 1, 2, 3
                 ) AS sums LEFT JOIN quota_usage AS usage USING (pacific_date, bucket, endpoint)
@@ -360,7 +360,7 @@ struct QuotaLedgerTests {
                 """)
         }
         #expect(mismatches.isEmpty)
-        let rows = try await fixture.store.read { db in try db.fetchValue("SELECT COUNT(*) FROM quota_usage").int ?? 0 }
+        let rows = try await fixture.store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM quota_usage").int ?? 0 }
         #expect(rows > 6)
     }
 
@@ -368,7 +368,7 @@ struct QuotaLedgerTests {
     func auditCanFail() async throws {
         let fixture = try Fixture()
         try await fixture.ledger.reserve(endpoint: "search.list")
-        try await fixture.store.write { db in try db.execute("UPDATE quota_usage SET units = 7") }
+        try await fixture.store.write { db in try db.execute(sql: "UPDATE quota_usage SET units = 7") }
         #expect(try await fixture.ledger.discrepancies() == [
             QuotaLedgerDiscrepancy(pacificDate: "2026-11-21", bucket: "youtube", endpoint: "search.list", eventUnits: 100, usageUnits: 7),
         ])
@@ -461,7 +461,7 @@ struct QuotaLedgerTests {
         await #expect(throws: TollgateError.self) { try await fixture.ledger.reserve(endpoint: "search.list") }
         #expect(try await fixture.ledger.discrepancies().isEmpty)
         let events = try await fixture.store.read { db in
-            try db.fetchAll("SELECT kind, endpoint, units FROM quota_events WHERE endpoint = '*' AND units <> 0 ORDER BY id")
+            try db.fetchAll(sql: "SELECT kind, endpoint, units FROM quota_events WHERE endpoint = '*' AND units <> 0 ORDER BY id")
         }
         #expect(events == [Row(["charge", "*", 7]), Row(["reset", "*", -8]), Row(["charge", "*", 100])])
         await #expect(throws: QuotaLedgerError.self) { try await fixture.ledger.reconcile(used: 5, bucket: "nope") }
@@ -472,7 +472,7 @@ struct QuotaLedgerTests {
         #expect(try await fixture.ledger.remaining() == 10_000)
         #expect(try await fixture.ledger.status().unitsUsed == 0)
         #expect(try await fixture.ledger.discrepancies().isEmpty)
-        await #expect(throws: StoreError.self) { try await fixture.ledger.reconcile(used: -1) }
+        await #expect(throws: StoreRefusal.self) { try await fixture.ledger.reconcile(used: -1) }
     }
 
     @Test("the forecast: the last hour's burn rate, and when a bucket runs out at it if before the reset")

@@ -12,7 +12,7 @@ struct QuotaMultiProcessTests {
     private static func counts(_ result: WorkerProcess.Result) throws -> (granted: Int, refused: Int, refunded: Int) {
         let words = result.stdout.split(whereSeparator: \.isWhitespace)
         guard words.count == 6, let granted = Int(words[1]), let refused = Int(words[3]), let refunded = Int(words[5]) else {
-            throw StoreError.invalidArgument("unexpected worker output \(result.stdout) \(result.stderr)")
+            throw StoreRefusal.invalidArgument("unexpected worker output \(result.stdout) \(result.stderr)")
         }
         return (granted, refused, refunded)
     }
@@ -20,7 +20,7 @@ struct QuotaMultiProcessTests {
     /// Units charged, net, after each event in commit order: the bucket's usage at every moment.
     private static func runningTotals(_ store: SQLiteStore) async throws -> [Int] {
         let units = try await store.read { db in
-            try db.fetchAll("SELECT units FROM quota_events WHERE bucket = 'shared' ORDER BY id").map { $0[0].int ?? 0 }
+            try db.fetchAll(sql: "SELECT units FROM quota_events WHERE bucket = 'shared' ORDER BY id").map { $0[0].int ?? 0 }
         }
         var total = 0
         return units.map { total += $0; return total }

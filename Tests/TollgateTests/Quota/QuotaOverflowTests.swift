@@ -36,7 +36,7 @@ struct QuotaOverflowTests {
                 let status = try await store.setQuotaLimit(bucket: "b", limit: limit, configuredLimit: 100, at: Self.now)
                 #expect(allowed, "the store accepted \(limit)")
                 #expect(status.limit == limit)
-            } catch let error as StoreError {
+            } catch let error as StoreRefusal {
                 #expect(!allowed, "the store refused \(limit): \(error)")
             }
             do {
@@ -59,7 +59,7 @@ struct QuotaOverflowTests {
                 await #expect(throws: Never.self) { try await reserveAtConfiguredLimit() }
             } else {
                 #expect(throws: QuotaLedgerError.self) { try configuration.validate() }
-                await #expect(throws: StoreError.self) { try await reserveAtConfiguredLimit() }
+                await #expect(throws: StoreRefusal.self) { try await reserveAtConfiguredLimit() }
             }
         }
         #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
@@ -94,7 +94,7 @@ struct QuotaOverflowTests {
                 }
                 // The store refuses the same out-of-range costs itself, for callers that skip the ledger.
                 if !allowed {
-                    await #expect(throws: StoreError.self) {
+                    await #expect(throws: StoreRefusal.self) {
                         _ = try await store.reserveQuota(QuotaReservationRequest(
                             bucket: "b", endpoint: "e.list", cost: cost, configuredLimit: limit, at: Self.now
                         ))
@@ -106,7 +106,7 @@ struct QuotaOverflowTests {
             #expect(status.remaining == limit - used)
             #expect(try await ledger.discrepancies().isEmpty)
             let events = try await store.read { db in
-                try db.fetchValue("SELECT COALESCE(SUM(units), 0) FROM quota_events WHERE endpoint = 'e.list'").int
+                try db.fetchValue(sql: "SELECT COALESCE(SUM(units), 0) FROM quota_events WHERE endpoint = 'e.list'").int
             }
             #expect(events == used)
         }
@@ -123,7 +123,7 @@ struct QuotaOverflowTests {
         try await ledger.reserve(endpoint: "e.list", cost: 1)
         // What an older Tollgate accepted, and what a hand edit can leave.
         try await store.write { db in
-            try db.execute("UPDATE quota_buckets SET daily_limit = 100000000000000000, limit_source = 'admin'")
+            try db.execute(sql: "UPDATE quota_buckets SET daily_limit = 100000000000000000, limit_source = 'admin'")
         }
         let status = try await ledger.status(bucket: "b")
         #expect(status.limit == Self.maximum, "an out-of-range stored limit is read as the maximum")
@@ -133,13 +133,13 @@ struct QuotaOverflowTests {
 
         for total in [Int.max, Int.max - 1, Int.min, Int.min + 1] {
             try await store.write { db in
-                try db.execute("UPDATE quota_usage SET units = ? WHERE endpoint = 'e.list'", [.int(total)])
+                try db.execute(sql: "UPDATE quota_usage SET units = ? WHERE endpoint = 'e.list'", arguments: [total])
             }
             // No trap whatever the ledger now says; a charge that cannot be added is a typed error or a refusal.
             do {
                 _ = try await ledger.reserve(endpoint: "e.list", cost: Self.maximum)
                 Issue.record("a charge was added to a total of \(total)")
-            } catch is StoreError {
+            } catch is StoreRefusal {
             } catch is TollgateError {
             }
             _ = try await ledger.status(bucket: "b").remaining
@@ -147,7 +147,7 @@ struct QuotaOverflowTests {
             _ = try await store.quotaUsage(on: PacificDay(containing: Self.now))
         }
         // A reset repairs the day, with an event for the units it gives back.
-        try await store.write { db in try db.execute("UPDATE quota_usage SET units = 7 WHERE endpoint = 'e.list'") }
+        try await store.write { db in try db.execute(sql: "UPDATE quota_usage SET units = 7 WHERE endpoint = 'e.list'") }
         let reset = try await ledger.resetDay(PacificDay(containing: Self.now), bucket: "b")
         #expect(reset.totalUnitsCleared == 7)
         #expect(try await ledger.status(bucket: "b").unitsUsed == 0)

@@ -28,7 +28,7 @@ private struct Fixture {
 
     func storedRequests() async throws -> Int {
         try await store.read { db in
-            try db.fetchValue("SELECT COALESCE(SUM(json_array_length(admitted_at_ms)), 0) FROM throttle_limits").int ?? -1
+            try db.fetchValue(sql: "SELECT COALESCE(SUM(json_array_length(admitted_at_ms)), 0) FROM throttle_limits").int ?? -1
         }
     }
 }
@@ -166,7 +166,7 @@ struct RequestThrottlerTests {
         try await fixture.throttler.reset()
         #expect(try await fixture.storedRequests() == 0)
         let events = try await fixture.store.read { db in
-            try db.fetchAll("SELECT subject, target, action, detail FROM admin_events ORDER BY id")
+            try db.fetchAll(sql: "SELECT subject, target, action, detail FROM admin_events ORDER BY id")
         }
         #expect(events == [
             Row(["throttle", "/api/activities", "reset", "forgot 10 recorded requests"]),
@@ -191,7 +191,7 @@ struct RequestThrottlerTests {
         let fixture = try Fixture(now: Date())
         for _ in 0..<3 { _ = try await fixture.throttler.shouldAllowRequest(endpoint: "/api/activities") }
         let rows = try await fixture.store.read { db in
-            try db.fetchAll("SELECT endpoint, window_seconds, request_limit, current_count, remaining FROM throttle_status")
+            try db.fetchAll(sql: "SELECT endpoint, window_seconds, request_limit, current_count, remaining FROM throttle_status")
         }
         #expect(rows == [Row(["/api/activities", 60.0, 10, 3, 7])])
     }

@@ -18,7 +18,7 @@ public protocol ThrottleStorage: Sendable {
     ///   - limit: Its limit.
     ///   - at: The time of the request.
     /// - Returns: Admitted, or refused with the time until the window has room.
-    /// - Throws: `StoreError.invalidArgument` for an invalid limit; `DatabaseError` when SQLite fails.
+    /// - Throws: `StoreRefusal.invalidArgument` for an invalid limit; `DatabaseError` when SQLite fails.
     func admitRequest(endpoint: String, limit: ThrottleLimit, at: Date) async throws -> ThrottleAdmission
 
     /// Reads an endpoint's window without admitting anything.

@@ -14,7 +14,7 @@ public protocol CircuitStorage: Sendable {
     ///   - probeToken: The token stored as probe owner if this caller gets the probe.
     ///   - now: The current time.
     /// - Returns: The decision, the transitions it caused and the circuit afterwards.
-    /// - Throws: ``StoreError/invalidArgument(_:)`` for an empty endpoint or an invalid policy, or
+    /// - Throws: ``StoreRefusal/invalidArgument(_:)`` for an empty endpoint or an invalid policy, or
     ///   the backend's error.
     func admitCircuitRequest(endpoint: String, policy: CircuitPolicy, probeToken: String, at now: Date) async throws
         -> CircuitAdmission
@@ -28,7 +28,7 @@ public protocol CircuitStorage: Sendable {
     ///   - policy: The endpoint's policy.
     ///   - now: The current time.
     /// - Returns: What changed.
-    /// - Throws: ``StoreError/invalidArgument(_:)`` for an empty endpoint or an invalid policy, or
+    /// - Throws: ``StoreRefusal/invalidArgument(_:)`` for an empty endpoint or an invalid policy, or
     ///   the backend's error.
     func recordCircuitOutcome(_ outcome: CircuitOutcome, endpoint: String, probeToken: String?,
                               policy: CircuitPolicy, at now: Date) async throws -> CircuitRecording
@@ -60,7 +60,7 @@ public protocol CircuitStorage: Sendable {
     ///   - policy: The endpoint's policy (for the threshold stored in the row).
     ///   - now: The current time.
     /// - Returns: The transition.
-    /// - Throws: ``StoreError/invalidArgument(_:)`` for an empty endpoint or a duration that is not
+    /// - Throws: ``StoreRefusal/invalidArgument(_:)`` for an empty endpoint or a duration that is not
     ///   positive, or the backend's error.
     func forceOpenCircuit(endpoint: String, duration: Duration, policy: CircuitPolicy, at now: Date) async throws
         -> CircuitTransition

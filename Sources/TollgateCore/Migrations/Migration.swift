@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// One step of the schema, from `Migrations/NNNN_name.sql`.
@@ -31,10 +30,7 @@ public struct Migration: Sendable, Hashable, Identifiable {
 
     /// The SHA-256 of ``sql`` in lowercase hex: recorded when applied, compared on every open.
     public var checksum: String {
-        SHA256.hash(data: Data(sql.utf8)).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        SHA256Hex.digest(sql.utf8)
     }
 }
 

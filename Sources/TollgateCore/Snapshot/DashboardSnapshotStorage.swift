@@ -12,5 +12,3 @@ public protocol DashboardSnapshotStorage: Sendable {
     /// - Throws: The backend's error.
     func dashboardSnapshot(at now: Date, recentEvents: Int) async throws -> DashboardSnapshot
 }
-
-extension SQLiteStore: DashboardSnapshotStorage {}

@@ -30,6 +30,13 @@ public struct ThrottleLimit: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(requests) requests per \(window)" }
 
+    /// Refuses a limit the store cannot enforce (see ``isValid``), with the message both stores give.
+    /// - Parameter endpoint: The endpoint the limit is for, for the message.
+    /// - Throws: ``StoreRefusal/invalidArgument(_:)`` naming the endpoint and the limit.
+    public func validate(endpoint: String) throws(StoreRefusal) {
+        guard isValid else { throw .invalidArgument("invalid throttle limit for \(endpoint): \(self)") }
+    }
+
     /// Seconds until a window holding `admittedMs` has room for one more request: until the
     /// request whose expiry brings the count below the limit leaves the window (the oldest one,
     /// when the window holds exactly the limit). A limit of zero never has room: one window.

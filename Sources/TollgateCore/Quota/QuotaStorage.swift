@@ -18,7 +18,7 @@ public protocol QuotaStorage: Sendable {
     /// - Parameter request: The bucket, endpoint, cost, configured limit and time.
     /// - Returns: The charge, or the refusal (nothing written) when the cost exceeds what is left
     ///   or the server said the day's quota is spent.
-    /// - Throws: `StoreError.invalidArgument` for a negative cost or limit; `DatabaseError` when SQLite fails.
+    /// - Throws: `StoreRefusal.invalidArgument` for a negative cost or limit; `DatabaseError` when SQLite fails.
     func reserveQuota(_ request: QuotaReservationRequest) async throws -> QuotaReservationOutcome
 
     /// Gives a charge's units back to the day it was charged, with a `refund` event.
@@ -29,7 +29,7 @@ public protocol QuotaStorage: Sendable {
     ///   - at: The time of the refund.
     ///   - reason: Why, kept in the event's detail, such as `304 Not Modified`.
     /// - Returns: What was refunded, or ``QuotaRefundOutcome/alreadyRefunded``.
-    /// - Throws: `StoreError.invalidArgument` when no charge has that id; `DatabaseError` when SQLite fails.
+    /// - Throws: `StoreRefusal.invalidArgument` when no charge has that id; `DatabaseError` when SQLite fails.
     func refundQuota(reservationID: Int64, at: Date, reason: String?) async throws -> QuotaRefundOutcome
 
     /// Records the server's word that a bucket's daily quota is spent: every process refuses
@@ -67,7 +67,7 @@ public protocol QuotaStorage: Sendable {
     ///   - configuredLimit: The configured limit, in force when `limit` is nil.
     ///   - at: The time of the change.
     /// - Returns: The bucket's status afterwards.
-    /// - Throws: `StoreError.invalidArgument` for a negative limit; `DatabaseError` when SQLite fails.
+    /// - Throws: `StoreRefusal.invalidArgument` for a negative limit; `DatabaseError` when SQLite fails.
     func setQuotaLimit(bucket: String, limit: Int?, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus
 
     /// Gives back all the units a bucket used on a day, with one `reset` event per endpoint: never
@@ -94,7 +94,7 @@ public protocol QuotaStorage: Sendable {
     ///   - day: The Pacific day.
     ///   - at: The time of the change.
     /// - Returns: What changed.
-    /// - Throws: `StoreError.invalidArgument` for a count out of range; `DatabaseError` when SQLite fails.
+    /// - Throws: `StoreRefusal.invalidArgument` for a count out of range; `DatabaseError` when SQLite fails.
     func reconcileQuota(
         bucket: String, used: Int, configuredLimit: Int, day: PacificDay, at: Date
     ) async throws -> QuotaReconciliation

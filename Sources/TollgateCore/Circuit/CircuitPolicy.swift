@@ -58,8 +58,8 @@ public struct CircuitPolicy: Sendable, Hashable {
     }
 
     /// Checks that the policy can be applied.
-    /// - Throws: ``StoreError/invalidArgument(_:)`` naming the first value out of range.
-    public func validate() throws(StoreError) {
+    /// - Throws: ``StoreRefusal/invalidArgument(_:)`` naming the first value out of range.
+    public func validate() throws(StoreRefusal) {
         guard failureThreshold >= 1 else {
             throw .invalidArgument("circuit failure threshold must be at least 1, got \(failureThreshold)")
         }

@@ -5,17 +5,17 @@ public enum MigrationHistory {
     /// - Parameters:
     ///   - recordedChecksums: The checksum the database recorded for each applied version.
     ///   - migrations: The library's migrations, oldest first.
-    /// - Throws: `StoreError.databaseIsNewer` when the database has a version the library does
-    ///   not know (a newer library migrated it); `StoreError.migrationChecksumMismatch` when a
+    /// - Throws: `StoreRefusal.databaseIsNewer` when the database has a version the library does
+    ///   not know (a newer library migrated it); `StoreRefusal.migrationChecksumMismatch` when a
     ///   version was applied from a different script than the library's.
-    public static func validate(recordedChecksums: [Int: String], against migrations: [Migration]) throws {
+    public static func validate(recordedChecksums: [Int: String], against migrations: [Migration]) throws(StoreRefusal) {
         let known = Set(migrations.map(\.version))
         if let newest = recordedChecksums.keys.max(), !recordedChecksums.keys.allSatisfy(known.contains) {
-            throw StoreError.databaseIsNewer(databaseVersion: newest, libraryVersion: migrations.last?.version ?? 0)
+            throw StoreRefusal.databaseIsNewer(databaseVersion: newest, libraryVersion: migrations.last?.version ?? 0)
         }
         for migration in migrations {
             if let recorded = recordedChecksums[migration.version], recorded != migration.checksum {
-                throw StoreError.migrationChecksumMismatch(
+                throw StoreRefusal.migrationChecksumMismatch(
                     version: migration.version, name: migration.name, recorded: recorded, expected: migration.checksum
                 )
             }

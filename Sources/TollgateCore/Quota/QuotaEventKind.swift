@@ -1,6 +1,6 @@
 /// What a `quota_events` row records; its raw value is the `kind` column, whose `CHECK` lists
 /// the same five.
-enum QuotaEventKind: String, Sendable {
+public enum QuotaEventKind: String, Sendable, Hashable, CaseIterable {
     /// Units spent by an admitted attempt; its id is the reservation's.
     case charge
     /// A charge given back (a `304`, an attempt that never left the machine); negative units.

@@ -26,7 +26,7 @@ public enum QuotaLimits {
     }
 
     /// `a + b`, saturated at `Int.min` and `Int.max` instead of trapping.
-    static func saturatingSum(_ a: Int, _ b: Int) -> Int {
+    package static func saturatingSum(_ a: Int, _ b: Int) -> Int {
         let (sum, overflow) = a.addingReportingOverflow(b)
         guard overflow else { return sum }
         return b < 0 ? Int.min : Int.max
@@ -34,10 +34,10 @@ public enum QuotaLimits {
 
     /// A stored limit brought into range: a file written before limits were checked may hold any
     /// number, and it is read as the nearest allowed one rather than refused.
-    static func clamped(_ units: Int) -> Int {
+    package static func clamped(_ units: Int) -> Int {
         min(max(units, 0), maximumUnits)
     }
 
     /// A short description of the allowed range, for error messages.
-    static let rangeDescription = "0 to 1,000,000,000,000"
+    package static let rangeDescription = "0 to 1,000,000,000,000"
 }
