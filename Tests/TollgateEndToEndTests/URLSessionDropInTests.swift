@@ -17,10 +17,11 @@ struct URLSessionDropInTests {
     final class Harness {
         let directory: TemporaryDirectory
         let origin: ScriptedHTTPServer
+        let store: SQLiteStore
         let gate: Gate
         let session: URLSession
 
-        init(naming: EndpointNaming = .methodAndPath) throws {
+        init(naming: EndpointNaming = .methodAndPath, configure: (inout GateConfiguration) -> Void = { _ in }) throws {
             directory = try TemporaryDirectory()
             origin = try ScriptedHTTPServer { request in
                 if request.method == "POST" {
@@ -33,8 +34,10 @@ struct URLSessionDropInTests {
                                                     (name: "Content-Type", value: "application/json")],
                              body: "{\"items\": [1, 2, 3]}")
             }
-            let configuration = GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000)
-            gate = try Gate(store: SQLiteStore(path: directory.path("ledger.sqlite")), transport: URLSessionTransport(timeout: .seconds(10)),
+            var configuration = GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000)
+            configure(&configuration)
+            store = try SQLiteStore(path: directory.path("ledger.sqlite"))
+            gate = try Gate(store: store, transport: URLSessionTransport(timeout: .seconds(10)),
                             configuration: configuration, clock: SystemClock())
             session = URLSession(configuration: .tollgated(by: gate, naming: naming, hosts: ["127.0.0.1"]))
         }
@@ -140,6 +143,24 @@ struct URLSessionDropInTests {
         streamed.httpMethod = "POST"
         streamed.httpBodyStream = InputStream(data: payload)
         #expect(try TollgateURLProtocol.body(of: streamed) == payload, "a body stream is read whole")
+    }
+
+    @Test("while the app (and its store) is suspended nothing is admitted, even failing open; resumed, requests go again")
+    func suspendedStoreAdmitsNothing() async throws {
+        let harness = try Harness { $0.ledgerFailurePolicy = .failOpen }
+        harness.store.suspend()
+        let error = await #expect(throws: URLError.self) {
+            _ = try await harness.session.data(from: harness.url("/v1/items"))
+        }
+        #expect(error?.code == .resourceUnavailable)
+        guard case .suspended = error?.tollgateError as? StoreError else {
+            Issue.record("expected the store's suspended, got \(String(describing: error?.tollgateError))")
+            return
+        }
+        #expect(harness.origin.requests.isEmpty, "nothing was sent while suspended")
+        harness.store.resume()
+        let (_, response) = try await harness.session.data(from: harness.url("/v1/items"))
+        #expect(header(response, "X-Tollgate-Source") == "network")
     }
 
     @Test("a host the gate does not answer for goes to the network without it")

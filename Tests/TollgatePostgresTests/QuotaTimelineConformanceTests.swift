@@ -35,7 +35,7 @@ struct QuotaTimelineConformanceTests {
                 #expect(offset.truncatingRemainder(dividingBy: 60) == 0, "\(offset)")
             }
             #expect(try await store.quotaTimeline(on: today.previous, stepSeconds: 60).isEmpty)
-            await #expect(throws: StoreError.self) { _ = try await store.quotaTimeline(on: today, stepSeconds: 0) }
+            await #expect(throws: StoreRefusal.self) { _ = try await store.quotaTimeline(on: today, stepSeconds: 0) }
         }
     }
 }

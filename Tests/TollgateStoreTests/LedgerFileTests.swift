@@ -105,7 +105,7 @@ struct LedgerFileTests {
     func specialNames() throws {
         let existedBefore = FileManager.default.fileExists(atPath: ":memory:")
         for name in [":memory:", ""] {
-            let error = #expect(throws: StoreError.self) { try SQLiteStore(path: name) }
+            let error = #expect(throws: StoreRefusal.self) { try SQLiteStore(path: name) }
             #expect(error?.description.contains("SQLite's name") == true)
         }
         #expect(FileManager.default.fileExists(atPath: ":memory:") == existedBefore, "no file named :memory: was created")

@@ -71,6 +71,15 @@ public final class TollgateURLProtocol: URLProtocol {
             ]))
             return
         }
+        if let store = route.gate.storage as? SQLiteStore, store.isSuspended {
+            // The app is suspended (its store too): nothing is admitted, whatever the gate's
+            // ledger-failure policy, so that no request goes out uncharged meanwhile.
+            let path = if case .file(let path) = store.location { path } else { ":memory:" }
+            client?.urlProtocol(self, didFailWithError: Self.urlError(
+                for: StoreError.suspended(path: path), endpoint: route.naming.endpoint(for: httpRequest)
+            ))
+            return
+        }
         let endpoint = route.naming.endpoint(for: httpRequest)
         let loading = Loading(self)
         let task = Task { await TollgateURLProtocol.answer(loading, through: route, httpRequest, body: body, endpoint: endpoint, url: url) }
@@ -159,7 +168,7 @@ public final class TollgateURLProtocol: URLProtocol {
     /// ``gateErrorKey`` holds the gate's own error.
     static func urlError(for error: any Error, endpoint: String) -> URLError {
         let code: URLError.Code = switch error {
-        case is TollgateError: .resourceUnavailable
+        case is TollgateError, StoreError.suspended: .resourceUnavailable
         case HTTPTransportError.timedOut: .timedOut
         case HTTPTransportError.connectionRefused: .cannotConnectToHost
         case HTTPTransportError.tlsFailure: .secureConnectionFailed

@@ -55,8 +55,8 @@ enum DatabaseFile {
         if path.isEmpty || path == ":memory:" || path.hasPrefix("file:") {
             throw StoreRefusal.invalidArgument(
                 "\(path.isEmpty ? "an empty path" : "'\(path)'") is SQLite's name for a database that is not a file at "
-                    + "that path; the ledger must live in a file that every process can open (write ./\(path) for a "
-                    + "file of that name). Nothing was created."
+                    + "that path; the ledger must live in a file that every process can open"
+                    + (path.isEmpty ? "" : " (write ./\(path) for a file of that name)") + ". Nothing was created."
             )
         }
         var status = stat()
