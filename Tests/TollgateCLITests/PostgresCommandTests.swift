@@ -111,45 +111,46 @@ struct PostgresCommandTests {
         defer { PostgresServer.dropDatabase(database) }
         let api = try await FakeYouTubeAPI.start()
         let url = api.url("videos", ["id": "v1", "part": "snippet"]).absoluteString
-        func tollgate(_ arguments: String...) async throws -> CommandResult {
-            try await Self.tollgate(arguments + ["--db", database.url])
+        try await withStopping(api, stop: { await $0.stop() }) { api in
+            func tollgate(_ arguments: String...) async throws -> CommandResult {
+                try await Self.tollgate(arguments + ["--db", database.url])
+            }
+
+            #expect(try await tollgate("get", url).status == 0)
+            let limit = try await tollgate("quota", "set-limit", "youtube", "5000")
+            #expect(limit.stdout.contains("youtube: daily limit 5,000 (admin); 1 used, 4,999 left today"), "\(limit.stderr)")
+            let reconciled = try await tollgate("quota", "reconcile", "--used", "120")
+            #expect(reconciled.stdout.contains("120 units used (the ledger had 1; +119 units, recorded as an event)"))
+            #expect(try PostgresServer.psql(database.url, "SELECT bucket_units, bucket_limit FROM quota_today LIMIT 1") == "120|5000")
+            let shown = try await tollgate("quota", "show")
+            #expect(shown.stdout.contains("youtube: 120/5,000 units used · 4,880 left · limit from admin"))
+
+            // A circuit opened by the operator refuses the fleet's next request: nothing goes upstream.
+            #expect(try await tollgate("circuit", "open", "videos.list", "--for", "600").status == 0)
+            #expect(try PostgresServer.psql(database.url, "SELECT state FROM circuit_status WHERE endpoint = 'videos.list'") == "open")
+            let refused = try await tollgate("get", api.url("videos", ["id": "v2", "part": "snippet"]).absoluteString)
+            #expect(refused.status != 0)
+            #expect(api.receivedRequests.count == 1)
+            #expect(try await tollgate("circuit", "reset", "videos.list").stdout.contains("videos.list: OPEN → CLOSED (reset)"))
+
+            let throttles = try await tollgate("throttle", "show", "--json")
+            #expect(throttles.stdout.contains("\"endpoint\" : \"videos.list\""), "\(throttles.stdout)")
+            #expect(try await tollgate("throttle", "reset", "--all").stdout.contains("every endpoint: 1 recorded request forgotten"))
+
+            let status = try await tollgate("status", "--json")
+            #expect(status.status == 0, "\(status.stderr)")
+            #expect(status.stdout.contains("\"used\" : 120"))
+            let frame = try await tollgate("dashboard", "--once")
+            #expect(frame.stdout.hasPrefix("Tollgate · 127.0.0.1:"), "\(frame.stdout)")
+            #expect(frame.stdout.contains("120/5,000"))
+
+            #expect(try await tollgate("cache", "clear").stdout.contains("Cleared every endpoint: 1 entry"))
+            #expect(try PostgresServer.psql(database.url, "SELECT count(*) FROM cache_entries") == "0")
+            let vacuum = try await tollgate("cache", "vacuum")
+            #expect(vacuum.stdout.contains("Vacuumed and analyzed Tollgate's tables in 127.0.0.1:"), "\(vacuum.stderr)")
+            let events = try PostgresServer.psql(database.url, "SELECT subject || ' ' || action FROM admin_events ORDER BY id")
+            #expect(events.contains("cache clear") && events.contains("database vacuum") && events.contains("throttle reset"), "\(events)")
         }
-
-        #expect(try await tollgate("get", url).status == 0)
-        let limit = try await tollgate("quota", "set-limit", "youtube", "5000")
-        #expect(limit.stdout.contains("youtube: daily limit 5,000 (admin); 1 used, 4,999 left today"), "\(limit.stderr)")
-        let reconciled = try await tollgate("quota", "reconcile", "--used", "120")
-        #expect(reconciled.stdout.contains("120 units used (the ledger had 1; +119 units, recorded as an event)"))
-        #expect(try PostgresServer.psql(database.url, "SELECT bucket_units, bucket_limit FROM quota_today LIMIT 1") == "120|5000")
-        let shown = try await tollgate("quota", "show")
-        #expect(shown.stdout.contains("youtube: 120/5,000 units used · 4,880 left · limit from admin"))
-
-        // A circuit opened by the operator refuses the fleet's next request: nothing goes upstream.
-        #expect(try await tollgate("circuit", "open", "videos.list", "--for", "600").status == 0)
-        #expect(try PostgresServer.psql(database.url, "SELECT state FROM circuit_status WHERE endpoint = 'videos.list'") == "open")
-        let refused = try await tollgate("get", api.url("videos", ["id": "v2", "part": "snippet"]).absoluteString)
-        #expect(refused.status != 0)
-        #expect(api.receivedRequests.count == 1)
-        #expect(try await tollgate("circuit", "reset", "videos.list").stdout.contains("videos.list: OPEN → CLOSED (reset)"))
-
-        let throttles = try await tollgate("throttle", "show", "--json")
-        #expect(throttles.stdout.contains("\"endpoint\" : \"videos.list\""), "\(throttles.stdout)")
-        #expect(try await tollgate("throttle", "reset", "--all").stdout.contains("every endpoint: 1 recorded request forgotten"))
-
-        let status = try await tollgate("status", "--json")
-        #expect(status.status == 0, "\(status.stderr)")
-        #expect(status.stdout.contains("\"used\" : 120"))
-        let frame = try await tollgate("dashboard", "--once")
-        #expect(frame.stdout.hasPrefix("Tollgate · 127.0.0.1:"), "\(frame.stdout)")
-        #expect(frame.stdout.contains("120/5,000"))
-
-        #expect(try await tollgate("cache", "clear").stdout.contains("Cleared every endpoint: 1 entry"))
-        #expect(try PostgresServer.psql(database.url, "SELECT count(*) FROM cache_entries") == "0")
-        let vacuum = try await tollgate("cache", "vacuum")
-        #expect(vacuum.stdout.contains("Vacuumed and analyzed Tollgate's tables in 127.0.0.1:"), "\(vacuum.stderr)")
-        let events = try PostgresServer.psql(database.url, "SELECT subject || ' ' || action FROM admin_events ORDER BY id")
-        #expect(events.contains("cache clear") && events.contains("database vacuum") && events.contains("throttle reset"), "\(events)")
-        await api.stop()
     }
 
     @Test("an unreachable server is one clear line naming it, for every kind of command")

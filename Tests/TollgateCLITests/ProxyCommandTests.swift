@@ -38,63 +38,65 @@ struct ProxyCommandTests {
     func revalidation() async throws {
         guard CommandRunner.isInstalled("curl") else { Issue.record("curl is not installed: .ci/run installs it"); return }
         let harness = try await ProxyHarness()
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
 
-        let url = harness.video("v1")
-        let first = try await offPool { try CurlResponse.fetch(url, [
-            "-H", "Connection: keep-alive, X-Hop-Secret", "-H", "X-Hop-Secret: 1", "-H", "Keep-Alive: timeout=5",
-            "-H", "X-Forward-Me: yes",
-        ]) }
-        #expect(first.status == 200)
-        #expect(first.headers["x-tollgate-source"] == "network")
-        #expect(first.headers["x-tollgate-units"] == "1")
-        #expect(first.headers["x-tollgate-endpoint"] == "videos.list")
-        #expect(first.body.contains(#"videos?id=v1&part=snippet (revision 1)"#))
+            let url = harness.video("v1")
+            let first = try await offPool { try CurlResponse.fetch(url, [
+                "-H", "Connection: keep-alive, X-Hop-Secret", "-H", "X-Hop-Secret: 1", "-H", "Keep-Alive: timeout=5",
+                "-H", "X-Forward-Me: yes",
+            ]) }
+            #expect(first.status == 200)
+            #expect(first.headers["x-tollgate-source"] == "network")
+            #expect(first.headers["x-tollgate-units"] == "1")
+            #expect(first.headers["x-tollgate-endpoint"] == "videos.list")
+            #expect(first.body.contains(#"videos?id=v1&part=snippet (revision 1)"#))
 
-        let second = try await offPool { try CurlResponse.fetch(url) }
-        #expect(second.status == 200)
-        #expect(second.headers["x-tollgate-source"] == "revalidated")
-        #expect(second.headers["x-tollgate-units"] == "0")
-        #expect(second.body == first.body)
-        #expect(second.headers["etag"] == first.headers["etag"])
+            let second = try await offPool { try CurlResponse.fetch(url) }
+            #expect(second.status == 200)
+            #expect(second.headers["x-tollgate-source"] == "revalidated")
+            #expect(second.headers["x-tollgate-units"] == "0")
+            #expect(second.body == first.body)
+            #expect(second.headers["etag"] == first.headers["etag"])
 
-        let received = harness.api.receivedRequests
-        #expect(received.map(\.status) == [200, 304])
-        #expect(received.last?.ifNoneMatch == first.headers["etag"])
-        // Hop-by-hop fields, and those Connection names, stop at the proxy; the others pass.
-        #expect(received.first?.headers["x-hop-secret"] == nil)
-        #expect(received.first?.headers["keep-alive"] == nil)
-        #expect(received.first?.headers["x-forward-me"] == "yes")
-        #expect(try harness.fixture.value("SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'") == "1|2")
-        await harness.stop()
+            let received = harness.api.receivedRequests
+            #expect(received.map(\.status) == [200, 304])
+            #expect(received.last?.ifNoneMatch == first.headers["etag"])
+            // Hop-by-hop fields, and those Connection names, stop at the proxy; the others pass.
+            #expect(received.first?.headers["x-hop-secret"] == nil)
+            #expect(received.first?.headers["keep-alive"] == nil)
+            #expect(received.first?.headers["x-forward-me"] == "yes")
+            #expect(try harness.fixture.value("SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'") == "1|2")
+        }
     }
 
     @Test("a spent quota answers 429 with Retry-After until the Pacific reset; an open circuit answers 503 with Retry-After")
     func refusals() async throws {
         guard CommandRunner.isInstalled("curl") else { Issue.record("curl is not installed: .ci/run installs it"); return }
         let harness = try await ProxyHarness()
-        #expect(try harness.fixture.tollgate("quota", "set-limit", "youtube", "1").status == 0)
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            #expect(try harness.fixture.tollgate("quota", "set-limit", "youtube", "1").status == 0)
 
-        let (v1, v2, v3) = (harness.video("v1"), harness.video("v2"), harness.video("v3"))
-        #expect(try await offPool { try CurlResponse.fetch(v1) }.status == 200)
-        let spent = try await offPool { try CurlResponse.fetch(v2) }
-        #expect(spent.status == 429)
-        let untilReset = PacificDay(containing: Date()).nextReset.timeIntervalSinceNow
-        let retryAfter = try #require(Int(spent.headers["retry-after"] ?? ""))
-        #expect(abs(Double(retryAfter) - untilReset) < 5, "Retry-After \(retryAfter), reset in \(untilReset)")
-        #expect(spent.headers["x-tollgate-source"] == "refused")
-        #expect(spent.body.contains("\"error\":\"quota_exceeded\""))
-        #expect(spent.body.contains("Daily API quota exceeded"))
+            let (v1, v2, v3) = (harness.video("v1"), harness.video("v2"), harness.video("v3"))
+            #expect(try await offPool { try CurlResponse.fetch(v1) }.status == 200)
+            let spent = try await offPool { try CurlResponse.fetch(v2) }
+            #expect(spent.status == 429)
+            let untilReset = PacificDay(containing: Date()).nextReset.timeIntervalSinceNow
+            let retryAfter = try #require(Int(spent.headers["retry-after"] ?? ""))
+            #expect(abs(Double(retryAfter) - untilReset) < 5, "Retry-After \(retryAfter), reset in \(untilReset)")
+            #expect(spent.headers["x-tollgate-source"] == "refused")
+            #expect(spent.body.contains("\"error\":\"quota_exceeded\""))
+            #expect(spent.body.contains("Daily API quota exceeded"))
 
-        #expect(try harness.fixture.tollgate("circuit", "open", "videos.list", "--for", "120").status == 0)
-        let open = try await offPool { try CurlResponse.fetch(v3) }
-        #expect(open.status == 503)
-        let wait = try #require(Int(open.headers["retry-after"] ?? ""))
-        #expect((110...120).contains(wait))
-        #expect(open.body.contains("\"error\":\"circuit_open\""))
+            #expect(try harness.fixture.tollgate("circuit", "open", "videos.list", "--for", "120").status == 0)
+            let open = try await offPool { try CurlResponse.fetch(v3) }
+            #expect(open.status == 503)
+            let wait = try #require(Int(open.headers["retry-after"] ?? ""))
+            #expect((110...120).contains(wait))
+            #expect(open.body.contains("\"error\":\"circuit_open\""))
 
-        // Only the first request reached the API.
-        #expect(harness.api.receivedRequests.count == 1)
-        await harness.stop()
+            // Only the first request reached the API.
+            #expect(harness.api.receivedRequests.count == 1)
+        }
     }
 
     @Test("a listen address that is not loopback, or a bad upstream, is refused before anything starts",
