@@ -59,7 +59,7 @@ extension APIDescription {
                 + "ledger, which keeps Pacific days only")
         }
         for (index, rule) in quotaExhausted.enumerated()
-        where !(rule.status == 403 && rule.header == nil && rule.reason.map(Self.googleQuotaReasons.contains) == true) {
+        where !(rule.status == 403 && rule.header == nil && rule.reason.map(GoogleErrorReasons.dailyQuotaSpent.contains) == true) {
             throw unsupported("quota_exhausted[\(index)]", "this release's gate knows only Google's 403 quotaExceeded "
                 + "and dailyLimitExceeded answers")
         }
@@ -90,7 +90,4 @@ extension APIDescription {
         configuration.cache.sensitiveHeaders.formUnion(secrets.headers.compactMap { HTTPField.Name($0) })
         return configuration
     }
-
-    /// Google's reasons for "the daily quota is spent", which the gate reads from a 403's body.
-    static let googleQuotaReasons: Set<String> = ["quotaExceeded", "dailyLimitExceeded"]
 }

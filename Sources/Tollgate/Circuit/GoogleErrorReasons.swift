@@ -11,6 +11,10 @@ import Foundation
 /// `quotaExceeded`, `dailyLimitExceeded`; the newer `error.details[].reason` (google.rpc.ErrorInfo)
 /// carries upper-case reasons. A body that is not such JSON has no reasons.
 public enum GoogleErrorReasons {
+    /// Google's reasons for "the daily quota is spent": a 403 with one of them marks the bucket
+    /// exhausted until the Pacific reset, and is no circuit failure.
+    public static let dailyQuotaSpent: Set<String> = ["quotaExceeded", "dailyLimitExceeded"]
+
     /// The largest body parsed: error bodies are small, and a huge body is not an error envelope.
     static let maximumBodySize = 64 * 1024
 

@@ -39,7 +39,7 @@ public struct OutcomeClassifier: Sendable {
     public init(
         rateLimitStatuses: Set<Int> = [429],
         rateLimitReasons: Set<String> = ["rateLimitExceeded", "userRateLimitExceeded"],
-        quotaReasons: Set<String> = ["quotaExceeded", "dailyLimitExceeded"],
+        quotaReasons: Set<String> = GoogleErrorReasons.dailyQuotaSpent,
         failureStatuses: Set<Int> = Set(500...599),
         override: (@Sendable (Int, Data?) -> CircuitOutcome?)? = nil
     ) {

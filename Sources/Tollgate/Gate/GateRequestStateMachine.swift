@@ -426,7 +426,7 @@ struct GateRequestStateMachine {
     // MARK: Rules
 
     /// Google's reasons for "the daily quota is spent": the ledger marks the bucket exhausted.
-    static let dailyQuotaReasons: Set<String> = ["quotaExceeded", "dailyLimitExceeded"]
+    static let dailyQuotaReasons = GoogleErrorReasons.dailyQuotaSpent
 
     /// Whether an error of the admission or settlement means the ledger cannot be written (a full
     /// disk, a read-only file, a lock held too long, a database server out of reach), as opposed to
