@@ -8,11 +8,14 @@ final class BackgroundCommand {
     private let out = Pipe()
     private let err = Pipe()
 
-    init(_ executable: URL, _ arguments: [String]) throws {
+    /// - Parameter extraEnvironment: Entries that override the inherited environment (an empty value stays set).
+    init(_ executable: URL, _ arguments: [String], environment extraEnvironment: [String: String] = [:]) throws {
         process.executableURL = executable
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["TOLLGATE_DB"] = nil
+        environment["TOLLGATE_ADMIN_TOKEN"] = nil
+        environment.merge(extraEnvironment) { $1 }
         process.environment = environment
         process.standardOutput = out
         process.standardError = err
