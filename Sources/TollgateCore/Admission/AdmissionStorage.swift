@@ -77,6 +77,12 @@ public struct AttemptSettlement: Sendable, Hashable {
 
     /// The bucket the server said is spent, if it said so.
     public var exhaustedBucket: ExhaustedBucket?
+    /// The charges whose actual cost the answer told (a body's `usage.total_tokens`), settled in
+    /// the same transaction.
+    public var actualCosts: [QuotaActualCost]
+    /// What the answer's fields announced about the buckets it was charged in (never set for an
+    /// answer from the cache).
+    public var announcements: [QuotaAnnouncement]
     /// When the answer came.
     public var at: Date
 
@@ -89,10 +95,15 @@ public struct AttemptSettlement: Sendable, Hashable {
     ///   - refundReservationID: A charge to refund.
     ///   - refundReason: Why.
     ///   - exhaustedBucket: The bucket the server said is spent.
+    ///   - actualCosts: Charges to settle at their actual cost.
+    ///   - announcements: What the answer announced about its buckets.
     ///   - at: When the answer came.
     public init(endpoint: String, outcome: CircuitOutcome, probeToken: String?, circuitPolicy: CircuitPolicy,
                 refundReservationID: Int64? = nil, refundReason: String? = nil,
-                exhaustedBucket: ExhaustedBucket? = nil, at: Date) {
+                exhaustedBucket: ExhaustedBucket? = nil, actualCosts: [QuotaActualCost] = [],
+                announcements: [QuotaAnnouncement] = [], at: Date) {
+        self.actualCosts = actualCosts
+        self.announcements = announcements
         self.endpoint = endpoint
         self.outcome = outcome
         self.probeToken = probeToken
@@ -112,6 +123,10 @@ public struct AttemptSettlementResult: Sendable, Hashable {
     public var refund: QuotaRefundOutcome?
     /// The exhaustion mark, when the server said the quota is spent.
     public var exhaustion: QuotaExhaustion?
+    /// The actual costs settled, in the order asked.
+    public var costs: [QuotaCostSettlement]
+    /// What the ledger did with each announcement, in the order given.
+    public var announcements: [QuotaAnnouncementOutcome]
 
     /// Creates a settlement's result. Public so that a store in another module (the PostgreSQL
     /// store) can implement ``AdmissionStorage``.
@@ -119,7 +134,14 @@ public struct AttemptSettlementResult: Sendable, Hashable {
     ///   - circuit: The circuit's recording of the outcome.
     ///   - refund: The refund, when one was asked.
     ///   - exhaustion: The exhaustion mark, when the server said the quota is spent.
-    public init(circuit: CircuitRecording, refund: QuotaRefundOutcome?, exhaustion: QuotaExhaustion?) {
+    ///   - costs: The actual costs settled.
+    ///   - announcements: What the ledger did with each announcement.
+    public init(
+        circuit: CircuitRecording, refund: QuotaRefundOutcome?, exhaustion: QuotaExhaustion?,
+        costs: [QuotaCostSettlement] = [], announcements: [QuotaAnnouncementOutcome] = []
+    ) {
+        self.costs = costs
+        self.announcements = announcements
         self.circuit = circuit
         self.refund = refund
         self.exhaustion = exhaustion

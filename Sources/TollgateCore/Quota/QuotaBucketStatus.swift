@@ -23,12 +23,16 @@ public struct QuotaBucketStatus: Sendable, Hashable {
     public var unitsUsed: Int
     /// Whether the server said the day's quota is spent.
     public var isExhausted: Bool
+    /// The window described: the Pacific day unless the bucket counts another window.
+    public var period: QuotaPeriod
+    /// The bucket's window.
+    public var window: QuotaWindow
 
     /// The units the bucket can still pay that day: zero while exhausted.
     public var remaining: Int { isExhausted ? 0 : QuotaLimits.remaining(limit: limit, used: unitsUsed) }
 
-    /// When the day ends: the next midnight, Pacific time.
-    public var resetsAt: Date { day.nextReset }
+    /// When the window ends: the next midnight, Pacific time, for a daily bucket.
+    public var resetsAt: Date { period.end }
 
     /// Creates a status.
     /// - Parameters:
@@ -38,7 +42,14 @@ public struct QuotaBucketStatus: Sendable, Hashable {
     ///   - limitSource: Where the limit comes from.
     ///   - unitsUsed: Units used that day.
     ///   - isExhausted: Whether the server said the day's quota is spent.
-    public init(bucket: String, day: PacificDay, limit: Int, limitSource: LimitSource, unitsUsed: Int, isExhausted: Bool) {
+    ///   - window: The bucket's window.
+    ///   - period: The window described; the Pacific day when nil.
+    public init(
+        bucket: String, day: PacificDay, limit: Int, limitSource: LimitSource, unitsUsed: Int, isExhausted: Bool,
+        window: QuotaWindow = .pacificDay, period: QuotaPeriod? = nil
+    ) {
+        self.window = window
+        self.period = period ?? QuotaPeriod(day)
         self.bucket = bucket
         self.day = day
         self.limit = limit

@@ -19,12 +19,14 @@ public struct QuotaCharge: Sendable, Hashable {
     /// The warning levels (percent of the limit) this charge crossed first today, lowest first;
     /// each level is reported by one charge a day, whichever process makes it.
     public var warningsCrossed: [Int]
+    /// The bucket's window charged: the Pacific day unless the bucket counts another window.
+    public var period: QuotaPeriod
 
     /// The units left in the bucket that day.
     public var remaining: Int { QuotaLimits.remaining(limit: limit, used: bucketUnitsUsed) }
 
-    /// When the bucket's day ends: the next midnight, Pacific time.
-    public var resetsAt: Date { day.nextReset }
+    /// When the bucket's window ends: the next midnight, Pacific time, for a daily bucket.
+    public var resetsAt: Date { period.end }
 
     /// Creates a charge.
     /// - Parameters:
@@ -36,10 +38,12 @@ public struct QuotaCharge: Sendable, Hashable {
     ///   - bucketUnitsUsed: The bucket's units used that day, this charge included.
     ///   - limit: The daily limit in force.
     ///   - warningsCrossed: The warning levels this charge crossed first today.
+    ///   - period: The window charged; the Pacific day when nil.
     public init(
         reservationID: Int64, bucket: String, endpoint: String, cost: Int, day: PacificDay,
-        bucketUnitsUsed: Int, limit: Int, warningsCrossed: [Int]
+        bucketUnitsUsed: Int, limit: Int, warningsCrossed: [Int], period: QuotaPeriod? = nil
     ) {
+        self.period = period ?? QuotaPeriod(day)
         self.reservationID = reservationID
         self.bucket = bucket
         self.endpoint = endpoint

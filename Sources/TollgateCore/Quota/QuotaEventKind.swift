@@ -1,5 +1,5 @@
 /// What a `quota_events` row records; its raw value is the `kind` column, whose `CHECK` lists
-/// the same five.
+/// the same seven.
 public enum QuotaEventKind: String, Sendable, Hashable, CaseIterable {
     /// Units spent by an admitted attempt; its id is the reservation's.
     case charge
@@ -11,4 +11,10 @@ public enum QuotaEventKind: String, Sendable, Hashable, CaseIterable {
     case exhausted
     /// A bucket's daily limit was set or changed; zero units.
     case limit
+    /// The server announced fewer units left than the ledger counted (`RateLimit`,
+    /// `X-RateLimit-Remaining`…): the difference, charged to the endpoint `*`.
+    case announced
+    /// A charge's actual cost read from its answer (a body's `usage.total_tokens`, a header): the
+    /// difference from the estimate charged on admission, positive or negative.
+    case settle
 }

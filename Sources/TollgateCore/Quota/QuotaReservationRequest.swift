@@ -22,6 +22,10 @@ public struct QuotaReservationRequest: Sendable, Hashable {
     /// More buckets the same call is charged in, all or nothing with ``bucket`` (an API that
     /// meters one call in several quotas). A refund of the reservation refunds them too.
     public var additionalCharges: [QuotaBucketCharge]
+    /// The window ``bucket``'s limit counts over: the Pacific day by default.
+    public var window: QuotaWindow
+    /// How ``bucket`` spends its last units, if it paces them.
+    public var pacing: QuotaPacing?
 
     /// Creates a request.
     /// - Parameters:
@@ -32,10 +36,14 @@ public struct QuotaReservationRequest: Sendable, Hashable {
     ///   - warningPercents: Usage levels to report once a day when crossed.
     ///   - at: The time of the reservation.
     ///   - additionalCharges: More buckets charged for the same call, all or nothing.
+    ///   - window: The window the bucket's limit counts over.
+    ///   - pacing: How the bucket spends its last units, if it paces them.
     public init(
         bucket: String, endpoint: String, cost: Int, configuredLimit: Int, warningPercents: [Int] = [], at: Date,
-        additionalCharges: [QuotaBucketCharge] = []
+        additionalCharges: [QuotaBucketCharge] = [], window: QuotaWindow = .pacificDay, pacing: QuotaPacing? = nil
     ) {
+        self.window = window
+        self.pacing = pacing
         self.bucket = bucket
         self.endpoint = endpoint
         self.cost = cost

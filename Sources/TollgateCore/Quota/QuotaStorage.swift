@@ -43,6 +43,50 @@ public protocol QuotaStorage: Sendable {
     /// - Throws: `DatabaseError` when SQLite fails.
     func markQuotaExhausted(bucket: String, configuredLimit: Int, endpoint: String?, at: Date) async throws -> QuotaExhaustion
 
+    /// Follows what the server announced about a bucket: when it says fewer units are left than the
+    /// ledger counts in the bucket's window, the ledger adds the difference with an `announced`
+    /// event (never the other way: the configured limit stays the ceiling); an announced reset moves
+    /// the window's end (``QuotaPeriod/current(in:at:announcedReset:)``).
+    /// - Parameter announcement: The bucket, what the server said, and when.
+    /// - Returns: What the ledger did.
+    /// - Throws: `StoreRefusal.invalidArgument` for a negative remaining count or an invalid limit;
+    ///   a storage failure when the database fails.
+    func recordQuotaAnnouncement(_ announcement: QuotaAnnouncement) async throws -> QuotaAnnouncementOutcome
+
+    /// Settles a charge at its actual cost, read from its answer: a `settle` event charges the
+    /// difference from the estimate (or gives it back) in the charge's window, in one transaction.
+    /// The actual cost may take the window past its limit; the bucket then refuses until the window
+    /// has room again.
+    /// - Parameters:
+    ///   - reservationID: The reservation (``QuotaCharge/reservationID``).
+    ///   - bucket: The bucket whose charge of that reservation is settled (the reservation's own or
+    ///     one of its additional charges).
+    ///   - actualUnits: The actual cost, zero or more.
+    ///   - at: The time of the answer.
+    ///   - detail: Where the cost was read, kept in the event's detail.
+    /// - Returns: What was settled, or ``QuotaCostSettlement/alreadySettled``.
+    /// - Throws: `StoreRefusal.invalidArgument` when the reservation has no charge in that bucket or
+    ///   the cost is out of range; a storage failure when the database fails.
+    func settleQuotaCost(
+        reservationID: Int64, bucket: String, actualUnits: Int, at: Date, detail: String?
+    ) async throws -> QuotaCostSettlement
+
+    /// A bucket's limit, usage and exhaustion in its window at `at`.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - configuredLimit: The configured limit, in force unless an operator set one.
+    ///   - window: The bucket's window.
+    ///   - at: The time whose window is described.
+    /// - Returns: The status; a bucket never charged shows the configured limit and no usage.
+    /// - Throws: A storage failure when the database fails.
+    func quotaBucketStatus(bucket: String, configuredLimit: Int, window: QuotaWindow, at: Date) async throws -> QuotaBucketStatus
+
+    /// Every bucket the store knows, each in its own window at `at` (the window stored with it).
+    /// - Parameter at: The time whose windows are described.
+    /// - Returns: One status per bucket, ordered by bucket.
+    /// - Throws: A storage failure when the database fails.
+    func quotaWindows(at: Date) async throws -> [QuotaBucketStatus]
+
     /// Every endpoint's usage on a Pacific day, ordered by bucket and endpoint.
     /// - Parameter day: The day.
     /// - Returns: The rows of `quota_usage` for that day.

@@ -8,6 +8,9 @@ import Foundation
 /// daylight time runs from 02:00 PST on the second Sunday of March to 02:00 PDT on the first
 /// Sunday of November.
 public struct PacificDay: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The IANA name of the zone these days are drawn in: `America/Los_Angeles`.
+    public static let timeZoneIdentifier = "America/Los_Angeles"
+
     /// The year, such as 2026.
     public let year: Int
     /// The month, 1 to 12.

@@ -67,7 +67,13 @@ enum AdmissionTable {
             try QuotaTable.markExhausted(db, bucket: bucket.bucket, configuredLimit: bucket.configuredLimit,
                                          endpoint: settlement.endpoint, at: settlement.at)
         }
-        return AttemptSettlementResult(circuit: circuit, refund: refund, exhaustion: exhaustion)
+        let costs = try settlement.actualCosts.map { cost in
+            try QuotaTable.settle(db, reservationID: cost.reservationID, bucket: cost.bucket, actualUnits: cost.units,
+                                  at: settlement.at, detail: cost.source)
+        }
+        let announcements = try settlement.announcements.map { try QuotaTable.announce(db, $0) }
+        return AttemptSettlementResult(circuit: circuit, refund: refund, exhaustion: exhaustion, costs: costs,
+                                       announcements: announcements)
     }
 
     /// A request refused after the circuit chose it as the probe gives the lease back at once, so

@@ -8,7 +8,7 @@ extension QuotaTable {
         _ db: Database, bucket: String, used: Int, configuredLimit: Int, day: PacificDay, at: Date
     ) throws -> QuotaReconciliation {
         try QuotaRules.validateReconciledCount(used)
-        _ = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, nowMs: at.quotaMilliseconds)
+        _ = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, window: nil, nowMs: at.quotaMilliseconds)
         let before = try bucketUnits(db, bucket: bucket, day: day)
         let adjustment = used - before   // both within ±maximumUnits: no overflow
         try appendEvent(
@@ -31,7 +31,7 @@ extension QuotaTable {
         let windowSeconds = max(1, Int(until.timeIntervalSince(since).rounded()))
         return try db.fetchAll(sql: """
             SELECT bucket, MAX(COALESCE(SUM(MIN(MAX(units, -?), ?)), 0), 0) AS units FROM quota_events
-            WHERE at_ms >= ? AND at_ms <= ? AND kind IN ('charge', 'refund') AND endpoint <> '*'
+            WHERE at_ms >= ? AND at_ms <= ? AND kind IN ('charge', 'refund', 'settle') AND endpoint <> '*'
             GROUP BY bucket ORDER BY bucket
             """, arguments: [QuotaLimits.maximumUnits, QuotaLimits.maximumUnits, since.quotaMilliseconds,
                   until.quotaMilliseconds]

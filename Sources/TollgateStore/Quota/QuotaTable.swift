@@ -18,13 +18,37 @@ enum QuotaTable {
         var exhaustedUntilMs: Int64?
         var warnedDate: String?
         var warnedPercent: Int
-        /// The units the bucket used on the day asked for with the row, when one was.
+        /// The units the bucket used in the window asked for with the row, when one was.
         var unitsUsed: Int? = nil
+        /// The bucket's window as stored (`window_spec`).
+        var windowSpecification = QuotaWindow.pacificDay.specification
+        /// The window the ledger last charged in, as the `quota_windows` view shows it.
+        var windowKey: String? = nil
+        var windowFirstKey: String? = nil
+        var windowEndMs: Int64? = nil
+        /// The last reset the server announced, and the key of the window it was announced in.
+        var announcedKey: String? = nil
+        var announcedResetMs: Int64? = nil
+        /// When a paced bucket last charged, and in which window.
+        var pacedAtMs: Int64? = nil
+        var pacedKey: String? = nil
 
-        /// The server's mark holds for the Pacific day it was set on, and only that day: it ends at
-        /// that day's midnight, and a wall clock set back to an earlier day does not extend it.
-        func isExhausted(on day: PacificDay) -> Bool {
-            exhaustedUntilMs == day.nextReset.quotaMilliseconds
+        /// The window stored with the bucket; the Pacific day for a text no window reads as.
+        var storedWindow: QuotaWindow { QuotaWindow(specification: windowSpecification) ?? .pacificDay }
+
+        /// The window in force at `at`, the server's announced reset applied.
+        func period(in window: QuotaWindow, at: Date) -> QuotaPeriod {
+            let announced = announcedKey.flatMap { key in
+                announcedResetMs.map { (key: key, at: Date(quotaMilliseconds: $0)) }
+            }
+            return QuotaPeriod.current(in: window, at: at, announcedReset: announced)
+        }
+
+        /// The server's mark holds for the window it was set in, and only that window: it ends at
+        /// that window's end, and a wall clock set back to an earlier window does not extend it.
+        func isExhausted(in period: QuotaPeriod, nowMs: Int64) -> Bool {
+            guard let until = exhaustedUntilMs else { return false }
+            return until > nowMs && until <= period.end.quotaMilliseconds
         }
     }
 
@@ -36,32 +60,56 @@ enum QuotaTable {
         try QuotaRules.validateEndpoint(request.endpoint)
         let day = PacificDay(containing: request.at)
         let nowMs = request.at.quotaMilliseconds
-        let bucket = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit, nowMs: nowMs,
-                                           day: day)
-        let used = try bucket.unitsUsed ?? bucketUnits(db, bucket: request.bucket, day: day)
-        func refusal(_ reason: QuotaRefusal.Reason) -> QuotaReservationOutcome {
+        // The natural window's usage is read with the row, in one statement; an announced reset,
+        // rare, moves the window and costs one more read.
+        let natural = request.window.naturalPeriod(containing: request.at)
+        let bucket = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit,
+                                           window: request.window, nowMs: nowMs, unitsIn: natural)
+        let period = bucket.period(in: request.window, at: request.at)
+        let used = if period.key == natural.key, period.firstKey == natural.firstKey, let units = bucket.unitsUsed {
+            units
+        } else {
+            try bucketUnits(db, bucket: request.bucket, in: period)
+        }
+        try noteWindow(db, request.bucket, row: bucket, period: period)
+        func refusal(_ reason: QuotaRefusal.Reason, retryAt: Date? = nil) -> QuotaReservationOutcome {
             .refused(QuotaRefusal(
                 reason: reason, bucket: request.bucket, endpoint: request.endpoint, cost: request.cost,
-                day: day, bucketUnitsUsed: used, limit: bucket.limit
+                day: day, bucketUnitsUsed: used, limit: bucket.limit, period: period, retryAt: retryAt
             ))
         }
-        if bucket.isExhausted(on: day) { return refusal(.exhaustedByServer) }
+        if bucket.isExhausted(in: period, nowMs: nowMs) { return refusal(.exhaustedByServer) }
         // `used` is a sum read from the file: checked arithmetic, so no value in it can trap.
         let (usedAfter, overflow) = used.addingReportingOverflow(request.cost)
         guard !overflow, usedAfter <= bucket.limit else { return refusal(.overBudget) }
+        var paced = false
+        if let pacing = request.pacing {
+            let lastPaced = bucket.pacedKey == period.key ? bucket.pacedAtMs.map { Date(quotaMilliseconds: $0) } : nil
+            switch pacing.decide(cost: request.cost, used: used, limit: bucket.limit, period: period, now: request.at,
+                                 lastPacedCharge: lastPaced) {
+            case .wait(let until): return refusal(.paced, retryAt: until)
+            case .allowed(let isPaced): paced = isPaced
+            }
+        }
         // Every other bucket the call is charged in must be able to pay too: all or nothing.
+        var additionalPeriods: [QuotaPeriod] = []
         for charge in request.additionalCharges {
-            if let refused = try checkAdditional(db, charge, request: request, day: day, nowMs: nowMs) {
-                return .refused(refused)
+            switch try checkAdditional(db, charge, request: request, day: day, nowMs: nowMs) {
+            case .refused(let refused): return .refused(refused)
+            case .canPay(let additionalPeriod): additionalPeriods.append(additionalPeriod)
             }
         }
 
         let reservationID = try appendEvent(
-            db, atMs: nowMs, day: day, bucket: request.bucket, endpoint: request.endpoint, kind: .charge,
+            db, atMs: nowMs, key: period.key, bucket: request.bucket, endpoint: request.endpoint, kind: .charge,
             units: request.cost
         )
-        for charge in request.additionalCharges {
-            try chargeAdditional(db, charge, endpoint: request.endpoint, reservationID: reservationID, day: day, nowMs: nowMs)
+        for (charge, chargePeriod) in zip(request.additionalCharges, additionalPeriods) {
+            try chargeAdditional(db, charge, endpoint: request.endpoint, reservationID: reservationID,
+                                 period: chargePeriod, nowMs: nowMs)
+        }
+        if paced {
+            try db.cachedStatement(sql: "UPDATE quota_buckets SET paced_at_ms = ?, paced_key = ? WHERE bucket = ?").execute(arguments: [nowMs, period.key, request.bucket])
         }
         // The guard keeps the endpoint's total within range even when the file holds a total that
         // no charge could have made (edited by hand): then nothing is written and the whole
@@ -70,49 +118,57 @@ enum QuotaTable {
             INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, ?, ?, 1)
             ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1
             WHERE quota_usage.units BETWEEN 0 AND ? - excluded.units
-            """).execute(arguments: [day.key, request.bucket, request.endpoint, request.cost,
+            """).execute(arguments: [period.key, request.bucket, request.endpoint, request.cost,
                   QuotaLimits.maximumUnits])
         guard db.changesCount == 1 else {
             throw StoreRefusal.invalidArgument(
-                "the stored usage of \(request.endpoint) on \(day.key) is outside \(QuotaLimits.rangeDescription) units; "
+                "the stored usage of \(request.endpoint) in \(period.key) is outside \(QuotaLimits.rangeDescription) units; "
                     + "the file was changed by hand. Reset the day (tollgate quota reset) to repair it"
             )
         }
 
         let crossed = try recordWarnings(
-            db, bucket: request.bucket, row: bucket, day: day, usedAfter: usedAfter, percents: request.warningPercents
+            db, bucket: request.bucket, row: bucket, period: period, usedAfter: usedAfter,
+            percents: request.warningPercents
         )
         return .reserved(QuotaCharge(
             reservationID: reservationID, bucket: request.bucket, endpoint: request.endpoint, cost: request.cost,
-            day: day, bucketUnitsUsed: usedAfter, limit: bucket.limit, warningsCrossed: crossed
+            day: day, bucketUnitsUsed: usedAfter, limit: bucket.limit, warningsCrossed: crossed, period: period
         ))
     }
 
     /// Refunds a charge once. See ``QuotaStorage/refundQuota(reservationID:at:reason:)``.
     static func refund(_ db: Database, reservationID: Int64, at: Date, reason: String?) throws -> QuotaRefundOutcome {
         // The charge and whether it was refunded already, in one statement.
+        // The charge, what a settlement added to it, and whether it was refunded already, in one statement.
         guard let charge = try db.cachedStatement(sql: """
-            SELECT pacific_date, bucket, endpoint, units,
+            SELECT pacific_date, bucket, endpoint, units, at_ms,
                    EXISTS (SELECT 1 FROM quota_events AS refund
-                           WHERE refund.reservation_id = charge.id AND refund.kind = 'refund') AS refunded
+                           WHERE refund.reservation_id = charge.id AND refund.kind = 'refund') AS refunded,
+                   (SELECT COALESCE(SUM(settle.units), 0) FROM quota_events AS settle
+                    WHERE settle.reservation_id = COALESCE(charge.reservation_id, charge.id)
+                      AND settle.kind = 'settle' AND settle.bucket = charge.bucket) AS settled
             FROM quota_events AS charge WHERE charge.id = ? AND charge.kind = 'charge'
-            """).fetchOne(arguments: [reservationID]),
-              let day = PacificDay(key: try charge.decode(String.self, forColumn: "pacific_date")), case let dateKey = day.key
+            """).fetchOne(arguments: [reservationID])
         else {
             throw QuotaRules.unknownReservation(reservationID)
         }
+        let dateKey = try charge.decode(String.self, forColumn: "pacific_date")
+        let day = PacificDay(key: dateKey)
+            ?? PacificDay(containing: Date(quotaMilliseconds: try charge.decode(Int64.self, forColumn: "at_ms")))
         let bucket = try charge.decode(String.self, forColumn: "bucket")
         let endpoint = try charge.decode(String.self, forColumn: "endpoint")
-        let cost = try charge.decode(Int.self, forColumn: "units")
+        let cost = QuotaLimits.saturatingSum(try charge.decode(Int.self, forColumn: "units"),
+                                             try charge.decode(Int.self, forColumn: "settled"))
         if try charge.decode(Bool.self, forColumn: "refunded") { return .alreadyRefunded }
 
-        // A reset of that day already gave the units back: never refund below zero.
+        // A reset of that window already gave the units back: never refund below zero.
         let current = try db.cachedStatement(sql: "SELECT units FROM quota_usage WHERE pacific_date = ? AND bucket = ? AND endpoint = ?").fetchValue(arguments: [dateKey, bucket, endpoint]).int ?? 0
         // Nor below zero for the bucket: a reconciliation may have lowered it under this endpoint's total.
-        let bucketTotal = try bucketUnits(db, bucket: bucket, day: day)
-        let units = min(cost, max(current, 0), max(bucketTotal, 0))
+        let bucketTotal = try bucketUnits(db, bucket: bucket, key: dateKey)
+        let units = max(min(cost, current, bucketTotal), 0)
         try appendEvent(
-            db, atMs: at.quotaMilliseconds, day: day, bucket: bucket, endpoint: endpoint, kind: .refund,
+            db, atMs: at.quotaMilliseconds, key: dateKey, bucket: bucket, endpoint: endpoint, kind: .refund,
             units: -units, reservationID: reservationID, detail: reason
         )
         if units != 0 {
@@ -126,18 +182,20 @@ enum QuotaTable {
     static func markExhausted(
         _ db: Database, bucket: String, configuredLimit: Int, endpoint: String?, at: Date
     ) throws -> QuotaExhaustion {
-        let day = PacificDay(containing: at)
         let nowMs = at.quotaMilliseconds
-        let row = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, nowMs: nowMs)
-        if row.isExhausted(on: day) {
-            return QuotaExhaustion(bucket: bucket, until: day.nextReset, isNew: false)
+        let row = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, window: nil, nowMs: nowMs)
+        let period = row.period(in: row.storedWindow, at: at)
+        if row.isExhausted(in: period, nowMs: nowMs) {
+            return QuotaExhaustion(bucket: bucket, until: period.end, isNew: false)
         }
-        try db.cachedStatement(sql: "UPDATE quota_buckets SET exhausted_until_ms = ?, updated_at_ms = ? WHERE bucket = ?").execute(arguments: [day.nextReset.quotaMilliseconds, nowMs, bucket])
+        try db.cachedStatement(sql: "UPDATE quota_buckets SET exhausted_until_ms = ?, updated_at_ms = ? WHERE bucket = ?").execute(arguments: [period.end.quotaMilliseconds, nowMs, bucket])
         try appendEvent(
-            db, atMs: nowMs, day: day, bucket: bucket, endpoint: endpoint ?? "*", kind: .exhausted, units: 0,
-            detail: "the server said the daily quota is spent; closed until \(PacificDay.localTimeDescription(of: day.nextReset))"
+            db, atMs: nowMs, key: period.key, bucket: bucket, endpoint: endpoint ?? "*", kind: .exhausted, units: 0,
+            detail: row.storedWindow.isPacificDay
+                ? "the server said the daily quota is spent; closed until \(PacificDay.localTimeDescription(of: period.end))"
+                : "the server said the quota is spent; closed until \(QuotaWindow.instantKey(period.end))"
         )
-        return QuotaExhaustion(bucket: bucket, until: day.nextReset, isNew: true)
+        return QuotaExhaustion(bucket: bucket, until: period.end, isNew: true)
     }
 
     /// A day's usage rows. See ``QuotaStorage/quotaUsage(on:)``.
@@ -152,15 +210,29 @@ enum QuotaTable {
     }
 
     /// A bucket's status, read only. See ``QuotaStorage/quotaBucketStatus(bucket:configuredLimit:at:)``.
-    static func status(_ db: Database, bucket: String, configuredLimit: Int, at: Date) throws -> QuotaBucketStatus {
-        let day = PacificDay(containing: at)
+    /// - Parameter window: The bucket's window; the one stored with it when nil.
+    static func status(
+        _ db: Database, bucket: String, configuredLimit: Int, window: QuotaWindow? = nil, at: Date
+    ) throws -> QuotaBucketStatus {
         let row = try bucketRow(db, bucket, configuredLimit: configuredLimit)
+        let window = window ?? row?.storedWindow ?? .pacificDay
+        let period = row?.period(in: window, at: at) ?? window.naturalPeriod(containing: at)
         return QuotaBucketStatus(
-            bucket: bucket, day: day, limit: row?.limit ?? configuredLimit,
+            bucket: bucket, day: PacificDay(containing: at), limit: row?.limit ?? configuredLimit,
             limitSource: row?.limitSource ?? .configuration,
-            unitsUsed: try bucketUnits(db, bucket: bucket, day: day),
-            isExhausted: row?.isExhausted(on: day) ?? false
+            unitsUsed: try bucketUnits(db, bucket: bucket, in: period),
+            isExhausted: row?.isExhausted(in: period, nowMs: at.quotaMilliseconds) ?? false,
+            window: window, period: period
         )
+    }
+
+    /// Every bucket in its stored window. See ``QuotaStorage/quotaWindows(at:)``.
+    static func windows(_ db: Database, at: Date) throws -> [QuotaBucketStatus] {
+        let buckets = try db.fetchAll(sql: "SELECT bucket, daily_limit FROM quota_buckets ORDER BY bucket")
+        return try buckets.map { row in
+            try status(db, bucket: try row.decode(String.self, forColumn: "bucket"),
+                       configuredLimit: QuotaLimits.clamped(try row.decode(Int.self, forColumn: "daily_limit")), at: at)
+        }
     }
 
     /// Sets or clears an operator's limit. See ``QuotaStorage/setQuotaLimit(bucket:limit:configuredLimit:at:)``.
@@ -186,27 +258,33 @@ enum QuotaTable {
     }
 
     /// Gives back a day's units with `reset` events. See ``QuotaStorage/resetQuotaDay(_:bucket:at:)``.
+    ///
+    /// A bucket counted over another window than the Pacific day has its current window reset
+    /// when `day` is today.
     static func resetDay(_ db: Database, _ day: PacificDay, bucket: String, at: Date) throws -> QuotaDayReset {
         let nowMs = at.quotaMilliseconds
-        let rows = try db.cachedStatement(sql: "SELECT endpoint, units FROM quota_usage WHERE pacific_date = ? AND bucket = ? AND units <> 0").fetchAll(arguments: [day.key, bucket])
-        var cleared: [String: Int] = [:]
-        for row in rows {
-            let endpoint = try row.decode(String.self, forColumn: "endpoint")
-            let units = try row.decode(Int.self, forColumn: "units")
-            // A total edited by hand to Int.min has no negation: refuse rather than trap.
-            guard units != Int.min else {
-                throw StoreRefusal.invalidArgument("the stored usage of \(endpoint) on \(day.key) is out of range")
-            }
-            cleared[endpoint] = units
-            try appendEvent(
-                db, atMs: nowMs, day: day, bucket: bucket, endpoint: endpoint, kind: .reset, units: -units,
-                detail: "day reset by an operator"
-            )
-            try db.cachedStatement(sql: "UPDATE quota_usage SET units = 0 WHERE pacific_date = ? AND bucket = ? AND endpoint = ?").execute(arguments: [day.key, bucket, endpoint])
-        }
         let isToday = day == PacificDay(containing: at)
         let row = try bucketRow(db, bucket, configuredLimit: 0)
-        let clearsMark = isToday && row?.isExhausted(on: day) == true
+        let window = row?.storedWindow ?? .pacificDay
+        let period = if isToday, !window.isPacificDay, let row { row.period(in: window, at: at) } else { QuotaPeriod(day) }
+        let rows = try db.cachedStatement(sql: "SELECT pacific_date, endpoint, units FROM quota_usage WHERE pacific_date BETWEEN ? AND ? AND bucket = ? AND units <> 0").fetchAll(arguments: [period.firstKey, period.key, bucket])
+        var cleared: [String: Int] = [:]
+        for usage in rows {
+            let key = try usage.decode(String.self, forColumn: "pacific_date")
+            let endpoint = try usage.decode(String.self, forColumn: "endpoint")
+            let units = try usage.decode(Int.self, forColumn: "units")
+            // A total edited by hand to Int.min has no negation: refuse rather than trap.
+            guard units != Int.min else {
+                throw StoreRefusal.invalidArgument("the stored usage of \(endpoint) on \(key) is out of range")
+            }
+            cleared[endpoint] = QuotaLimits.saturatingSum(cleared[endpoint] ?? 0, units)
+            try appendEvent(
+                db, atMs: nowMs, key: key, bucket: bucket, endpoint: endpoint, kind: .reset, units: -units,
+                detail: "day reset by an operator"
+            )
+            try db.cachedStatement(sql: "UPDATE quota_usage SET units = 0 WHERE pacific_date = ? AND bucket = ? AND endpoint = ?").execute(arguments: [key, bucket, endpoint])
+        }
+        let clearsMark = isToday && row?.isExhausted(in: period, nowMs: nowMs) == true
         if row != nil {
             // The day starts over: its warnings may be logged again, and today's server mark is lifted.
             try db.cachedStatement(sql: """
@@ -215,12 +293,12 @@ enum QuotaTable {
                     exhausted_until_ms = CASE WHEN ? THEN NULL ELSE exhausted_until_ms END,
                     updated_at_ms = ?
                 WHERE bucket = ?
-                """).execute(arguments: [day.key, clearsMark ? 1 : 0, nowMs, bucket])
+                """).execute(arguments: [period.key, clearsMark ? 1 : 0, nowMs, bucket])
         }
         if cleared.isEmpty || clearsMark {
             // The operator's action is on record even when it changed no total.
             try appendEvent(
-                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: .reset, units: 0,
+                db, atMs: nowMs, key: period.key, bucket: bucket, endpoint: "*", kind: .reset, units: 0,
                 detail: clearsMark ? "day reset by an operator; exhausted mark lifted" : "day reset by an operator; nothing to clear"
             )
         }
@@ -263,19 +341,24 @@ enum QuotaTable {
     // MARK: Parts
 
     /// The bucket's row with the limit in force: an operator's limit wins; otherwise the configured one.
-    /// - Parameter day: A day whose usage to read with the row, in the same statement.
-    static func bucketRow(_ db: Database, _ bucket: String, configuredLimit: Int, unitsOn day: PacificDay? = nil)
+    /// - Parameter period: A window whose usage to read with the row, in the same statement.
+    static func bucketRow(_ db: Database, _ bucket: String, configuredLimit: Int, unitsIn period: QuotaPeriod? = nil)
         throws -> BucketRow? {
-        let found = if let day {
+        let found = if let period {
             try db.cachedStatement(sql: """
                 SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent,
+                       window_spec, window_key, window_first_key, window_end_ms, announced_key, announced_reset_ms,
+                       paced_at_ms, paced_key,
                        (SELECT COALESCE(SUM(MIN(MAX(units, -?), ?)), 0) FROM quota_usage
-                        WHERE pacific_date = ? AND bucket = quota_buckets.bucket) AS units_used
+                        WHERE pacific_date BETWEEN ? AND ? AND bucket = quota_buckets.bucket) AS units_used
                 FROM quota_buckets WHERE bucket = ?
-                """).fetchOne(arguments: [QuotaLimits.maximumUnits, QuotaLimits.maximumUnits, day.key, bucket])
+                """).fetchOne(arguments: [QuotaLimits.maximumUnits, QuotaLimits.maximumUnits, period.firstKey, period.key,
+                                          bucket])
         } else {
             try db.cachedStatement(sql: """
-                SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent
+                SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent,
+                       window_spec, window_key, window_first_key, window_end_ms, announced_key, announced_reset_ms,
+                       paced_at_ms, paced_key
                 FROM quota_buckets WHERE bucket = ?
                 """).fetchOne(arguments: [bucket])
         }
@@ -292,70 +375,132 @@ enum QuotaTable {
             exhaustedUntilMs: try row.decode(Int64?.self, forColumn: "exhausted_until_ms"),
             warnedDate: try row.decode(String?.self, forColumn: "warned_date"),
             warnedPercent: try row.decode(Int.self, forColumn: "warned_percent"),
-            unitsUsed: day == nil ? nil : try row.decode(Int.self, forColumn: "units_used")
+            unitsUsed: period == nil ? nil : try row.decode(Int.self, forColumn: "units_used"),
+            windowSpecification: try row.decode(String.self, forColumn: "window_spec"),
+            windowKey: try row.decode(String?.self, forColumn: "window_key"),
+            windowFirstKey: try row.decode(String?.self, forColumn: "window_first_key"),
+            windowEndMs: try row.decode(Int64?.self, forColumn: "window_end_ms"),
+            announcedKey: try row.decode(String?.self, forColumn: "announced_key"),
+            announcedResetMs: try row.decode(Int64?.self, forColumn: "announced_reset_ms"),
+            pacedAtMs: try row.decode(Int64?.self, forColumn: "paced_at_ms"),
+            pacedKey: try row.decode(String?.self, forColumn: "paced_key")
         )
     }
 
-    /// Creates the bucket's row from the configuration, or brings a configuration-owned limit up to
-    /// date, recording either change as a `limit` event.
-    /// - Parameter usageDay: A day whose usage to read with the row (``BucketRow/unitsUsed``).
+    /// Creates the bucket's row from the configuration, or brings a configuration-owned limit and
+    /// the window up to date, recording each change as a `limit` event.
+    /// - Parameters:
+    ///   - window: The configured window; nil keeps the stored one (or the Pacific day for a new row).
+    ///   - period: A window whose usage to read with the row (``BucketRow/unitsUsed``).
     static func synchronizeBucket(
-        _ db: Database, _ bucket: String, configuredLimit: Int, nowMs: Int64, day usageDay: PacificDay? = nil
+        _ db: Database, _ bucket: String, configuredLimit: Int, window: QuotaWindow?, nowMs: Int64,
+        unitsIn period: QuotaPeriod? = nil
     ) throws -> BucketRow {
         try QuotaRules.validateLimit(configuredLimit, bucket: bucket)
-        let day = PacificDay(containing: Date(timeIntervalSince1970: TimeInterval(nowMs) / 1000))
-        guard let row = try bucketRow(db, bucket, configuredLimit: configuredLimit, unitsOn: usageDay) else {
-            try db.cachedStatement(sql: "INSERT INTO quota_buckets (bucket, daily_limit, limit_source, updated_at_ms) VALUES (?, ?, 'configuration', ?)").execute(arguments: [bucket, configuredLimit, nowMs])
+        let now = Date(quotaMilliseconds: nowMs)
+        guard var row = try bucketRow(db, bucket, configuredLimit: configuredLimit, unitsIn: period) else {
+            let window = window ?? .pacificDay
+            try db.cachedStatement(sql: "INSERT INTO quota_buckets (bucket, daily_limit, limit_source, updated_at_ms, window_spec) VALUES (?, ?, 'configuration', ?, ?)").execute(arguments: [bucket, configuredLimit, nowMs, window.specification])
             try appendEvent(
-                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: .limit, units: 0,
-                detail: "daily limit \(configuredLimit) (configuration)"
+                db, atMs: nowMs, key: window.naturalPeriod(containing: now).key, bucket: bucket, endpoint: "*",
+                kind: .limit, units: 0,
+                detail: window.isPacificDay ? "daily limit \(configuredLimit) (configuration)"
+                    : "limit \(configuredLimit) per \(window) (configuration)"
             )
-            return BucketRow(limit: configuredLimit, storedLimit: configuredLimit, limitSource: .configuration, warnedPercent: 0)
+            return BucketRow(limit: configuredLimit, storedLimit: configuredLimit, limitSource: .configuration,
+                             warnedPercent: 0, windowSpecification: window.specification)
         }
+        let key = (window ?? row.storedWindow).naturalPeriod(containing: now).key
         if row.limitSource == .configuration, row.storedLimit != configuredLimit {
             try db.cachedStatement(sql: "UPDATE quota_buckets SET daily_limit = ?, updated_at_ms = ? WHERE bucket = ?").execute(arguments: [configuredLimit, nowMs, bucket])
             try appendEvent(
-                db, atMs: nowMs, day: day, bucket: bucket, endpoint: "*", kind: .limit, units: 0,
+                db, atMs: nowMs, key: key, bucket: bucket, endpoint: "*", kind: .limit, units: 0,
                 detail: "daily limit \(row.storedLimit) → \(configuredLimit) (configuration)"
             )
+        }
+        if let window, window.specification != row.windowSpecification {
+            // A new window: what the old one counted stays under its keys, and the announced reset
+            // and pacing of the old window no longer apply.
+            try db.cachedStatement(sql: """
+                UPDATE quota_buckets SET window_spec = ?, announced_key = NULL, announced_reset_ms = NULL,
+                    paced_at_ms = NULL, paced_key = NULL, updated_at_ms = ?
+                WHERE bucket = ?
+                """).execute(arguments: [window.specification, nowMs, bucket])
+            try appendEvent(
+                db, atMs: nowMs, key: key, bucket: bucket, endpoint: "*", kind: .limit, units: 0,
+                detail: "window \(row.windowSpecification) → \(window.specification) (configuration)"
+            )
+            row.windowSpecification = window.specification
+            row.announcedKey = nil
+            row.announcedResetMs = nil
+            row.pacedAtMs = nil
+            row.pacedKey = nil
         }
         return row
     }
 
-    /// Units the bucket used on the day, all endpoints together: a primary-key range of `quota_usage`.
+    /// Keeps the window the bucket charges in on its row, for the `quota_windows` view: written
+    /// when the window changes (once a day for a daily bucket), not on every charge.
+    static func noteWindow(_ db: Database, _ bucket: String, row: BucketRow, period: QuotaPeriod) throws {
+        let endMs = period.end.quotaMilliseconds
+        guard row.windowKey != period.key || row.windowFirstKey != period.firstKey || row.windowEndMs != endMs else { return }
+        try db.cachedStatement(sql: "UPDATE quota_buckets SET window_key = ?, window_first_key = ?, window_end_ms = ? WHERE bucket = ?").execute(arguments: [period.key, period.firstKey, endMs, bucket])
+    }
+
+    /// Units the bucket used on a Pacific day, all endpoints together: a primary-key range of `quota_usage`.
     static func bucketUnits(_ db: Database, bucket: String, day: PacificDay) throws -> Int {
+        try bucketUnits(db, bucket: bucket, key: day.key)
+    }
+
+    /// Units the bucket used under one window key.
+    static func bucketUnits(_ db: Database, bucket: String, key: String) throws -> Int {
+        try bucketUnits(db, bucket: bucket, in: QuotaPeriod(key: key, start: .distantPast, end: .distantFuture))
+    }
+
+    /// Units the bucket used in a window, all endpoints together: a primary-key range of `quota_usage`.
+    static func bucketUnits(_ db: Database, bucket: String, in period: QuotaPeriod) throws -> Int {
         try db.cachedStatement(sql: // Each total is clamped to the allowed range before summing, so SUM cannot overflow
             // (SQLite raises "integer overflow") however the file was edited: totals that charges
             // wrote are always in range and unchanged by it.
-            "SELECT COALESCE(SUM(MIN(MAX(units, -?), ?)), 0) FROM quota_usage WHERE pacific_date = ? AND bucket = ?").fetchValue(arguments: [QuotaLimits.maximumUnits, QuotaLimits.maximumUnits, day.key, bucket]).int ?? 0
+            "SELECT COALESCE(SUM(MIN(MAX(units, -?), ?)), 0) FROM quota_usage WHERE pacific_date BETWEEN ? AND ? AND bucket = ?").fetchValue(arguments: [QuotaLimits.maximumUnits, QuotaLimits.maximumUnits, period.firstKey, period.key, bucket]).int ?? 0
     }
 
-    /// Appends an event and returns its id.
+    /// Appends an event under a Pacific day's key and returns its id.
     @discardableResult
     static func appendEvent(
         _ db: Database, atMs: Int64, day: PacificDay, bucket: String, endpoint: String, kind: QuotaEventKind, units: Int,
         reservationID: Int64? = nil, detail: String? = nil
     ) throws -> Int64 {
+        try appendEvent(db, atMs: atMs, key: day.key, bucket: bucket, endpoint: endpoint, kind: kind, units: units,
+                        reservationID: reservationID, detail: detail)
+    }
+
+    /// Appends an event under a window's key and returns its id.
+    @discardableResult
+    static func appendEvent(
+        _ db: Database, atMs: Int64, key: String, bucket: String, endpoint: String, kind: QuotaEventKind, units: Int,
+        reservationID: Int64? = nil, detail: String? = nil
+    ) throws -> Int64 {
         try db.cachedStatement(sql: """
             INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [atMs, day.key, bucket, endpoint, kind.rawValue, units,
+            """).execute(arguments: [atMs, key, bucket, endpoint, kind.rawValue, units,
                   reservationID, detail])
         return db.lastInsertedRowID
     }
 
-    /// Works out which warning levels this charge crossed first today, and records them so no other
-    /// charge, in any process, reports them again that day.
+    /// Works out which warning levels this charge crossed first in its window, and records them so
+    /// no other charge, in any process, reports them again in that window.
     private static func recordWarnings(
-        _ db: Database, bucket: String, row: BucketRow, day: PacificDay, usedAfter: Int, percents: [Int]
+        _ db: Database, bucket: String, row: BucketRow, period: QuotaPeriod, usedAfter: Int, percents: [Int]
     ) throws -> [Int] {
         guard row.limit > 0, !percents.isEmpty else { return [] }
-        let alreadyWarned = row.warnedDate == day.key ? row.warnedPercent : 0
+        let alreadyWarned = row.warnedDate == period.key ? row.warnedPercent : 0
         let crossed = QuotaRules.warningsCrossed(
             percents: percents, usedAfter: usedAfter, limit: row.limit, alreadyWarned: alreadyWarned
         )
         guard let highest = crossed.last else { return [] }
-        try db.cachedStatement(sql: "UPDATE quota_buckets SET warned_date = ?, warned_percent = ? WHERE bucket = ?").execute(arguments: [day.key, highest, bucket])
+        try db.cachedStatement(sql: "UPDATE quota_buckets SET warned_date = ?, warned_percent = ? WHERE bucket = ?").execute(arguments: [period.key, highest, bucket])
         return crossed
     }
 }
@@ -364,5 +509,10 @@ extension Date {
     /// Milliseconds since 1970, as the quota tables store times.
     var quotaMilliseconds: Int64 {
         Int64((timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    /// The instant `milliseconds` after 1970, as the quota tables store times.
+    init(quotaMilliseconds milliseconds: Int64) {
+        self.init(timeIntervalSince1970: TimeInterval(milliseconds) / 1000)
     }
 }

@@ -17,6 +17,31 @@ extension SQLiteStore: QuotaStorage {
         }
     }
 
+    public func recordQuotaAnnouncement(_ announcement: QuotaAnnouncement) async throws -> QuotaAnnouncementOutcome {
+        try await writeKeepingRecentEntries { db in try QuotaTable.announce(db, announcement) }
+    }
+
+    public func settleQuotaCost(
+        reservationID: Int64, bucket: String, actualUnits: Int, at: Date, detail: String?
+    ) async throws -> QuotaCostSettlement {
+        try await writeKeepingRecentEntries { db in
+            try QuotaTable.settle(db, reservationID: reservationID, bucket: bucket, actualUnits: actualUnits, at: at,
+                                  detail: detail)
+        }
+    }
+
+    public func quotaBucketStatus(
+        bucket: String, configuredLimit: Int, window: QuotaWindow, at: Date
+    ) async throws -> QuotaBucketStatus {
+        try await read { db in
+            try QuotaTable.status(db, bucket: bucket, configuredLimit: configuredLimit, window: window, at: at)
+        }
+    }
+
+    public func quotaWindows(at: Date) async throws -> [QuotaBucketStatus] {
+        try await read { db in try QuotaTable.windows(db, at: at) }
+    }
+
     public func quotaUsage(on day: PacificDay) async throws -> [QuotaUsage] {
         try await read { db in try QuotaTable.usage(db, on: day) }
     }

@@ -1,0 +1,53 @@
+import Foundation
+
+/// Costs known only after the answer: a charge made at an estimate is settled at its actual cost.
+extension QuotaTable {
+    /// Settles one charge. See ``QuotaStorage/settleQuotaCost(reservationID:bucket:actualUnits:at:detail:)``.
+    static func settle(
+        _ db: Database, reservationID: Int64, bucket: String, actualUnits: Int, at: Date, detail: String?
+    ) throws -> QuotaCostSettlement {
+        try QuotaRules.validateCost(actualUnits, endpoint: "the settlement of reservation \(reservationID)", bucket: bucket)
+        // The reservation's own charge, or its further charge in that bucket.
+        guard let charge = try db.cachedStatement(sql: """
+            SELECT charge.id, charge.pacific_date, charge.endpoint, charge.units,
+                   EXISTS (SELECT 1 FROM quota_events AS refund
+                           WHERE refund.reservation_id = charge.id AND refund.kind = 'refund') AS refunded,
+                   EXISTS (SELECT 1 FROM quota_events AS settle
+                           WHERE settle.reservation_id = ? AND settle.kind = 'settle' AND settle.bucket = charge.bucket)
+                       AS settled
+            FROM quota_events AS charge
+            WHERE charge.kind = 'charge' AND charge.bucket = ?
+              AND (charge.id = ? OR (charge.reservation_id = ? AND charge.reservation_id IS NOT NULL))
+            ORDER BY charge.id LIMIT 1
+            """).fetchOne(arguments: [reservationID, bucket, reservationID, reservationID])
+        else {
+            throw StoreRefusal.invalidArgument("reservation \(reservationID) has no charge in bucket \(bucket)")
+        }
+        if try charge.decode(Bool.self, forColumn: "refunded") || charge.decode(Bool.self, forColumn: "settled") {
+            return .alreadySettled
+        }
+        let key = try charge.decode(String.self, forColumn: "pacific_date")
+        let endpoint = try charge.decode(String.self, forColumn: "endpoint")
+        let estimate = try charge.decode(Int.self, forColumn: "units")
+        let difference = actualUnits - estimate
+        try appendEvent(
+            db, atMs: at.quotaMilliseconds, key: key, bucket: bucket, endpoint: endpoint, kind: .settle,
+            units: difference, reservationID: reservationID,
+            detail: "actual cost \(actualUnits) for an estimate of \(estimate)" + (detail.map { " (\($0))" } ?? "")
+        )
+        if difference != 0 {
+            // The guard keeps the total in range however the file was edited; a refusal rolls back the event too.
+            try db.cachedStatement(sql: """
+                UPDATE quota_usage SET units = units + ?
+                WHERE pacific_date = ? AND bucket = ? AND endpoint = ? AND units + ? BETWEEN 0 AND ?
+                """).execute(arguments: [difference, key, bucket, endpoint, difference, QuotaLimits.maximumUnits])
+            guard db.changesCount == 1 else {
+                throw StoreRefusal.invalidArgument(
+                    "the stored usage of \(endpoint) in \(bucket) in \(key) cannot take a settlement of \(difference) units")
+            }
+        }
+        let row = try bucketRow(db, bucket, configuredLimit: 0)
+        let used = try bucketUnits(db, bucket: bucket, key: key)
+        return .settled(difference: difference, actualUnits: actualUnits, overLimit: used > (row?.storedLimit ?? 0))
+    }
+}
