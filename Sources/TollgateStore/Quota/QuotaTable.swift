@@ -154,8 +154,8 @@ enum QuotaTable {
             throw QuotaRules.unknownReservation(reservationID)
         }
         let dateKey = try charge.decode(String.self, forColumn: "pacific_date")
-        let day = PacificDay(key: dateKey)
-            ?? PacificDay(containing: Date(quotaMilliseconds: try charge.decode(Int64.self, forColumn: "at_ms")))
+        let chargedAt = Date(quotaMilliseconds: try charge.decode(Int64.self, forColumn: "at_ms"))
+        let day = PacificDay(key: dateKey) ?? PacificDay(containing: chargedAt)
         let bucket = try charge.decode(String.self, forColumn: "bucket")
         let endpoint = try charge.decode(String.self, forColumn: "endpoint")
         let cost = QuotaLimits.saturatingSum(try charge.decode(Int.self, forColumn: "units"),
