@@ -150,7 +150,7 @@ extension Gate {
             let decided: GateRequestStateMachine.AttemptAction
             switch settling {
             case .settleNow(let settlement):
-                let pending = try pendingSettlement(settlement, admitted: admitted, request)
+                let pending = try pendingSettlement(settlement, admitted: admitted, request, answer: exchange)
                 do {
                     let circuit = try await settle(pending, &request.account)
                     decided = machine.attemptSettled(circuit: circuit, now: clock.now(), using: &generator)
@@ -160,7 +160,8 @@ extension Gate {
                     decided = action
                 }
             case .settleWithAnswer(let settlement):
-                exchange?.pendingSettlement = try pendingSettlement(settlement, admitted: admitted, request)
+                let pending = try pendingSettlement(settlement, admitted: admitted, request, answer: exchange)
+                exchange?.pendingSettlement = pending
                 decided = machine.settlementDeferred(now: clock.now(), using: &generator)
             case .fail(let error):
                 throw error

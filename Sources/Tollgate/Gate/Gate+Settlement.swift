@@ -10,9 +10,12 @@ extension Gate {
     }
 
     /// The store's record of the machine's settlement of an attempt.
+    /// - Parameter answer: The server's answer, when one came: what it announced about the
+    ///   buckets, and the actual cost it tells, are settled with the attempt.
     /// - Throws: A configuration error of the cost table (an exhausted bucket it does not know).
     func pendingSettlement(
-        _ settlement: GateRequestStateMachine.Settlement, admitted: Admitted, _ request: GateRequest
+        _ settlement: GateRequestStateMachine.Settlement, admitted: Admitted, _ request: GateRequest,
+        answer: Exchange?
     ) throws -> PendingSettlement {
         let endpoint = request.endpoint
         let reservation = admitted.reservation
@@ -28,9 +31,46 @@ extension Gate {
             exhaustedBucket: settlement.quotaSpent
                 ? .init(bucket: bucket, configuredLimit: try quota.configuredLimit(of: bucket))
                 : nil,
+            actualCosts: settlement.refunds ? [] : actualCosts(of: reservation, answer: answer, request),
+            announcements: try announcements(in: answer, endpoint: endpoint),
             at: clock.now()
         )
         return PendingSettlement(settlement: record, reservation: reservation, refundReason: refundReason)
+    }
+
+    /// The actual cost a successful answer tells, for an endpoint whose price is an estimate.
+    /// An answer without it (an error, a body streamed past the buffer) keeps the estimate.
+    func actualCosts(of reservation: QuotaReservation?, answer: Exchange?, _ request: GateRequest) -> [QuotaActualCost] {
+        guard let reservation, let answer, (200..<300).contains(answer.response.status.code),
+              let rule = quota.price(of: request.endpoint).actualCost
+        else { return [] }
+        let body = answer.stream == nil ? answer.body : nil
+        guard let units = rule.read(from: answer.response.headerFields, body: body) else {
+            request.logger.debug("the answer does not tell its actual cost; the estimate stands",
+                                 metadata: ["gate.endpoint": "\(request.endpoint)", "quota.source": "\(rule.source)"])
+            return []
+        }
+        return [QuotaActualCost(reservationID: reservation.id, bucket: rule.bucket ?? reservation.bucket, units: units,
+                                source: rule.source.description)]
+    }
+
+    /// What a network answer's fields announce about the buckets its endpoint is charged in, for
+    /// each bucket that follows announced limits. (Answers from the cache never come here.)
+    func announcements(in answer: Exchange?, endpoint: String) throws -> [QuotaAnnouncement] {
+        let configuration = quota.configuration
+        guard let answer, !configuration.announcedLimits.isEmpty else { return [] }
+        let now = clock.now()
+        let announced = AnnouncedLimit.parse(answer.response.headerFields, at: now)
+        guard !announced.isEmpty else { return [] }
+        return try quota.price(of: endpoint).charges.compactMap { charge in
+            guard let selector = configuration.announcedLimits[charge.bucket],
+                  let limit = selector.select(from: announced) else { return nil }
+            return QuotaAnnouncement(
+                bucket: charge.bucket, endpoint: endpoint, configuredLimit: try quota.configuredLimit(of: charge.bucket),
+                window: configuration.window(of: charge.bucket), remaining: limit.remaining, resetsAt: limit.resetsAt,
+                at: now
+            )
+        }
     }
 
     /// Writes a settlement in a transaction of its own: at once, or after the answer when the
@@ -63,6 +103,25 @@ extension Gate {
         }
         if let exhaustion = settlement.exhaustion {
             quota.report(exhaustion, endpoint: endpoint)
+        }
+        for (cost, settled) in zip(pending.settlement.actualCosts, settlement.costs) {
+            guard case .settled(let difference, let actual, let overLimit) = settled else { continue }
+            if cost.bucket == pending.reservation?.bucket { request.totals.charged(difference) }
+            request.logger.debug("Settled \(endpoint) at its actual cost", metadata: [
+                "quota.bucket": "\(cost.bucket)", "quota.actual": "\(actual)", "quota.difference": "\(difference)",
+                "quota.source": "\(cost.source)",
+            ])
+            if overLimit {
+                request.logger.warning(
+                    "The actual cost of \(endpoint) (\(actual) units) took bucket \(cost.bucket) past its limit; it refuses until its window has room again",
+                    metadata: ["quota.bucket": "\(cost.bucket)"])
+            }
+        }
+        for outcome in settlement.announcements where outcome.unitsFollowed > 0 || outcome.movedReset {
+            request.logger.info("The server's announced limit moved the ledger", metadata: [
+                "gate.endpoint": "\(endpoint)", "quota.followed": "\(outcome.unitsFollowed)",
+                "quota.remaining": "\(outcome.remaining)", "quota.resets": "\(outcome.period.end)",
+            ])
         }
         if quotaSpent {
             // The server's "quota spent" closes every bucket this endpoint is charged in, and no other.

@@ -23,6 +23,10 @@ public struct QuotaConfiguration: Sendable, Hashable {
         /// More buckets the same call is charged in, for an API that meters one call in several
         /// quotas. The reservation charges them all in one transaction, or none.
         public var additionalCharges: [BucketCharge]
+        /// Where the call's actual cost is read from its answer, for an API that bills what it
+        /// did (an LLM's tokens): the charge made on admission is an estimate, settled at the
+        /// actual cost in the answer's own transaction. Nil: the price is the cost.
+        public var actualCost: ActualCost?
 
         /// Every bucket the call is charged in, with its units: ``bucket`` first.
         public var charges: [BucketCharge] { [BucketCharge(bucket: bucket, units: units)] + additionalCharges }
@@ -33,7 +37,12 @@ public struct QuotaConfiguration: Sendable, Hashable {
         ///   - units: The units one call costs; zero or more.
         ///   - refundsNotModified: Whether a 304 answer is refunded.
         ///   - additionalCharges: More buckets charged for the same call.
-        public init(bucket: String, units: Int, refundsNotModified: Bool = true, additionalCharges: [BucketCharge] = []) {
+        ///   - actualCost: Where the actual cost is read from the answer, if the price is an estimate.
+        public init(
+            bucket: String, units: Int, refundsNotModified: Bool = true, additionalCharges: [BucketCharge] = [],
+            actualCost: ActualCost? = nil
+        ) {
+            self.actualCost = actualCost
             self.bucket = bucket
             self.units = units
             self.refundsNotModified = refundsNotModified
@@ -58,9 +67,17 @@ public struct QuotaConfiguration: Sendable, Hashable {
         }
     }
 
-    /// Each bucket's daily limit in units, reset at midnight Pacific time. An operator's limit
-    /// (``QuotaLedger/setLimit(bucket:limit:)``) wins over these until the operator clears it.
+    /// Each bucket's limit in units per window (a day, reset at midnight Pacific time, unless
+    /// ``bucketWindows`` says otherwise). An operator's limit (``QuotaLedger/setLimit(bucket:limit:)``)
+    /// wins over these until the operator clears it.
     public var bucketLimits: [String: Int]
+    /// The window each bucket counts over; a bucket missing here counts the Pacific day.
+    public var bucketWindows: [String: QuotaWindow] = [:]
+    /// The buckets that pace their last units, and how (``QuotaPacing``).
+    public var bucketPacing: [String: QuotaPacing] = [:]
+    /// Which limit the server announces in its answers' fields each bucket follows (see
+    /// ``AnnouncedLimitSelector``); a bucket missing here ignores them.
+    public var announcedLimits: [String: AnnouncedLimitSelector] = [:]
     /// The known endpoints' prices.
     public var endpointCosts: [String: EndpointCost]
     /// The bucket an unknown endpoint is charged in.
@@ -101,6 +118,13 @@ public struct QuotaConfiguration: Sendable, Hashable {
     /// - Returns: Its price, or nil when the table does not list it.
     public func cost(for endpoint: String) -> EndpointCost? {
         endpointCosts[endpoint]
+    }
+
+    /// The window a bucket counts over: the Pacific day unless ``bucketWindows`` says otherwise.
+    /// - Parameter bucket: The bucket.
+    /// - Returns: Its window.
+    public func window(of bucket: String) -> QuotaWindow {
+        bucketWindows[bucket] ?? .pacificDay
     }
 
     /// The price the ledger charges: the endpoint's own, else the default.
@@ -147,6 +171,35 @@ public struct QuotaConfiguration: Sendable, Hashable {
                 guard QuotaLimits.allowedUnits.contains(extra.units) else {
                     throw fail("\(endpoint) costs \(extra.units) units in \(extra.bucket), outside 0 to \(QuotaLimits.maximumUnits)")
                 }
+            }
+        }
+        for (bucket, window) in bucketWindows.sorted(by: { $0.key < $1.key }) {
+            guard bucketLimits[bucket] != nil else { throw fail("bucket \(bucket) has a window but no limit") }
+            switch window {
+            case .day(let zone), .month(let zone):
+                guard QuotaWindow.isKnownTimeZone(zone) else {
+                    throw fail("bucket \(bucket) counts in time zone \(zone), which this machine does not know")
+                }
+            case .rolling(let seconds):
+                guard QuotaWindow.rollingSeconds.contains(seconds) else {
+                    throw fail("bucket \(bucket) has a rolling window of \(seconds) s, outside 1 s to 366 days")
+                }
+            case .hour, .minute: break
+            }
+        }
+        for (bucket, pacing) in bucketPacing.sorted(by: { $0.key < $1.key }) {
+            guard bucketLimits[bucket] != nil else { throw fail("bucket \(bucket) is paced but has no limit") }
+            guard (0...1).contains(pacing.reserveFraction) else {
+                throw fail("bucket \(bucket) keeps back \(pacing.reserveFraction), outside 0 to 1")
+            }
+        }
+        for bucket in announcedLimits.keys.sorted() where bucketLimits[bucket] == nil {
+            throw fail("bucket \(bucket) follows announced limits but has no limit")
+        }
+        for (endpoint, cost) in endpointCosts.sorted(by: { $0.key < $1.key }) {
+            guard let actual = cost.actualCost else { continue }
+            guard cost.charges.contains(where: { $0.bucket == actual.bucket ?? cost.bucket }) else {
+                throw fail("\(endpoint) settles its actual cost in bucket \(actual.bucket ?? cost.bucket), which it is not charged in")
             }
         }
         if let percent = warningPercents.first(where: { !(1...100).contains($0) }) {

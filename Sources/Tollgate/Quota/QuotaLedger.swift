@@ -87,8 +87,10 @@ public final class QuotaLedger: Sendable {
             bucket: price.bucket, endpoint: endpoint, cost: units, configuredLimit: try configuredLimit(of: price.bucket),
             warningPercents: configuration.warningPercents, at: clock.now(),
             additionalCharges: try price.additionalCharges.map { extra in
-                QuotaBucketCharge(bucket: extra.bucket, cost: extra.units, configuredLimit: try configuredLimit(of: extra.bucket))
-            }
+                QuotaBucketCharge(bucket: extra.bucket, cost: extra.units, configuredLimit: try configuredLimit(of: extra.bucket),
+                                  window: configuration.window(of: extra.bucket))
+            },
+            window: configuration.window(of: price.bucket), pacing: configuration.bucketPacing[price.bucket]
         )
     }
 
@@ -117,6 +119,13 @@ public final class QuotaLedger: Sendable {
                 )
             }
             return QuotaReservation(charge)
+        case .refused(let refusal) where refusal.reason == .paced:
+            let wait = max(refusal.retryAt.timeIntervalSince(clock.now()), 0)
+            logger.info("Quota bucket \(refusal.bucket) paces its last units: \(endpoint) may go in \(wait) s", metadata: [
+                "quota.bucket": "\(refusal.bucket)", "quota.used": "\(refusal.bucketUnitsUsed)",
+                "quota.limit": "\(refusal.limit)", "quota.resets": "\(refusal.resetsAt)",
+            ])
+            throw TollgateError.throttled(retryAfter: wait)
         case .refused(let refusal):
             remember(QuotaBucketReading(bucket: refusal.bucket, limit: refusal.limit, remaining: refusal.remaining,
                                         day: refusal.day))
@@ -250,10 +259,11 @@ public final class QuotaLedger: Sendable {
         try await storage.quotaUsage(on: day ?? PacificDay(containing: clock.now()))
     }
 
-    /// A bucket's limit, usage and exhaustion on a Pacific day.
+    /// A bucket's limit, usage and exhaustion in its window: the Pacific day unless the
+    /// configuration gives the bucket another window.
     /// - Parameters:
     ///   - bucket: The bucket; the default bucket when nil.
-    ///   - day: The day; today when nil.
+    ///   - day: A day whose window to describe; now when nil.
     /// - Returns: Its status.
     /// - Throws: ``QuotaLedgerError/unknownBucket(_:)``; storage errors.
     public func status(bucket: String? = nil, on day: PacificDay? = nil) async throws -> QuotaBucketStatus {
@@ -261,8 +271,28 @@ public final class QuotaLedger: Sendable {
         let now = clock.now()
         let at = day.flatMap { $0 == PacificDay(containing: now) ? nil : $0.start } ?? now
         return try await storage.quotaBucketStatus(
-            bucket: bucket, configuredLimit: try configuredLimit(of: bucket), at: at
+            bucket: bucket, configuredLimit: try configuredLimit(of: bucket), window: configuration.window(of: bucket), at: at
         )
+    }
+
+    /// Every bucket the store knows, each in its own current window (a bucket another program
+    /// configured included, in the window stored with it).
+    /// - Returns: One status per bucket, ordered by bucket.
+    /// - Throws: Storage errors.
+    public func windows() async throws -> [QuotaBucketStatus] {
+        let now = clock.now()
+        var statuses = try await storage.quotaWindows(at: now)
+        // The buckets this configuration knows but the store has not seen yet, and this
+        // configuration's windows for those it has.
+        for bucket in configuration.bucketLimits.keys.sorted() {
+            let status = try await self.status(bucket: bucket)
+            if let index = statuses.firstIndex(where: { $0.bucket == bucket }) {
+                statuses[index] = status
+            } else {
+                statuses.append(status)
+            }
+        }
+        return statuses.sorted { $0.bucket < $1.bucket }
     }
 
     /// The units a bucket can still spend today.
@@ -348,10 +378,10 @@ public final class QuotaLedger: Sendable {
         let burns = try await storage.quotaBurn(since: now.addingTimeInterval(-window.timeInterval), until: now)
         var forecasts: [QuotaForecast] = []
         for bucket in configuration.bucketLimits.keys.sorted() {
-            let remaining = try await self.remaining(bucket: bucket)
+            let status = try await self.status(bucket: bucket)
             let perHour = burns.first { $0.bucket == bucket }?.unitsPerHour ?? 0
-            forecasts.append(.projecting(bucket: bucket, unitsPerHour: perHour, remaining: remaining, from: now,
-                                         resetsAt: PacificDay(containing: now).nextReset))
+            forecasts.append(.projecting(bucket: bucket, unitsPerHour: perHour, remaining: status.remaining, from: now,
+                                         resetsAt: status.resetsAt))
         }
         return forecasts
     }
