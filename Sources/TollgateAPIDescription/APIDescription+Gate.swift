@@ -53,11 +53,6 @@ extension APIDescription {
         func unsupported(_ key: String, _ message: String) -> APIDescriptionError {
             APIDescriptionError(file: name, line: nil, column: nil, key: key, message: message)
         }
-        for (bucket, description) in buckets.sorted(by: { $0.key < $1.key })
-        where description.window != .day(timeZone: Self.pacificTimeZone) {
-            throw unsupported("buckets.\(bucket).window", "a \(description.window) window is not in this release's "
-                + "ledger, which keeps Pacific days only")
-        }
         for (index, rule) in quotaExhausted.enumerated()
         where !(rule.status == 403 && rule.header == nil && rule.reason.map(GoogleErrorReasons.dailyQuotaSpent.contains) == true) {
             throw unsupported("quota_exhausted[\(index)]", "this release's gate knows only Google's 403 quotaExceeded "
@@ -69,10 +64,10 @@ extension APIDescription {
             let refunds = rules.refundsNotModified ?? defaults.refundsNotModified
             if let charges = rules.charges, let first = charges.first {
                 costs[endpoint] = .init(bucket: first.bucket, units: first.units, refundsNotModified: refunds,
-                                        additionalCharges: Array(charges.dropFirst()))
-            } else if rules.cost != nil || rules.bucket != nil || rules.refundsNotModified != nil {
+                                        additionalCharges: Array(charges.dropFirst()), actualCost: rules.actualCost)
+            } else if rules.cost != nil || rules.bucket != nil || rules.refundsNotModified != nil || rules.actualCost != nil {
                 costs[endpoint] = .init(bucket: rules.bucket ?? defaults.bucket, units: rules.cost ?? defaults.cost,
-                                        refundsNotModified: refunds)
+                                        refundsNotModified: refunds, actualCost: rules.actualCost)
             }
         }
         configuration.quota = QuotaConfiguration(
@@ -80,6 +75,9 @@ extension APIDescription {
             defaultCost: defaults.cost, refundsNotModifiedByDefault: defaults.refundsNotModified,
             warningPercents: base.quota.warningPercents
         )
+        configuration.quota.bucketWindows = buckets.filter { !$0.value.window.isPacificDay }.mapValues(\.window.quotaWindow)
+        configuration.quota.bucketPacing = buckets.compactMapValues(\.pacing)
+        configuration.quota.announcedLimits = buckets.compactMapValues(\.announced)
         configuration.throttle = ThrottleConfiguration(
             defaultLimit: defaults.throttle, endpointLimits: endpoints.compactMapValues(\.throttle)
         )
@@ -90,4 +88,20 @@ extension APIDescription {
         configuration.cache.sensitiveHeaders.formUnion(secrets.headers.compactMap { HTTPField.Name($0) })
         return configuration
     }
+}
+
+extension APIDescription.Window {
+    /// The ledger's window for this one.
+    public var quotaWindow: QuotaWindow {
+        switch self {
+        case .day(let zone): .day(timeZone: zone)
+        case .hour: .hour
+        case .minute: .minute
+        case .month(let zone): .month(timeZone: zone)
+        case .rolling(let seconds): .rolling(seconds: seconds)
+        }
+    }
+
+    /// Whether this is YouTube's window, the ledger's default: the Pacific calendar day.
+    public var isPacificDay: Bool { self == .day(timeZone: APIDescription.pacificTimeZone) }
 }

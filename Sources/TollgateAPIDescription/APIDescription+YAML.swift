@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Tollgate
 import Yams
 
@@ -182,12 +183,77 @@ struct DescriptionReader {
     }
 
     func bucket(_ node: Node, _ key: String) throws(APIDescriptionError) -> APIDescription.Bucket {
-        let entries = try mapping(node, key, allowed: ["limit", "window"])
+        let entries = try mapping(node, key, allowed: ["limit", "window", "announced", "pacing"])
         guard let limitNode = entries["limit"] else { throw fail(node, "\(key).limit", "missing") }
         let limit = try int(limitNode, "\(key).limit", in: 0...QuotaLimits.maximumUnits)
         let window = try entries["window"].map { node throws(APIDescriptionError) in try self.window(node, "\(key).window") }
             ?? .day(timeZone: APIDescription.pacificTimeZone)
-        return APIDescription.Bucket(limit: limit, window: window)
+        var bucket = APIDescription.Bucket(limit: limit, window: window)
+        if let node = entries["announced"] { bucket.announced = try announced(node, "\(key).announced") }
+        if let node = entries["pacing"] { bucket.pacing = try pacing(node, "\(key).pacing") }
+        return bucket
+    }
+
+    /// `announced: core` (the limit the server names so), `announced: requests` or
+    /// `announced: {policy: core, unit: requests}`; units are requests, tokens, input_tokens, output_tokens.
+    func announced(_ node: Node, _ key: String) throws(APIDescriptionError) -> QuotaConfiguration.AnnouncedLimitSelector {
+        func unit(_ text: String) -> AnnouncedLimit.Unit? {
+            switch text {
+            case "requests": .requests
+            case "tokens": .tokens
+            case "input_tokens": .inputTokens
+            case "output_tokens": .outputTokens
+            default: nil
+            }
+        }
+        if let text = node.scalar?.string {
+            return unit(text).map { .init(unit: $0) } ?? .init(policy: text)
+        }
+        let entries = try mapping(node, key, allowed: ["policy", "unit"])
+        var selector = QuotaConfiguration.AnnouncedLimitSelector()
+        if let policy = entries["policy"] { selector.policy = try string(policy, "\(key).policy") }
+        if let unitNode = entries["unit"] {
+            let text = try string(unitNode, "\(key).unit")
+            guard let parsed = unit(text) else {
+                throw fail(unitNode, "\(key).unit", "'\(text)' is not a unit; write requests, tokens, input_tokens or output_tokens")
+            }
+            selector.unit = parsed
+        }
+        return selector
+    }
+
+    /// `pacing: {keep: 10%}`: keep that share of the limit back and spread the rest evenly.
+    func pacing(_ node: Node, _ key: String) throws(APIDescriptionError) -> QuotaPacing {
+        let entries = try mapping(node, key, allowed: ["keep"])
+        guard let keepNode = entries["keep"] else { return QuotaPacing() }
+        let text = try string(keepNode, "\(key).keep").trimmingCharacters(in: .whitespaces)
+        let fraction: Double? = text.hasSuffix("%") ? Double(text.dropLast()).map { $0 / 100 } : Double(text)
+        guard let fraction, (0...1).contains(fraction) else {
+            throw fail(keepNode, "\(key).keep", "write a share of the limit from 0% to 100% (such as 10%)")
+        }
+        return QuotaPacing(reserveFraction: fraction)
+    }
+
+    /// `actual_cost: {body: usage.total_tokens}` or `{header: x-usage-tokens, bucket: tokens}`.
+    func actualCost(
+        _ node: Node, _ key: String, knownBucket: (Node, String) throws(APIDescriptionError) -> String
+    ) throws(APIDescriptionError) -> QuotaConfiguration.ActualCost {
+        let entries = try mapping(node, key, allowed: ["body", "header", "bucket"])
+        let source: QuotaConfiguration.ActualCost.Source
+        switch (entries["body"], entries["header"]) {
+        case (let body?, nil):
+            let path = try string(body, "\(key).body").split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+            guard !path.contains(where: \.isEmpty) else { throw fail(body, "\(key).body", "write a path of keys such as usage.total_tokens") }
+            source = .jsonBody(path: path)
+        case (nil, let header?):
+            let text = try string(header, "\(key).header")
+            guard let name = HTTPField.Name(text) else { throw fail(header, "\(key).header", "'\(text)' is not a field name") }
+            source = .header(name)
+        default:
+            throw fail(node, key, "give body (a JSON path) or header (a field name), one of them")
+        }
+        let bucket = try entries["bucket"].map { node throws(APIDescriptionError) in try knownBucket(node, "\(key).bucket") }
+        return QuotaConfiguration.ActualCost(bucket: bucket, source: source)
     }
 
     /// `day`, `hour`, `minute`, `month`, `{day: Europe/Paris}`, `{month: UTC}`, `{rolling: 5m}`.
@@ -323,7 +389,8 @@ struct DescriptionReader {
     func endpoint(
         _ node: Node, _ key: String, buckets: [String: APIDescription.Bucket]
     ) throws(APIDescriptionError) -> APIDescription.Endpoint {
-        let entries = try mapping(node, key, allowed: ["cost", "bucket", "charges", "refund_not_modified", "throttle", "circuit"])
+        let entries = try mapping(node, key, allowed: ["cost", "bucket", "charges", "refund_not_modified", "throttle", "circuit",
+                                                       "actual_cost"])
         var endpoint = APIDescription.Endpoint()
         func knownBucket(_ node: Node, _ key: String) throws(APIDescriptionError) -> String {
             let name = try string(node, key)
@@ -353,6 +420,14 @@ struct DescriptionReader {
         if let node = entries["refund_not_modified"] { endpoint.refundsNotModified = try bool(node, "\(key).refund_not_modified") }
         if let node = entries["throttle"] { endpoint.throttle = try throttle(node, "\(key).throttle") }
         if let node = entries["circuit"] { endpoint.circuit = try circuit(node, "\(key).circuit") }
+        if let node = entries["actual_cost"] {
+            let actual = try actualCost(node, "\(key).actual_cost", knownBucket: knownBucket)
+            let charged = endpoint.charges?.map(\.bucket) ?? [endpoint.bucket].compactMap { $0 }
+            if let bucket = actual.bucket, !charged.isEmpty, !charged.contains(bucket) {
+                throw fail(node, "\(key).actual_cost.bucket", "\(key) is not charged in bucket '\(bucket)'")
+            }
+            endpoint.actualCost = actual
+        }
         return endpoint
     }
 

@@ -48,6 +48,26 @@ public struct APIDescription: Sendable, Hashable {
         public var limit: Int
         /// The window the limit applies to.
         public var window: Window
+        /// Which limit the server announces in its answers' fields the bucket follows, if any.
+        public var announced: QuotaConfiguration.AnnouncedLimitSelector?
+        /// How the bucket spends its last units, if it paces them.
+        public var pacing: QuotaPacing?
+
+        /// Creates a bucket.
+        /// - Parameters:
+        ///   - limit: Units per window.
+        ///   - window: The window.
+        ///   - announced: The announced limit it follows.
+        ///   - pacing: How it paces its last units.
+        public init(
+            limit: Int, window: Window, announced: QuotaConfiguration.AnnouncedLimitSelector? = nil,
+            pacing: QuotaPacing? = nil
+        ) {
+            self.limit = limit
+            self.window = window
+            self.announced = announced
+            self.pacing = pacing
+        }
     }
 
     /// When a bucket's units come back.
@@ -105,6 +125,8 @@ public struct APIDescription: Sendable, Hashable {
         public var throttle: ThrottleLimit?
         /// Its own circuit policy.
         public var circuit: CircuitPolicy?
+        /// Where its actual cost is read from the answer, when its cost is an estimate.
+        public var actualCost: QuotaConfiguration.ActualCost?
     }
 
     /// `METHOD /path/{param}` → an endpoint name, which may use the path's parameters

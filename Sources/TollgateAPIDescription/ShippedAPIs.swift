@@ -3,6 +3,129 @@
 extension APIDescription {
     /// The API descriptions shipped with Tollgate, by name (the file's name without `.yaml`).
     public static let shippedTexts: [String: String] = [
+        "github-rest": #"""
+# GitHub's REST API as its rate-limit page describes it as of 2026-11
+# (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api): an authenticated
+# client has 5,000 core requests an hour, 30 searches a minute and 10 code searches a minute. Every
+# answer says what is left (X-RateLimit-Limit, -Remaining, -Reset, -Resource): each bucket follows
+# its own resource, so another client of the same token is counted too, and GitHub's hour, which
+# starts at the first request rather than at :00, moves the window's end. A 304 is not counted by
+# GitHub and is refunded here. The core bucket paces its last units: when what is left (less 10 %)
+# is below an even share of the rest of the hour, requests are spread evenly until the reset.
+api: GitHub REST API
+upstream: https://api.github.com
+
+buckets:
+  core: {limit: 5000, window: hour, announced: core, pacing: {keep: 10%}}
+  search: {limit: 30, window: minute, announced: search}
+  code_search: {limit: 10, window: minute, announced: code_search}
+
+defaults:
+  bucket: core
+  cost: 1
+  refund_not_modified: true
+  throttle: {requests: 900, per: 60s}      # GitHub's secondary limit: 900 points a minute
+  circuit: {failures: 5, open: 60s, rate_limit_open: 15m}
+  retry: {max_retries: 3, initial_delay: 1s, multiplier: 2, max_delay: 60s, jitter: 0.2}
+
+routes:
+  - {method: GET, path: /rate_limit, endpoint: rate_limit}
+  - {method: GET, path: /search/code, endpoint: search.code}
+  - {method: GET, path: "/search/{kind}", endpoint: "search.{kind}"}
+  - {method: [GET, HEAD], path: "/repos/{owner}/{repo}", endpoint: repos.get}
+  - {method: [GET, HEAD], path: "/repos/{owner}/{repo}/{collection}", endpoint: "repos.{collection}.list"}
+  - {method: [GET, HEAD], path: "/repos/{owner}/{repo}/{collection}/{id}", endpoint: "repos.{collection}.get"}
+  - {method: POST, path: "/repos/{owner}/{repo}/{collection}", endpoint: "repos.{collection}.create"}
+  - {method: [GET, HEAD], path: "/users/{user}", endpoint: users.get}
+  - {method: [GET, HEAD], path: "/users/{user}/{collection}", endpoint: "users.{collection}.list"}
+  - {method: [GET, HEAD], path: "/orgs/{org}", endpoint: orgs.get}
+  - {method: [GET, HEAD], path: "/orgs/{org}/{collection}", endpoint: "orgs.{collection}.list"}
+  - {method: [GET, HEAD], path: /user, endpoint: user.get}
+
+endpoints:
+  rate_limit: {cost: 0}          # GitHub does not count it
+  search.code: {bucket: code_search}
+  search.commits: {bucket: search}
+  search.issues: {bucket: search}
+  search.labels: {bucket: search}
+  search.repositories: {bucket: search}
+  search.topics: {bucket: search}
+  search.users: {bucket: search}
+  repos.get: {cost: 1}
+
+secrets:
+  parameters: [client_secret]
+  headers: [X-GitHub-Api-Key]
+
+"""#,
+        "openai-chat": #"""
+# An OpenAI-style chat completions API: requests and tokens are each limited per minute, the answer
+# says what is left (x-ratelimit-remaining-requests/-tokens, resets as durations such as 6m0s), and
+# a completion's tokens are known only from its answer: each call is charged an estimate of 1,000
+# tokens on admission and settled at the body's usage.total_tokens in the answer's transaction.
+# The limits are a low tier's; set yours with `tollgate quota limit tokens N`.
+api: OpenAI chat completions
+upstream: https://api.openai.com
+
+buckets:
+  requests: {limit: 500, window: minute, announced: requests}
+  tokens: {limit: 30000, window: minute, announced: tokens}
+
+defaults:
+  bucket: requests
+  cost: 1
+  refund_not_modified: true
+  throttle: {requests: 500, per: 60s}
+  circuit: {failures: 5, open: 60s, rate_limit_open: 1m}
+  retry: {max_retries: 3, initial_delay: 1s, multiplier: 2, max_delay: 60s, jitter: 0.2}
+
+routes:
+  - {method: POST, path: /v1/chat/completions, endpoint: chat.completions}
+  - {method: POST, path: /v1/embeddings, endpoint: embeddings}
+  - {method: [GET, HEAD], path: /v1/models, endpoint: models.list}
+
+endpoints:
+  chat.completions:
+    charges: [{bucket: requests, units: 1}, {bucket: tokens, units: 1000}]
+    actual_cost: {bucket: tokens, body: usage.total_tokens}
+  embeddings:
+    charges: [{bucket: requests, units: 1}, {bucket: tokens, units: 500}]
+    actual_cost: {bucket: tokens, body: usage.total_tokens}
+  models.list: {cost: 1}
+
+secrets:
+  headers: [OpenAI-Organization]
+
+"""#,
+        "seeds-backend": #"""
+# The seeds' own backend (seed 003): the client throttles /api/activities to 10 requests a minute,
+# /api/streams to 20 and everything else to 30, under the server's limit of 100 to 300 requests an
+# hour by tier (100 here, the lowest; raise it with `tollgate quota limit server N` for a higher tier).
+api: Seeds backend
+upstream: http://127.0.0.1:8080
+
+buckets:
+  server: {limit: 100, window: hour, announced: requests}
+
+defaults:
+  bucket: server
+  cost: 1
+  refund_not_modified: true
+  throttle: {requests: 30, per: 60s}
+  circuit: {failures: 5, open: 60s, rate_limit_open: 1h}
+  retry: {max_retries: 3, initial_delay: 1s, multiplier: 2, max_delay: 60s, jitter: 0.2}
+
+routes:
+  - {method: [GET, HEAD], path: /api/activities, endpoint: activities}
+  - {method: [GET, HEAD], path: "/api/activities/{id}", endpoint: activities}
+  - {method: [GET, HEAD], path: "/api/streams/{id}", endpoint: streams}
+  - {method: [GET, HEAD], path: /api/streams, endpoint: streams}
+
+endpoints:
+  activities: {throttle: {requests: 10, per: 60s}}
+  streams: {throttle: {requests: 20, per: 60s}}
+
+"""#,
         "youtube-v3-single-pool": #"""
 # The YouTube Data API v3 as it was metered until 2025 and as the seed documents describe it: one
 # 10,000-unit daily bucket, search.list 100 units, videos.insert 1,600.

@@ -16,7 +16,7 @@ struct QuotaCommand: AsyncParsableCommand {
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "show",
-            abstract: "Each bucket's limit, use and what is left on a Pacific day, per endpoint."
+            abstract: "Each bucket's limit, use and what is left in its window (a Pacific day by default), per endpoint."
         )
 
         @OptionGroup var database: DatabaseOptions
@@ -183,6 +183,12 @@ struct QuotaReport: Codable {
         var used: Int
         var remaining: Int
         var exhausted: Bool
+        /// The bucket's window (`day America/Los_Angeles`, `hour`, `rolling 3600`…).
+        var window: String
+        /// The key of the window shown: its start.
+        var windowStart: String
+        /// When the window's units come back.
+        var resetsAt: Date
         var endpoints: [Endpoint]
         /// Today only: net units charged per hour over the last hour.
         var burnPerHour: Double?
@@ -206,11 +212,23 @@ struct QuotaReport: Codable {
         let isToday = day == PacificDay(containing: Date())
         let forecasts = isToday ? try await services.quota.forecast() : []
         var buckets: [Bucket] = []
-        for name in services.quota.configuration.bucketLimits.keys.sorted() {
-            let status = try await services.quota.status(bucket: name, on: day)
+        let configuration = services.quota.configuration
+        // Every configured bucket, and those another program's configuration left in the file.
+        let stored = try await services.quota.windows()
+        let names = Set(configuration.bucketLimits.keys).union(stored.map(\.bucket)).sorted()
+        for name in names {
+            let status: QuotaBucketStatus
+            if configuration.bucketLimits[name] != nil {
+                status = try await services.quota.status(bucket: name, on: configuration.window(of: name).isPacificDay ? day : nil)
+            } else if let found = stored.first(where: { $0.bucket == name }) {
+                status = found
+            } else {
+                continue
+            }
             buckets.append(Bucket(
                 bucket: name, limit: status.limit, limitSource: status.limitSource.rawValue, used: status.unitsUsed,
-                remaining: status.remaining, exhausted: status.isExhausted,
+                remaining: status.remaining, exhausted: status.isExhausted, window: status.window.specification,
+                windowStart: status.period.key, resetsAt: status.resetsAt,
                 endpoints: usage.filter { $0.bucket == name }
                     .sorted { ($0.units, $1.endpoint) > ($1.units, $0.endpoint) }
                     .map { Endpoint(endpoint: $0.endpoint, units: $0.units, calls: $0.calls) },
@@ -224,9 +242,11 @@ struct QuotaReport: Codable {
     func printText() {
         print("Quota on \(pacificDate) (Pacific) · resets \(PacificDay.localTimeDescription(of: resetsAt))")
         for bucket in buckets {
+            let window = bucket.window == QuotaWindow.pacificDay.specification ? ""
+                : " · per \(bucket.window), window from \(bucket.windowStart), resets \(QuotaWindow.instantKey(bucket.resetsAt))"
             print("\(bucket.bucket): \(DashboardRenderer.grouped(bucket.used))/\(DashboardRenderer.grouped(bucket.limit)) units used · "
                 + "\(DashboardRenderer.grouped(bucket.remaining)) left · limit from \(bucket.limitSource)"
-                + (bucket.exhausted ? " · EXHAUSTED by the server" : ""))
+                + (bucket.exhausted ? " · EXHAUSTED by the server" : "") + window)
             if let perHour = bucket.burnPerHour, perHour > 0 {
                 let rate = DashboardRenderer.grouped(Int(perHour.rounded()))
                 print("  burning \(rate) units/h over the last hour · "
