@@ -131,12 +131,7 @@ final class FakeAPIEngine: Sendable {
     }
 
     static func entityTag(key: String, version: Int, weak: Bool) -> String {
-        // FNV-1a: stable across runs, unlike Hasher.
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "\(key)#\(version)".utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x100_0000_01b3
-        }
+        let hash = FNV1a.hash("\(key)#\(version)".utf8)
         let tag = "\"" + String(hash, radix: 36) + "\""
         return weak ? "W/" + tag : tag
     }
