@@ -102,11 +102,8 @@ struct APIDescriptionTests {
         #expect(error?.description.hasPrefix("mine.yaml:\(line):") == true)
     }
 
-    @Test("a window or a quota answer this release's gate cannot follow is refused, not ignored")
+    @Test("a quota answer this release's gate cannot follow is refused, not ignored")
     func unsupportedRefused() throws {
-        let hourly = try APIDescription(yaml: "api: X\nbuckets:\n  core: {limit: 5000, window: hour}\ndefaults: {bucket: core}\n")
-        let error = #expect(throws: APIDescriptionError.self) { try hourly.gateConfiguration() }
-        #expect(error?.key == "buckets.core.window")
         let github = try APIDescription(yaml: """
             api: X
             buckets: {core: {limit: 5000}}
@@ -114,7 +111,78 @@ struct APIDescriptionTests {
             quota_exhausted:
               - {status: 403, header: "X-RateLimit-Remaining: 0"}
             """)
-        #expect(throws: APIDescriptionError.self) { try github.gateConfiguration() }
+        let error = #expect(throws: APIDescriptionError.self) { try github.gateConfiguration() }
+        #expect(error?.key == "quota_exhausted[0]")
+    }
+
+    @Test("windows, announced limits, pacing and actual costs reach the gate's configuration")
+    func windowsAndServerWord() throws {
+        let description = try APIDescription(yaml: """
+            api: LLM
+            buckets:
+              requests: {limit: 60, window: minute, announced: requests}
+              tokens: {limit: 10000, window: minute, announced: {unit: tokens}}
+              monthly: {limit: 1000000, window: {month: Europe/Paris}}
+              recent: {limit: 50, window: {rolling: 90s}, pacing: {keep: 20%}}
+              core: {limit: 5000, window: hour, announced: core}
+            defaults: {bucket: requests}
+            endpoints:
+              chat:
+                charges: [{bucket: requests, units: 1}, {bucket: tokens, units: 800}]
+                actual_cost: {bucket: tokens, body: usage.total_tokens}
+              count: {bucket: core, actual_cost: {header: x-cost}}
+            """, file: "llm.yaml")
+        let quota = try description.gateConfiguration().quota
+        #expect(quota.window(of: "requests") == .minute)
+        #expect(quota.window(of: "monthly") == .month(timeZone: "Europe/Paris"))
+        #expect(quota.window(of: "recent") == .rolling(seconds: 90))
+        #expect(quota.window(of: "core") == .hour)
+        #expect(quota.bucketPacing == ["recent": QuotaPacing(reserveFraction: 0.2)])
+        #expect(quota.announcedLimits["requests"] == .init(unit: .requests))
+        #expect(quota.announcedLimits["tokens"] == .init(unit: .tokens))
+        #expect(quota.announcedLimits["core"] == .init(policy: "core"))
+        #expect(quota.effectiveCost(for: "chat").actualCost
+            == .init(bucket: "tokens", source: .jsonBody(path: ["usage", "total_tokens"])))
+        #expect(quota.effectiveCost(for: "count").actualCost == .init(source: .header(.init("x-cost")!)))
+    }
+
+    @Test("the shipped GitHub, seeds backend and OpenAI descriptions are valid and say what their pages say")
+    func shippedNonYouTube() throws {
+        let github = try APIDescription.named("github-rest")
+        #expect(github.endpointName(method: "GET", path: "/repos/apple/swift") == "repos.get")
+        #expect(github.endpointName(method: "GET", path: "/search/issues") == "search.issues")
+        let gitHub = try github.gateConfiguration().quota
+        #expect(gitHub.bucketLimits["core"] == 5000 && gitHub.window(of: "core") == .hour)
+        #expect(gitHub.bucketLimits["search"] == 30 && gitHub.window(of: "search") == .minute)
+        #expect(gitHub.effectiveCost(for: "search.issues").bucket == "search")
+        #expect(gitHub.effectiveCost(for: "repos.get").bucket == "core")
+        #expect(gitHub.effectiveCost(for: "rate_limit").units == 0)
+
+        let backend = try APIDescription.named("seeds-backend")
+        let configuration = try backend.gateConfiguration()
+        #expect(configuration.throttle.limit(for: "activities") == ThrottleLimit(requests: 10, per: .seconds(60)))
+        #expect(configuration.throttle.limit(for: "streams") == ThrottleLimit(requests: 20, per: .seconds(60)))
+        #expect(configuration.throttle.limit(for: "other") == ThrottleLimit(requests: 30, per: .seconds(60)))
+        #expect(configuration.quota.window(of: "server") == .hour)
+        #expect(configuration.quota.bucketLimits["server"] == 100)
+
+        let openAI = try APIDescription.named("openai-chat").gateConfiguration().quota
+        #expect(openAI.effectiveCost(for: "chat.completions").charges.map(\.bucket) == ["requests", "tokens"])
+        #expect(openAI.effectiveCost(for: "chat.completions").actualCost?.bucket == "tokens")
+    }
+
+    @Test("mistakes in the new keys are named at their line and key", arguments: [
+        ("api: X\nbuckets:\n  b: {limit: 10, pacing: {keep: 150%}}\ndefaults: {bucket: b}\n", 3, "buckets.b.pacing.keep", "0% to 100%"),
+        ("api: X\nbuckets:\n  b: {limit: 10, announced: {unit: bytes}}\ndefaults: {bucket: b}\n", 3, "buckets.b.announced.unit", "not a unit"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {actual_cost: {body: usage..total}}\n", 6, "endpoints.e.actual_cost.body", "path of keys"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {actual_cost: {}}\n", 6, "endpoints.e.actual_cost", "body"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\n  c: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {bucket: b, actual_cost: {bucket: c, body: n}}\n", 7, "endpoints.e.actual_cost.bucket", "not charged in bucket 'c'"),
+    ])
+    func newKeysMistakes(yaml: String, line: Int, key: String, message: String) {
+        let error = #expect(throws: APIDescriptionError.self) { try APIDescription(yaml: yaml, file: "mine.yaml") }
+        #expect(error?.line == line, "\(String(describing: error))")
+        #expect(error?.key == key, "\(String(describing: error))")
+        #expect(error?.message.contains(message) == true, "\(String(describing: error))")
     }
 
     @Test("an unknown name is neither a file nor a shipped description")

@@ -26,10 +26,16 @@ public enum TollgateError: Error, Sendable, Hashable, CustomStringConvertible, L
                 + "Please try again in \(Self.wholeSeconds(retryAfter)) seconds."
         case .throttled(let retryAfter):
             "Too many requests. Please wait \(Self.wholeSeconds(retryAfter)) seconds before trying again."
-        case .quotaExceeded(let endpoint, let cost, let remaining, let resetsAt):
+        case .quotaExceeded(let endpoint, let cost, let remaining, let resetsAt)
+        where PacificDay(containing: resetsAt).start == resetsAt:
             "Daily API quota exceeded: \(endpoint) costs \(cost) \(cost == 1 ? "unit" : "units") "
                 + "and \(remaining) \(remaining == 1 ? "unit remains" : "units remain") today. "
                 + "The quota resets at \(PacificDay.localTimeDescription(of: resetsAt))."
+        case .quotaExceeded(let endpoint, let cost, let remaining, let resetsAt):
+            // A bucket counted over another window than the Pacific day (an hour, a minute…).
+            "API quota exceeded: \(endpoint) costs \(cost) \(cost == 1 ? "unit" : "units") "
+                + "and \(remaining) \(remaining == 1 ? "unit remains" : "units remain") in this window. "
+                + "The quota resets at \(QuotaWindow.instantKey(resetsAt))."
         }
     }
 

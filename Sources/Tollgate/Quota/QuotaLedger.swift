@@ -113,8 +113,10 @@ public final class QuotaLedger: Sendable {
                 "quota.reservation": "\(charge.reservationID)",
             ])
             for percent in charge.warningsCrossed {
+                let period = charge.period.key == charge.day.key ? "its daily limit" : "its limit"
+                let when = charge.period.key == charge.day.key ? "on \(charge.day)" : "in the window from \(charge.period.key)"
                 logger.warning(
-                    "Quota bucket \(charge.bucket) passed \(percent)% of its daily limit: \(charge.bucketUnitsUsed)/\(charge.limit) units used on \(charge.day)",
+                    "Quota bucket \(charge.bucket) passed \(percent)% of \(period): \(charge.bucketUnitsUsed)/\(charge.limit) units used \(when)",
                     metadata: ["quota.bucket": "\(charge.bucket)", "quota.remaining": "\(charge.remaining)"]
                 )
             }

@@ -16,9 +16,11 @@ public struct QuotaReservation: Sendable, Hashable {
     public let remaining: Int
     /// The bucket's daily limit in force.
     public let limit: Int
+    /// The bucket's window charged: the Pacific day unless the bucket counts another window.
+    public let period: QuotaPeriod
 
-    /// When the bucket's day ends: the next midnight, Pacific time.
-    public var resetsAt: Date { day.nextReset }
+    /// When the bucket's window ends: the next midnight, Pacific time, for a daily bucket.
+    public var resetsAt: Date { period.end }
 
     /// Creates a reservation from the store's charge.
     /// - Parameter charge: The charge the store made.
@@ -30,5 +32,6 @@ public struct QuotaReservation: Sendable, Hashable {
         day = charge.day
         remaining = charge.remaining
         limit = charge.limit
+        period = charge.period
     }
 }
