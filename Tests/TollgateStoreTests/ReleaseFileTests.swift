@@ -3,8 +3,8 @@ import Testing
 import TollgateStore
 import TollgateTestSupport
 
-/// A database file that the release before the core split wrote opens as it is: no migration, the
-/// same rows read back through the new layer.
+/// A database file that the release before the core split wrote opens with one migration (6, the
+/// quota windows), and the same rows read back through the new layer.
 ///
 /// `Tests/Fixtures/tollgate-2026-11-27.sqlite` was written by that release (main at 6048775, its
 /// benchmark harness in release mode: `tollgate-bench admission 40 FILE`, then `hit 40 FILE` on the
@@ -17,13 +17,20 @@ struct ReleaseFileTests {
         .deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/tollgate-2026-11-27.sqlite")
 
-    @Test("it opens without a migration, and its ledger, circuits, throttle and cache read back")
+    @Test("it opens with the windows' migration alone, and its ledger, circuits, throttle and cache read back")
     func opensAsItIs() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("release.sqlite")
         try FileManager.default.copyItem(atPath: Self.fixture.path, toPath: path)
+        let before = try Self.ledgerRows(path)
         let store = try SQLiteStore(path: path)
-        #expect(store.migrationsAppliedAtOpen.isEmpty, "a file of the current schema needs no migration")
+        #expect(store.migrationsAppliedAtOpen.map(\.version) == [6], "only the quota windows' migration is new")
+        // Every event and usage row, ids included, is kept by the events table's rebuild.
+        #expect(try Self.ledgerRows(path) == before)
+        let windows = try await store.read { db in
+            try db.fetchAll(sql: "SELECT DISTINCT window FROM quota_windows").map { try $0.decode(String.self, forColumn: "window") }
+        }
+        #expect(windows == ["day America/Los_Angeles"], "every bucket of that release counts the Pacific day")
         #expect(try SQLiteStore.migrationStatus(path: path).allSatisfy(\.isApplied))
         #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
         let snapshot = try await store.dashboardSnapshot(at: Date(), recentEvents: 5)
@@ -55,5 +62,24 @@ struct ReleaseFileTests {
             bucket: "fixture", endpoint: "e.list", cost: 1, configuredLimit: 10, at: Date()
         ))
         #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
+    }
+
+    /// The ledger's rows as text, read by the `sqlite3` shell (which .ci/run installs), not the store.
+    private static func ledgerRows(_ path: String) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "sqlite3", path,
+            "SELECT id, at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail FROM quota_events ORDER BY id;"
+                + "SELECT * FROM quota_usage ORDER BY 1, 2, 3;",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let rows = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(process.terminationStatus == 0 && !rows.isEmpty, "sqlite3 read the file")
+        return rows
     }
 }

@@ -8,7 +8,14 @@ enum APIDescriptionRenderer {
         lines.append("")
         lines.append("Buckets")
         for (name, bucket) in description.buckets.sorted(by: { $0.key < $1.key }) {
-            lines.append("  \(name): \(bucket.limit.formatted()) units per \(bucket.window)")
+            var line = "  \(name): \(bucket.limit.formatted()) units per \(bucket.window)"
+            if let announced = bucket.announced {
+                line += ", follows the server's announced \(announced.policy.map { "'\($0)' " } ?? "")\(announced.unit.rawValue) limit"
+            }
+            if let pacing = bucket.pacing {
+                line += ", paces its last units keeping \(Int((pacing.reserveFraction * 100).rounded()))% back"
+            }
+            lines.append(line)
         }
         let defaults = description.defaults
         lines.append("")
@@ -42,6 +49,9 @@ enum APIDescriptionRenderer {
                 if let refunds = endpoint.refundsNotModified { parts.append(refunds ? "304 refunded" : "304 charged") }
                 if let limit = endpoint.throttle { parts.append("throttle \(throttle(limit))") }
                 if let circuit = endpoint.circuit { parts.append("circuit after \(circuit.failureThreshold) failures") }
+                if let actual = endpoint.actualCost {
+                    parts.append("settled at the actual cost in \(actual.bucket ?? endpoint.bucket ?? defaults.bucket) from the \(actual.source)")
+                }
                 lines.append("  \(name): \(parts.joined(separator: ", "))")
             }
         }

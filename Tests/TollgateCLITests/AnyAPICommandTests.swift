@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+import TollgateFakeAPI
+import TollgateTestSupport
+
+/// Issue 32's "done when", as a user meets it: `tollgate proxy --api` in front of APIs that are not
+/// YouTube, from the shipped description files alone, checked with curl and sqlite3.
+@Suite("Any API without Swift: GitHub, an LLM API and the seeds' backend through the proxy")
+struct AnyAPICommandTests {
+    /// Starts `tollgate proxy` and returns it with its base URL.
+    private static func proxy(_ arguments: [String]) throws -> (BackgroundCommand, String) {
+        let proxy = try BackgroundCommand(CommandRunner.tollgate, ["proxy", "--listen", "127.0.0.1:0"] + arguments)
+        let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
+        let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
+        return (proxy, base)
+    }
+
+    private static func sqlite(_ database: String, _ sql: String) throws -> String {
+        let result = try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", database, sql])
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("GitHub: named by the routes, charged in core and search, following X-RateLimit-Remaining down, paced, and a second proxy sees the same window")
+    func gitHub() async throws {
+        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
+            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
+            return
+        }
+        let github = try await FakeGitHubAPI.start()
+        defer { Task { await github.stop() } }
+        let directory = try TemporaryDirectory()
+        let database = directory.path("github.sqlite")
+        let (first, base) = try Self.proxy(["--upstream", github.baseURL.absoluteString, "--db", database, "--api", "github-rest"])
+
+        let repository = try await offPool { try CurlResponse.fetch("\(base)/repos/apple/swift") }
+        #expect(repository.status == 200)
+        #expect(repository.headers["x-tollgate-endpoint"] == "repos.get")
+        let search = try await offPool { try CurlResponse.fetch("\(base)/search/issues?q=bug") }
+        #expect(search.headers["x-tollgate-endpoint"] == "search.issues")
+        #expect(github.remaining(of: "search") == 29)
+
+        // Another client of the same token spends most of the hour: GitHub says 598 are left
+        // after the next answer, and the ledger follows it down.
+        github.consume(resource: "core", requests: 4_400)
+        let followed = try await offPool { try CurlResponse.fetch("\(base)/users/octocat") }
+        #expect(followed.status == 200)
+        #expect(github.remaining(of: "core") == 598)
+        #expect(try Self.sqlite(database, "SELECT units FROM quota_events WHERE kind = 'announced' AND bucket = 'core'") == "4400")
+
+        // 598 left, 500 kept back, an hour to go: well below an even share, so requests are spread
+        // out — one goes, the next is told when its slot comes.
+        let paced = try await offPool { try CurlResponse.fetch("\(base)/users/mona") }
+        #expect(paced.status == 200)
+        let waiting = try await offPool { try CurlResponse.fetch("\(base)/users/hubot") }
+        #expect(waiting.status == 429, "\(waiting.headers)")
+        let retryAfter = try #require(waiting.headers["retry-after"].flatMap(Int.init))
+        #expect((20...60).contains(retryAfter), "one slot in about 3,600 s ÷ 97 units, not \(retryAfter) s")
+        let sentBefore = github.receivedRequests.count
+
+        // A second proxy on the same file is in the same window, paced the same way.
+        let (second, secondBase) = try Self.proxy(["--upstream", github.baseURL.absoluteString, "--db", database,
+                                                   "--api", "github-rest"])
+        let alsoWaiting = try await offPool { try CurlResponse.fetch("\(secondBase)/users/torvalds") }
+        #expect(alsoWaiting.status == 429)
+        #expect(github.receivedRequests.count == sentBefore, "a paced request is not sent")
+        #expect(first.interrupt().status == 0)
+        #expect(second.interrupt().status == 0)
+
+        // quota show: the hour GitHub counts, ending at GitHub's own reset.
+        let reset = try #require(github.reset(of: "core"))
+        let shown = try CommandRunner.tollgate("quota", "show", "--db", database, "--api", "github-rest")
+        #expect(shown.stdout.contains("core: 4,403/5,000 units used · 597 left"), "\(shown.stdout)")
+        #expect(shown.stdout.contains("resets \(Self.instant(reset))"), "\(shown.stdout)")
+        #expect(shown.stdout.contains("search: 1/30 units used · 29 left"), "\(shown.stdout)")
+        #expect(try Self.sqlite(database, "SELECT window || ' ' || units || ' ' || remaining FROM quota_windows WHERE bucket = 'core'")
+            == "hour 4403 597")
+        #expect(try Self.sqlite(database, """
+            SELECT COUNT(*) FROM (SELECT pacific_date, bucket, endpoint, SUM(units) AS units FROM quota_events
+                                  GROUP BY 1, 2, 3) AS sums
+            JOIN quota_usage USING (pacific_date, bucket, endpoint) WHERE sums.units <> quota_usage.units
+            """) == "0")
+    }
+
+    @Test("An LLM API that bills tokens in its body: each answer is billed its actual tokens, and the totals equal the events")
+    func llmTokens() async throws {
+        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
+            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
+            return
+        }
+        // The server's limits are the description's, so what it announces never runs below the ledger.
+        let llm = try await FakeLLMAPI.start(behaviour: FakeLLMBehaviour(requestsPerMinute: 500, tokensPerMinute: 30_000))
+        defer { Task { await llm.stop() } }
+        let directory = try TemporaryDirectory()
+        let database = directory.path("llm.sqlite")
+        let (proxy, base) = try Self.proxy(["--upstream", llm.baseURL.absoluteString, "--db", database, "--api", "openai-chat"])
+        let prompts = ["Say hello", "Write a haiku about quotas and ledgers", "One"]
+        var expected = 0
+        for prompt in prompts {
+            let body = #"{"model":"fake-1","messages":[{"role":"user","content":"\#(prompt)"}]}"#
+            let answer = try await offPool {
+                try CurlResponse.fetch("\(base)/v1/chat/completions",
+                                       ["-X", "POST", "-H", "Content-Type: application/json", "--data", body])
+            }
+            #expect(answer.status == 200, "\(answer.body)")
+            #expect(answer.headers["x-tollgate-endpoint"] == "chat.completions")
+            expected += llm.usage(messages: [prompt], maxTokens: nil).totalTokens
+        }
+        #expect(proxy.interrupt().status == 0)
+        #expect(llm.totalTokensBilled == expected)
+        #expect(try Self.sqlite(database, "SELECT SUM(units) FROM quota_usage WHERE bucket = 'tokens' AND endpoint = 'chat.completions'")
+            == "\(expected)")
+        #expect(try Self.sqlite(database, "SELECT SUM(units) FROM quota_usage WHERE bucket = 'requests' AND endpoint <> '*'") == "3",
+                // Across a minute's end the fake's sliding count can announce less than the ledger's new
+                // minute: an 'announced' event on '*', which the ledger rightly keeps.
+                "\((try? Self.sqlite(database, "SELECT kind, bucket, endpoint, units, detail FROM quota_events")) ?? "")")
+        #expect(try Self.sqlite(database, "SELECT COUNT(*) FROM quota_events WHERE kind = 'settle'") == "3")
+        #expect(try Self.sqlite(database, """
+            SELECT COUNT(*) FROM (SELECT pacific_date, bucket, endpoint, SUM(units) AS units FROM quota_events
+                                  GROUP BY 1, 2, 3) AS sums
+            JOIN quota_usage USING (pacific_date, bucket, endpoint) WHERE sums.units <> quota_usage.units
+            """) == "0")
+    }
+
+    @Test("The seeds' backend from its shipped file alone: throttles 10/20/30 a minute and an hourly bucket, in throttle show and quota show")
+    func seedsBackend() async throws {
+        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
+            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
+            return
+        }
+        let origin = try ScriptedHTTPServer { _ in .init(status: 200, headers: [(name: "Cache-Control", value: "no-store")], body: "[]") }
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let database = directory.path("backend.sqlite")
+        let (proxy, base) = try Self.proxy(["--upstream", origin.baseURL, "--db", database, "--api", "seeds-backend"])
+        for path in ["/api/activities", "/api/activities", "/api/streams/7", "/api/profile"] {
+            let answer = try await offPool { try CurlResponse.fetch("\(base)\(path)") }
+            #expect(answer.status == 200)
+        }
+        #expect(proxy.interrupt().status == 0)
+
+        let throttles = try CommandRunner.tollgate("throttle", "show", "--db", database)
+        #expect(throttles.stdout.contains("activities: 2/10 in the last 60s · 8 left"), "\(throttles.stdout)")
+        #expect(throttles.stdout.contains("streams: 1/20 in the last 60s · 19 left"), "\(throttles.stdout)")
+        #expect(throttles.stdout.contains("GET /api/profile: 1/30 in the last 60s · 29 left"), "\(throttles.stdout)")
+        let quota = try CommandRunner.tollgate("quota", "show", "--db", database, "--api", "seeds-backend")
+        #expect(quota.stdout.contains("server: 4/100 units used · 96 left · limit from configuration · per hour"), "\(quota.stdout)")
+        #expect(try Self.sqlite(database, "SELECT window || ' ' || units FROM quota_windows") == "hour 4")
+    }
+
+    private static func instant(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: date)
+    }
+}
