@@ -34,16 +34,30 @@ enum RateLimitFields {
     ///     does not pay for), added to what its admission read as left.
     ///   - now: The current time, for the seconds to the reset.
     /// - Returns: `RateLimit-Policy` and `RateLimit`.
+    /// A window's length for the policy's `w`: a Pacific day is 86,400 s, as YouTube's quota page
+    /// counts it, whatever its 23 or 25 hours.
+    static func windowSeconds(_ window: QuotaWindow, at now: Date) -> Int64 {
+        switch window {
+        case .day: 86_400
+        case .hour: 3_600
+        case .minute: 60
+        case .month:
+            Int64(window.naturalPeriod(containing: now).end.timeIntervalSince(window.naturalPeriod(containing: now).start))
+        case .rolling(let seconds): Int64(seconds)
+        }
+    }
+
     static func fields(gate: Gate, endpoint: String, refundedUnits: Int, now: Date) -> (policy: String, limit: String)? {
         var policies: [ItemOrInnerList] = []
         var limits: [ItemOrInnerList] = []
         let price = gate.quota.price(of: endpoint)
-        let today = PacificDay(containing: now)
         for charge in price.charges {
-            guard let reading = gate.quota.latestReading(of: charge.bucket), reading.day == today else { continue }
+            // A reading of a window that has ended says nothing of the one in force.
+            guard let reading = gate.quota.latestReading(of: charge.bucket), reading.period.end > now else { continue }
             let remaining = charge.bucket == price.bucket
                 ? min(reading.limit, reading.remaining + max(0, refundedUnits)) : reading.remaining
-            policies.append(item(charge.bucket, ["q": Int64(reading.limit), "w": 86_400]))
+            let window = gate.quota.configuration.window(of: charge.bucket)
+            policies.append(item(charge.bucket, ["q": Int64(reading.limit), "w": windowSeconds(window, at: now)]))
             limits.append(item(charge.bucket, [
                 "r": Int64(max(0, remaining)), "t": Int64(max(0, reading.resetsAt.timeIntervalSince(now).rounded(.up))),
             ]))

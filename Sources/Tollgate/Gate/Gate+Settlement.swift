@@ -117,6 +117,9 @@ extension Gate {
                     metadata: ["quota.bucket": "\(cost.bucket)"])
             }
         }
+        for (announcement, outcome) in zip(pending.settlement.announcements, settlement.announcements) {
+            quota.remember(outcome, of: announcement.bucket)
+        }
         for outcome in settlement.announcements where outcome.unitsFollowed > 0 || outcome.movedReset {
             request.logger.info("The server's announced limit moved the ledger", metadata: [
                 "gate.endpoint": "\(endpoint)", "quota.followed": "\(outcome.unitsFollowed)",

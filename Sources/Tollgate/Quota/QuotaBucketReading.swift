@@ -13,6 +13,8 @@ public struct QuotaBucketReading: Sendable, Hashable {
     public var remaining: Int
     /// The Pacific day it describes.
     public var day: PacificDay
+    /// The bucket's window it describes: the Pacific day unless the bucket counts another window.
+    public var period: QuotaPeriod
 
     /// Creates a reading.
     /// - Parameters:
@@ -20,13 +22,15 @@ public struct QuotaBucketReading: Sendable, Hashable {
     ///   - limit: Its daily limit.
     ///   - remaining: Units left that day.
     ///   - day: The Pacific day.
-    public init(bucket: String, limit: Int, remaining: Int, day: PacificDay) {
+    ///   - period: The bucket's window; the Pacific day when nil.
+    public init(bucket: String, limit: Int, remaining: Int, day: PacificDay, period: QuotaPeriod? = nil) {
+        self.period = period ?? QuotaPeriod(day)
         self.bucket = bucket
         self.limit = limit
         self.remaining = remaining
         self.day = day
     }
 
-    /// When the bucket's day ends: the next midnight, Pacific time.
-    public var resetsAt: Date { day.nextReset }
+    /// When the bucket's window ends: the next midnight, Pacific time, for a daily bucket.
+    public var resetsAt: Date { period.end }
 }

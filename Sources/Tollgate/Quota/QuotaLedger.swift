@@ -106,7 +106,7 @@ public final class QuotaLedger: Sendable {
         switch outcome {
         case .reserved(let charge):
             remember(QuotaBucketReading(bucket: charge.bucket, limit: charge.limit, remaining: charge.remaining,
-                                        day: charge.day))
+                                        day: charge.day, period: charge.period))
             logger.debug("Charged \(endpoint) \(units) \(units == 1 ? "unit" : "units")", metadata: [
                 "quota.bucket": "\(charge.bucket)", "quota.day": "\(charge.day)",
                 "quota.used": "\(charge.bucketUnitsUsed)", "quota.limit": "\(charge.limit)",
@@ -130,7 +130,7 @@ public final class QuotaLedger: Sendable {
             throw TollgateError.throttled(retryAfter: wait)
         case .refused(let refusal):
             remember(QuotaBucketReading(bucket: refusal.bucket, limit: refusal.limit, remaining: refusal.remaining,
-                                        day: refusal.day))
+                                        day: refusal.day, period: refusal.period))
             let error = TollgateError.quotaExceeded(
                 endpoint: endpoint, cost: refusal.cost, remaining: refusal.remaining, resetsAt: refusal.resetsAt
             )
@@ -196,6 +196,16 @@ public final class QuotaLedger: Sendable {
     /// - Returns: The reading, or nil when this process has not reserved in the bucket yet.
     public func latestReading(of bucket: String) -> QuotaBucketReading? {
         readings.withLock { $0[bucket] }
+    }
+
+    /// Keeps what the server's announcement left of a bucket as its latest reading, so the next
+    /// description of the bucket (the proxy's `RateLimit`) says what the server said.
+    /// - Parameters:
+    ///   - outcome: What the ledger did with the announcement.
+    ///   - bucket: The bucket it was about.
+    public func remember(_ outcome: QuotaAnnouncementOutcome, of bucket: String) {
+        remember(QuotaBucketReading(bucket: bucket, limit: outcome.limit, remaining: outcome.remaining,
+                                    day: PacificDay(containing: clock.now()), period: outcome.period))
     }
 
     private func remember(_ reading: QuotaBucketReading) {
