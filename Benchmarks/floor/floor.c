@@ -302,8 +302,10 @@ static const char *const admission_sql[] = {
     "FROM circuits WHERE endpoint = ?1",
     "SELECT request_limit, window_ms, admitted_at_ms FROM throttle_limits WHERE endpoint = ?1",
     "SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent, "
+    "window_spec, window_key, window_first_key, window_end_ms, announced_key, announced_reset_ms, "
+    "paced_at_ms, paced_key, "
     "(SELECT COALESCE(SUM(MIN(MAX(units, -?2), ?2)), 0) FROM quota_usage "
-    "WHERE pacific_date = ?3 AND bucket = quota_buckets.bucket) FROM quota_buckets WHERE bucket = ?4",
+    "WHERE pacific_date BETWEEN ?3 AND ?3 AND bucket = quota_buckets.bucket) FROM quota_buckets WHERE bucket = ?4",
     "INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail) "
     "VALUES (?5, ?3, ?4, ?1, 'charge', 1, NULL, NULL)",
     "INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?3, ?4, ?1, 1, 1) "
