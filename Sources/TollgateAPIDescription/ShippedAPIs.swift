@@ -63,7 +63,7 @@ secrets:
 # says what is left (x-ratelimit-remaining-requests/-tokens, resets as durations such as 6m0s), and
 # a completion's tokens are known only from its answer: each call is charged an estimate of 1,000
 # tokens on admission and settled at the body's usage.total_tokens in the answer's transaction.
-# The limits are a low tier's; set yours with `tollgate quota limit tokens N`.
+# The limits are a low tier's; set yours with `tollgate quota set-limit tokens N --api openai-chat`.
 api: OpenAI chat completions
 upstream: https://api.openai.com
 
@@ -100,7 +100,7 @@ secrets:
         "seeds-backend": #"""
 # The seeds' own backend (seed 003): the client throttles /api/activities to 10 requests a minute,
 # /api/streams to 20 and everything else to 30, under the server's limit of 100 to 300 requests an
-# hour by tier (100 here, the lowest; raise it with `tollgate quota limit server N` for a higher tier).
+# hour by tier (100 here, the lowest; for a higher tier: `tollgate quota set-limit server 300 --api seeds-backend`).
 api: Seeds backend
 upstream: http://127.0.0.1:8080
 

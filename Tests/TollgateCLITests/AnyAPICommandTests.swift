@@ -137,6 +137,9 @@ struct AnyAPICommandTests {
         let quota = try CommandRunner.tollgate("quota", "show", "--db", database, "--api", "seeds-backend")
         #expect(quota.stdout.contains("server: 4/100 units used · 96 left · limit from configuration · per hour"), "\(quota.stdout)")
         #expect(try Self.sqlite(database, "SELECT window || ' ' || units FROM quota_windows") == "hour 4")
+        // A higher tier, as the file's comment says.
+        let raised = try CommandRunner.tollgate("quota", "set-limit", "server", "300", "--db", database, "--api", "seeds-backend")
+        #expect(raised.stdout.contains("server: limit per hour 300 (admin); 4 used, 296 left in this window"), "\(raised.stdout)\(raised.stderr)")
     }
 
     /// How many usage totals differ from the sum of their events, as sqlite3 counts them.

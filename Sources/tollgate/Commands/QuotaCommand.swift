@@ -59,6 +59,8 @@ struct QuotaCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var api: APIOptions
+
         @OptionGroup var logging: LoggingOptions
 
         @Argument(help: "The bucket, such as youtube.")
@@ -71,7 +73,7 @@ struct QuotaCommand: AsyncParsableCommand {
         var clear = false
 
         func validate() throws {
-            try AdminArguments.bucket(bucket)
+            try AdminArguments.bucket(bucket, in: try api.configuration().quota)
             switch (limit, clear) {
             case (nil, false): throw ValidationError("Give the daily limit in units, or --clear to follow the configuration.")
             case (.some, true): throw ValidationError("Give a limit or --clear, not both.")
@@ -83,10 +85,11 @@ struct QuotaCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await AdminServices.with(database, logging: logging) { services in
+            try await AdminServices.with(database, logging: logging, configuration: try api.configuration()) { services in
                 let status = try await services.quota.setLimit(bucket: bucket, limit: clear ? nil : limit)
-                print("\(bucket): daily limit \(DashboardRenderer.grouped(status.limit)) (\(status.limitSource.rawValue)); "
-                    + "\(DashboardRenderer.grouped(status.unitsUsed)) used, \(DashboardRenderer.grouped(status.remaining)) left today")
+                let (limit, period) = status.window.isPacificDay ? ("daily limit", "today") : ("limit per \(status.window)", "in this window")
+                print("\(bucket): \(limit) \(DashboardRenderer.grouped(status.limit)) (\(status.limitSource.rawValue)); "
+                    + "\(DashboardRenderer.grouped(status.unitsUsed)) used, \(DashboardRenderer.grouped(status.remaining)) left \(period)")
             }
         }
     }
@@ -104,6 +107,8 @@ struct QuotaCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var api: APIOptions
+
         @OptionGroup var logging: LoggingOptions
 
         @Option(help: ArgumentHelp("The Pacific date. Default: today.", valueName: "YYYY-MM-DD"),
@@ -114,11 +119,11 @@ struct QuotaCommand: AsyncParsableCommand {
         var bucket: String?
 
         func validate() throws {
-            if let bucket { try AdminArguments.bucket(bucket) }
+            if let bucket { try AdminArguments.bucket(bucket, in: try api.configuration().quota) }
         }
 
         func run() async throws {
-            try await AdminServices.with(database, logging: logging) { services in
+            try await AdminServices.with(database, logging: logging, configuration: try api.configuration()) { services in
                 let day = day ?? PacificDay(containing: Date())
                 let reset = try await services.quota.resetDay(day, bucket: bucket)
                 let endpoints = reset.unitsCleared.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
@@ -143,6 +148,8 @@ extension QuotaCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var api: APIOptions
+
         @OptionGroup var logging: LoggingOptions
 
         @Option(help: ArgumentHelp("The units the provider says were used.", valueName: "units"))
@@ -156,14 +163,14 @@ extension QuotaCommand {
         var day: PacificDay?
 
         func validate() throws {
-            if let bucket { try AdminArguments.bucket(bucket) }
+            if let bucket { try AdminArguments.bucket(bucket, in: try api.configuration().quota) }
             guard QuotaLimits.allowedUnits.contains(used) else {
                 throw ValidationError("--used must be 0 to \(DashboardRenderer.grouped(QuotaLimits.maximumUnits)) units, not \(used).")
             }
         }
 
         func run() async throws {
-            try await AdminServices.with(database, logging: logging) { services in
+            try await AdminServices.with(database, logging: logging, configuration: try api.configuration()) { services in
                 let result = try await services.quota.reconcile(used: used, bucket: bucket, on: day)
                 let change = result.adjustment == 0 ? "no change"
                     : (result.adjustment > 0 ? "+" : "") + DashboardRenderer.grouped(result.adjustment) + " units"
