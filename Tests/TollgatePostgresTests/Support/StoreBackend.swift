@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TollgatePostgres
+// @testable for PostgresStore's window clock, the test-only stand-in for the database's now.
+@testable import TollgatePostgres
 import TollgateStore
 import TollgateTestSupport
 
@@ -22,6 +23,32 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
     /// Runs `body` with one store on a fresh database.
     func withStore(_ body: (any ConformingStore) async throws -> Void) async throws {
         try await withStores(count: 1) { stores in try await body(stores[0]) }
+    }
+
+    /// Runs `body` with one store on a fresh database whose quota windows are decided at `clock`'s
+    /// time: SQLiteStore by the `at` each call passes (pass `clock.now()`), PostgresStore, which
+    /// takes no `at`, by reading the clock instead of the database's now where it computes a
+    /// window (any window but the Pacific day decided in SQL). So a test stands at 10:59:59 and
+    /// moves to 11:00 without waiting, on both stores.
+    func withStore(windowClock clock: ManualClock, _ body: (any ConformingStore) async throws -> Void) async throws {
+        switch self {
+        case .sqlite:
+            try await withStore(body)
+        case .postgres:
+            try await PostgresTestDatabase.with { database in
+                let store = try await PostgresStore(
+                    location: PostgresLocation(url: database.url), configuration: .init(maximumConnections: 8),
+                    logger: PostgresTestDatabase.quietLogger, windowClock: clock
+                )
+                do {
+                    try await body(store)
+                } catch {
+                    await store.shutdown()
+                    throw error
+                }
+                await store.shutdown()
+            }
+        }
     }
 
     /// Runs `body` with `count` stores sharing one fresh database: several processes' connections
