@@ -78,7 +78,8 @@ LEFT JOIN bucket_totals AS totals ON totals.bucket = bucket.bucket
 WHERE bucket.window_spec = 'day America/Los_Angeles'
 ORDER BY bucket.bucket, usage.endpoint;
 
--- Every bucket in its window, with SQLite's columns. A window that has ended shows no usage
+-- Every bucket in its window, with SQLite's columns ("window" is a keyword here: psql users quote
+-- it, as in SELECT bucket, "window" FROM quota_windows). A window that has ended shows no usage
 -- (is_current 0): the next charge opens the next one. The one-statement admission charges a
 -- Pacific-day bucket without writing its row, so such a bucket, unless a reset announced today
 -- moved its window, shows today, as quota_today does. Keys compare as bytes ("C"), as in SQLite.
@@ -105,7 +106,7 @@ WITH clock AS (
     SELECT w.bucket, SUM(usage.units)::bigint AS units, SUM(usage.calls)::bigint AS calls
     FROM current_windows AS w JOIN quota_usage AS usage
       ON usage.bucket = w.bucket
-     AND usage.pacific_date COLLATE "C" BETWEEN w.window_first_key COLLATE "C" AND w.window_key COLLATE "C"
+     AND usage.pacific_date >= w.window_first_key COLLATE "C" AND usage.pacific_date <= w.window_key COLLATE "C"
     WHERE w.is_current = 1
     GROUP BY w.bucket
 )

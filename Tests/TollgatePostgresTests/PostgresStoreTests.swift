@@ -236,6 +236,66 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("the hour an hourly bucket charges is the database's, whatever time the caller's clock says")
+    func databaseClockDecidesTheWindow() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            let hour = #"SELECT to_char(date_trunc('hour', now() AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00"Z"')"#
+            let before = try await database.textValue(hour)
+            let skewed = Date().addingTimeInterval(-5 * 3600)
+            let outcome = try await store.reserveQuota(QuotaReservationRequest(
+                bucket: "b", endpoint: "e.list", cost: 1, configuredLimit: 10, at: skewed, window: .hour
+            ))
+            let after = try await database.textValue(hour)
+            let status = try await store.quotaBucketStatus(bucket: "b", configuredLimit: 10, window: .hour, at: skewed)
+            await store.shutdown()
+            guard case .reserved(let charge) = outcome else {
+                Issue.record("refused")
+                return
+            }
+            #expect([before, after].contains(charge.period.key))
+            #expect(charge.period.key != QuotaWindow.instantKey(QuotaWindow.hour.naturalPeriod(containing: skewed).start))
+            // Read a moment later: the hour may have turned since.
+            #expect(status.unitsUsed == 1 || status.period.key != charge.period.key)
+            #expect(try await database.textValue("SELECT window_start FROM quota_windows") == charge.period.key)
+            #expect(try await database.intValue("SELECT units - is_current FROM quota_windows") == 0,
+                    "one unit while the hour lasts, none after")
+            // quota_today shows the buckets counted by the Pacific day only.
+            #expect(try await database.intValue("SELECT count(*)::bigint FROM quota_today") == 0)
+        }
+    }
+
+    @Test("a settlement past the limit raises the day row's ceiling with it, so the CHECK holds and still refuses the next charge")
+    func settlementRaisesTheCeiling() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            let request = QuotaReservationRequest(bucket: "b", endpoint: "e.list", cost: 10, configuredLimit: 10, at: Date())
+            guard case .reserved(let charge) = try await store.reserveQuota(request) else {
+                Issue.record("refused")
+                await store.shutdown()
+                return
+            }
+            let settled = try await store.settleQuotaCost(reservationID: charge.reservationID, bucket: "b", actualUnits: 25,
+                                                          at: Date(), detail: nil)
+            let next = try await store.reserveQuota(QuotaReservationRequest(bucket: "b", endpoint: "e.list", cost: 1,
+                                                                            configuredLimit: 10, at: Date()))
+            let discrepancies = try await store.quotaLedgerDiscrepancies()
+            await store.shutdown()
+            #expect(settled == .settled(difference: 15, actualUnits: 25, overLimit: true))
+            #expect(try await database.intValue("SELECT units FROM quota_bucket_days") == 25)
+            #expect(try await database.intValue("SELECT ceiling FROM quota_bucket_days") == 25)
+            guard case .refused(let refusal) = next else {
+                Issue.record("charged over a window past its limit")
+                return
+            }
+            #expect(refusal.bucketUnitsUsed == 25)
+            #expect(discrepancies.isEmpty)
+            await #expect(throws: (any Error).self) {
+                try await database.execute("UPDATE quota_bucket_days SET units = ceiling + 1")
+            }
+        }
+    }
+
     @Test("the schema itself refuses a bucket day over its ceiling and a second refund of one charge")
     func schemaBackstops() async throws {
         try await PostgresTestDatabase.with { database in

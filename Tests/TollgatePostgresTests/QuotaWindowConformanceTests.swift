@@ -384,66 +384,90 @@ struct QuotaWindowConformanceTests {
 }
 
 /// A file or database made before windows existed keeps its meaning: its buckets count the Pacific
-/// day, and `quota_today` shows them as before. Real time: the charges here are on the Pacific day,
-/// which PostgreSQL decides by its own clock.
+/// day, and `quota_today` shows them as before. The old rows are written as the old schema's code
+/// wrote them (this library's code reads the new schema only), on today's Pacific date: real time,
+/// since PostgreSQL decides the Pacific day by its own clock.
 @Suite("Quota window migration conformance")
 struct QuotaWindowMigrationConformanceTests {
     /// What `quota_today` shows, one text per row, in both stores' SQL.
     private static let quotaToday = """
         SELECT bucket || ' ' || COALESCE(endpoint, '-') || ' units=' || units || ' calls=' || calls
                || ' limit=' || bucket_limit || ' remaining=' || bucket_remaining || ' bucket=' || bucket_units
-               || ' exhausted=' || bucket_exhausted
+               || ' exhausted=' || bucket_exhausted AS line
         FROM quota_today ORDER BY bucket, endpoint
         """
+
+    /// Two buckets, one closed by the server until the next Pacific midnight, charged today and
+    /// yesterday, with the events that explain every total.
+    private static func oldLedger(today: PacificDay, withBucketDays: Bool) -> [String] {
+        let (day, yesterday, resetMs) = (today.key, today.previous.key, Int64(today.nextReset.timeIntervalSince1970 * 1000))
+        var statements = [
+            """
+            INSERT INTO quota_buckets (bucket, daily_limit, limit_source, exhausted_until_ms, updated_at_ms)
+            VALUES ('youtube', 10000, 'configuration', NULL, 0), ('youtube.search', 100, 'configuration', \(resetMs), 0)
+            """,
+            """
+            INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls)
+            VALUES ('\(day)', 'youtube', 'videos.list', 3, 1), ('\(day)', 'youtube', 'search.list', 100, 1),
+                   ('\(day)', 'youtube.search', 'search.list', 1, 1), ('\(yesterday)', 'youtube', 'videos.list', 7, 2)
+            """,
+            """
+            INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units)
+            VALUES (0, '\(day)', 'youtube', 'videos.list', 'charge', 3), (0, '\(day)', 'youtube', 'search.list', 'charge', 100),
+                   (0, '\(day)', 'youtube.search', 'search.list', 'charge', 1),
+                   (0, '\(day)', 'youtube.search', 'search.list', 'exhausted', 0),
+                   (0, '\(yesterday)', 'youtube', 'videos.list', 'charge', 3), (0, '\(yesterday)', 'youtube', 'videos.list', 'charge', 4)
+            """,
+        ]
+        if withBucketDays {
+            statements.append("""
+                INSERT INTO quota_bucket_days (pacific_date, bucket, units, ceiling)
+                VALUES ('\(day)', 'youtube', 103, 10000), ('\(day)', 'youtube.search', 1, 100), ('\(yesterday)', 'youtube', 7, 10000)
+                """)
+        }
+        return statements
+    }
 
     @Test("the migration keeps quota_today as it was for Pacific-day buckets, and they keep counting the same day",
           arguments: StoreBackend.available)
     func migrationKeepsThePacificDay(backend: StoreBackend) async throws {
-        let requests = [("youtube", "videos.list", 3), ("youtube", "search.list", 100), ("youtube.search", "search.list", 1)]
-        func reserve(_ store: some QuotaStorage) async throws {
-            for (bucket, endpoint, cost) in requests {
-                _ = try #require(try await store.reserveQuota(QuotaReservationRequest(
-                    bucket: bucket, endpoint: endpoint, cost: cost, configuredLimit: bucket == "youtube" ? 10_000 : 100,
-                    at: Date()
-                )).charge)
-            }
-        }
+        let today = PacificDay(containing: Date())
         switch backend {
         case .sqlite:
             let directory = try TemporaryDirectory()
             let path = directory.path("old.sqlite")
             let old = try SQLiteStore(path: path, configuration: .init(migrations: Array(Migration.all.prefix(5))),
                                       logger: PostgresTestDatabase.quietLogger)
-            try await reserve(old)
-            _ = try await old.markQuotaExhausted(bucket: "youtube.search", configuredLimit: 100, endpoint: "search.list",
-                                                 at: Date())
-            func today(_ store: SQLiteStore) throws -> [String] {
-                try store.read { db in try db.fetchAll(sql: Self.quotaToday).map { try $0.decode(String.self, atIndex: 0) } }
+            try await old.write { db in
+                for statement in Self.oldLedger(today: today, withBucketDays: false) { try db.execute(sql: statement) }
             }
-            let before = try today(old)
+            func quotaToday(_ store: SQLiteStore) throws -> [String] {
+                try store.read { db in try db.fetchAll(sql: Self.quotaToday).map { try $0.decode(String.self, forColumn: "line") } }
+            }
+            let before = try quotaToday(old)
             let migrated = try SQLiteStore(path: path, logger: PostgresTestDatabase.quietLogger)
-            #expect(try today(migrated) == before)
             #expect(before.count == 3)
-            try await keepsCounting(migrated)
+            #expect(try quotaToday(migrated) == before)
+            try await keepsCounting(migrated, today: today)
         case .postgres:
             try await PostgresTestDatabase.with { database in
                 let versionThree = PostgresStore.Configuration(migrations: Array(PostgresMigrations.all.prefix(3)))
                 let old = try await PostgresStore(url: database.url, configuration: versionThree,
                                                   logger: PostgresTestDatabase.quietLogger)
-                try await reserve(old)
-                _ = try await old.markQuotaExhausted(bucket: "youtube.search", configuredLimit: 100,
-                                                     endpoint: "search.list", at: Date())
                 await old.shutdown()
+                for statement in Self.oldLedger(today: today, withBucketDays: true) { try await database.execute(statement) }
                 let aggregate = "SELECT string_agg(line, '|' ORDER BY n) FROM (SELECT row_number() OVER () AS n, line FROM ("
-                    + Self.quotaToday.replacingOccurrences(of: "FROM quota_today", with: "AS line FROM quota_today")
-                    + ") AS rows) AS numbered"
+                    + Self.quotaToday + ") AS lines) AS numbered"
                 let before = try await database.textValue(aggregate)
                 let migrated = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
                 #expect(migrated.migrationsAppliedAtOpen.map(\.version) == Array(4...PostgresMigrations.all.count))
-                #expect(try await database.textValue(aggregate) == before)
                 #expect(before?.split(separator: "|").count == 3)
+                #expect(try await database.textValue(aggregate) == before)
+                // "window" is a keyword in PostgreSQL: psql users quote the column SQLite users name bare.
+                #expect(try await database.textValue(#"SELECT string_agg("window", ',' ORDER BY bucket) FROM quota_windows"#)
+                    == "day America/Los_Angeles,day America/Los_Angeles")
                 do {
-                    try await keepsCounting(migrated)
+                    try await keepsCounting(migrated, today: today)
                 } catch {
                     await migrated.shutdown()
                     throw error
@@ -453,20 +477,22 @@ struct QuotaWindowMigrationConformanceTests {
         }
     }
 
-    /// After the migration the old buckets are Pacific-day buckets with their usage, their mark,
-    /// and room for the next charge on the same rows.
-    private func keepsCounting(_ store: some QuotaStorage) async throws {
+    /// After the migration the old buckets are Pacific-day buckets with their usage and their mark,
+    /// and the next charge lands on the same rows.
+    private func keepsCounting(_ store: some QuotaStorage, today: PacificDay) async throws {
         let windows = try await store.quotaWindows(at: Date())
         #expect(windows.map(\.bucket) == ["youtube", "youtube.search"])
         #expect(windows.map(\.window) == [.pacificDay, .pacificDay])
+        #expect(windows.map(\.period) == [QuotaPeriod(today), QuotaPeriod(today)])
         #expect(windows.map(\.unitsUsed) == [103, 1])
         #expect(windows.map(\.isExhausted) == [false, true])
-        #expect(windows.first?.period == QuotaPeriod(PacificDay(containing: Date())))
         let next = try #require(try await store.reserveQuota(QuotaReservationRequest(
             bucket: "youtube", endpoint: "videos.list", cost: 1, configuredLimit: 10_000, at: Date()
         )).charge)
         #expect(next.bucketUnitsUsed == 104)
-        #expect(next.period == QuotaPeriod(next.day))
+        #expect(next.period == QuotaPeriod(today))
+        #expect(try await store.quotaUsage(on: today).map(\.units) == [100, 4, 1])
+        #expect(try await store.quotaUsage(on: today.previous).map(\.units) == [7])
         #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
     }
 }
