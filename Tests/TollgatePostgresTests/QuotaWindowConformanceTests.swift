@@ -339,6 +339,29 @@ struct QuotaWindowConformanceTests {
         }
     }
 
+    @Test("in a rolling window a settlement is past the limit when the whole window is, not only the charge's slice",
+          arguments: StoreBackend.available)
+    func settlePastTheLimitOfARollingWindow(backend: StoreBackend) async throws {
+        let window = QuotaWindow.rolling(seconds: 120)
+        let clock = ManualClock(now: Self.utc(10))
+        try await backend.withStore(windowClock: clock) { store in
+            func reserve(_ cost: Int) async throws -> QuotaReservationOutcome {
+                try await store.reserveQuota(request(clock, bucket: "tokens", cost: cost, limit: 10, window: window))
+            }
+            _ = try #require(try await reserve(6).charge)
+            clock.advance(by: .seconds(30))
+            let second = try #require(try await reserve(4).charge)
+            let settled = try await store.settleQuotaCost(reservationID: second.reservationID, bucket: "tokens",
+                                                          actualUnits: 5, at: clock.now(), detail: nil)
+            #expect(settled == .settled(difference: 1, actualUnits: 5, overLimit: true), "6 + 5 in the window of 10")
+            #expect(try #require(try await reserve(1).refusal).bucketUnitsUsed == 11)
+            // Once the first charge has left the window there is room again.
+            clock.set(to: Self.utc(10, 2, 2))
+            #expect(try #require(try await reserve(5).charge).bucketUnitsUsed == 10)
+            #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
+        }
+    }
+
     @Test("an attempt's settlement settles its actual costs, in a further bucket too, and follows its announcements",
           arguments: StoreBackend.available)
     func settlementInTheAdmissionPath(backend: StoreBackend) async throws {

@@ -59,6 +59,19 @@ extension QuotaRules {
         return announcedRemaining < counted ? counted - announcedRemaining : 0
     }
 
+    /// The window a settlement reports as past its limit or not (``QuotaCostSettlement/settled(difference:actualUnits:overLimit:)``):
+    /// for a rolling window, the window as it stands at the settlement, which counts the charge's
+    /// slice with every other slice still in it; otherwise the window the charge was made in, even
+    /// when the answer came after it ended.
+    /// - Parameters:
+    ///   - chargeKey: The key the charge was written under.
+    ///   - current: The bucket's window at the settlement, when the bucket has a row.
+    /// - Returns: The window whose usage to compare with the limit.
+    public static func settlementPeriod(chargeKey: String, current: QuotaPeriod?) -> QuotaPeriod {
+        if let current, current.spansSeveralKeys { return current }
+        return QuotaPeriod(key: chargeKey, start: .distantPast, end: .distantFuture)
+    }
+
     /// Refuses a negative remaining count in an announcement.
     /// - Parameter announcement: What the server said.
     /// - Throws: ``StoreRefusal/invalidArgument(_:)`` naming the bucket and the count.

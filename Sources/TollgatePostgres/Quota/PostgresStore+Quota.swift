@@ -219,7 +219,6 @@ extension PostgresStore: QuotaStorage {
             try await connection.run("""
                 SELECT 1 FROM quota_bucket_days
                 WHERE pacific_date >= \(period.firstKey) AND pacific_date <= \(period.key) AND bucket = \(bucket)
-                  AND length(pacific_date) = length(\(period.key))
                 FOR UPDATE
                 """, logger: logger)
             var cleared: [String: Int] = [:]
@@ -227,7 +226,7 @@ extension PostgresStore: QuotaStorage {
                 WITH old AS (
                     SELECT pacific_date, endpoint, units FROM quota_usage
                     WHERE pacific_date >= \(period.firstKey) AND pacific_date <= \(period.key) AND bucket = \(bucket)
-                      AND length(pacific_date) = length(\(period.key)) AND units <> 0
+                      AND units <> 0
                 ), events AS (
                     INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
                     SELECT \(nowMs), old.pacific_date, \(bucket), old.endpoint, 'reset', -old.units,
@@ -245,7 +244,6 @@ extension PostgresStore: QuotaStorage {
             try await connection.run("""
                 UPDATE quota_bucket_days SET units = 0, warned_percent = 0
                 WHERE pacific_date >= \(period.firstKey) AND pacific_date <= \(period.key) AND bucket = \(bucket)
-                  AND length(pacific_date) = length(\(period.key))
                 """, logger: logger)
             let clearsMark = isToday && row?.isExhausted(in: period, nowMs: Int64(nowMs)) == true
             if row != nil {

@@ -81,15 +81,22 @@ extension PostgresStore {
         let keyUnits = try await connection.firstRow("""
             SELECT units FROM quota_bucket_days WHERE pacific_date = \(key) AND bucket = \(bucket) FOR UPDATE
             """, logger: logger)?.decode(Int.self) ?? 0
+        // The bucket's row is read, not locked: its lock comes before the day row's.
         guard let state = try await connection.firstRow("""
-            SELECT EXISTS (SELECT 1 FROM quota_events WHERE reservation_id = \(chargeID) AND kind = 'refund'),
-                   EXISTS (SELECT 1 FROM quota_events WHERE reservation_id = \(id) AND kind = 'settle' AND bucket = \(bucket)),
-                   (SELECT units FROM quota_usage WHERE pacific_date = \(key) AND bucket = \(bucket) AND endpoint = \(endpoint)),
-                   (SELECT daily_limit FROM quota_buckets WHERE bucket = \(bucket))
-            """, logger: logger) else {
+            SELECT EXISTS (SELECT 1 FROM quota_events WHERE reservation_id = \(chargeID) AND kind = 'refund') AS refunded,
+                   EXISTS (SELECT 1 FROM quota_events WHERE reservation_id = \(id) AND kind = 'settle' AND bucket = \(bucket))
+                       AS settled,
+                   (SELECT units FROM quota_usage WHERE pacific_date = \(key) AND bucket = \(bucket) AND endpoint = \(endpoint))
+                       AS usage_units,
+                   tollgate_ms(now()) AS now_ms, b.daily_limit, b.window_spec, b.announced_key, b.announced_reset_ms
+            FROM (SELECT 1) AS one LEFT JOIN quota_buckets AS b ON b.bucket = \(bucket)
+            """, logger: logger)?.makeRandomAccess() else {
             throw StoreRefusal.invalidArgument("the settlement of reservation \(reservationID) returned no row")
         }
-        let (refunded, settled, usageUnits, storedLimit) = try state.decode((Bool, Bool, Int?, Int?).self)
+        let refunded = try state["refunded"].decode(Bool.self)
+        let settled = try state["settled"].decode(Bool.self)
+        let usageUnits = try state["usage_units"].decode(Int?.self)
+        let storedLimit = try state["daily_limit"].decode(Int?.self)
         if refunded || settled { return .alreadySettled }
         let difference = actualUnits - estimate
         // As SQLite refuses it: a total given back (or edited) below what the settlement takes away,
@@ -111,7 +118,18 @@ extension PostgresStore {
             UPDATE quota_bucket_days SET units = units + \(difference), ceiling = GREATEST(ceiling, units + \(difference))
             WHERE pacific_date = \(key) AND bucket = \(bucket) AND \(difference) <> 0
             """, logger: logger)
-        let used = keyUnits + difference
+        // A rolling window's usage is more than the charge's slice: all of it counts.
+        let now = try windowClock?.now() ?? Self.date(milliseconds: state["now_ms"].decode(Int.self))
+        let current = try state["window_spec"].decode(String?.self).map { specification in
+            QuotaRules.period(
+                in: QuotaWindow(specification: specification) ?? .pacificDay, at: now,
+                announcedKey: try state["announced_key"].decode(String?.self),
+                announcedResetMs: try state["announced_reset_ms"].decode(Int?.self).map(Int64.init)
+            )
+        }
+        let period = QuotaRules.settlementPeriod(chargeKey: key, current: current)
+        let used = period.spansSeveralKeys
+            ? try await windowUnits(connection, bucket: bucket, in: period) : keyUnits + difference
         return .settled(difference: difference, actualUnits: actualUnits,
                         overLimit: used > QuotaLimits.clamped(storedLimit ?? 0))
     }

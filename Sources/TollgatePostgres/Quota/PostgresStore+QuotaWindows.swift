@@ -175,8 +175,8 @@ extension PostgresStore {
     /// rows (one per key, each the sum of the key's usage rows).
     ///
     /// A rolling window's keys are UTC instants of one fixed format, which sort as their times do
-    /// in any collation, so the range can use the primary key's index; the length keeps out the
-    /// keys of another window this bucket counted before its configuration changed.
+    /// in any collation (as bytes, as SQLite compares them), so the range can use the primary key's
+    /// index.
     func windowUnits(_ connection: PostgresConnection, bucket: String, in period: QuotaPeriod) async throws -> Int {
         if !period.spansSeveralKeys {
             return try await connection.firstRow("""
@@ -186,7 +186,6 @@ extension PostgresStore {
         return try await connection.firstRow("""
             SELECT COALESCE(SUM(units), 0)::bigint FROM quota_bucket_days
             WHERE pacific_date >= \(period.firstKey) AND pacific_date <= \(period.key) AND bucket = \(bucket)
-              AND length(pacific_date) = length(\(period.key))
             """, logger: logger)?.decode(Int.self) ?? 0
     }
 

@@ -46,7 +46,9 @@ extension QuotaTable {
             }
         }
         let row = try bucketRow(db, bucket, configuredLimit: 0)
-        let used = try bucketUnits(db, bucket: bucket, key: key)
+        // A rolling window's usage is more than the charge's slice: all of it counts.
+        let period = QuotaRules.settlementPeriod(chargeKey: key, current: row.map { $0.period(in: $0.storedWindow, at: at) })
+        let used = try bucketUnits(db, bucket: bucket, in: period)
         return .settled(difference: difference, actualUnits: actualUnits, overLimit: used > (row?.storedLimit ?? 0))
     }
 }
