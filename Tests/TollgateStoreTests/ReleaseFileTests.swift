@@ -3,8 +3,8 @@ import Testing
 import TollgateStore
 import TollgateTestSupport
 
-/// A database file that the release before the core split wrote opens as it is: no migration, the
-/// same rows read back through the new layer.
+/// A database file that the release before the core split wrote opens with no migration but the
+/// ones added since (6, quota windows), the same rows read back through the new layer.
 ///
 /// `Tests/Fixtures/tollgate-2026-11-27.sqlite` was written by that release (main at 6048775, its
 /// benchmark harness in release mode: `tollgate-bench admission 40 FILE`, then `hit 40 FILE` on the
@@ -17,14 +17,22 @@ struct ReleaseFileTests {
         .deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/tollgate-2026-11-27.sqlite")
 
-    @Test("it opens without a migration, and its ledger, circuits, throttle and cache read back")
+    @Test("it opens with only the migrations added since, and its ledger, circuits, throttle and cache read back")
     func opensAsItIs() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("release.sqlite")
         try FileManager.default.copyItem(atPath: Self.fixture.path, toPath: path)
         let store = try SQLiteStore(path: path)
-        #expect(store.migrationsAppliedAtOpen.isEmpty, "a file of the current schema needs no migration")
+        // The file is at schema 5: the quota windows (6) came after that release.
+        #expect(store.migrationsAppliedAtOpen.map(\.version) == Array(6...Migration.all.count))
         #expect(try SQLiteStore.migrationStatus(path: path).allSatisfy(\.isApplied))
+        // Its bucket counts the Pacific day, as it always did, with the day's usage.
+        let fileDay = try #require(PacificDay(key: "2026-11-27"))
+        let status = try await store.quotaBucketStatus(bucket: "youtube", configuredLimit: 1_000_000_000,
+                                                       at: fileDay.start.addingTimeInterval(3600))
+        #expect(status.window == .pacificDay)
+        #expect(status.period == QuotaPeriod(fileDay))
+        #expect(status.unitsUsed == 50)
         #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
         let snapshot = try await store.dashboardSnapshot(at: Date(), recentEvents: 5)
         #expect(snapshot.cacheEntries > 0)
