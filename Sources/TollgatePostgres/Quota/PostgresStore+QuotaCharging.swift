@@ -14,9 +14,6 @@ extension PostgresStore {
         case charged(reservationID: Int64, day: PacificDay, period: QuotaPeriod, usedAfter: Int, limit: Int,
                      warnedPercent: Int)
         case refused(QuotaRefusal)
-        /// A reset the server announced moved the bucket's Pacific day: nothing was written, and the
-        /// window path (``chargeInWindow(_:bucket:endpoint:cost:configuredLimit:window:pacing:reservationID:detail:)``) decides.
-        case movedByAnnouncement
     }
 
     /// A refusal met after another bucket was already charged in the transaction: thrown to roll
@@ -46,8 +43,6 @@ extension PostgresStore {
         switch primary {
         case .refused(let refusal):
             return .refused(refusal)
-        case .movedByAnnouncement:
-            throw StoreRefusal.invalidArgument("the quota charge in \(request.bucket) was not decided")
         case .charged(let id, let chargedDay, let chargedPeriod, let used, let chargedLimit, let warnedPercent):
             (reservationID, day, period, usedAfter, limit, warned) = (id, chargedDay, chargedPeriod, used, chargedLimit,
                                                                       warnedPercent)
@@ -80,10 +75,11 @@ extension PostgresStore {
     ) async throws -> BucketChargeResult {
         if window.isPacificDay, pacing == nil {
             try await synchronizeBucket(connection, bucket: bucket, configuredLimit: configuredLimit)
-            let result = try await chargeBucket(
+            if let result = try await chargeBucket(
                 connection, bucket: bucket, endpoint: endpoint, cost: cost, reservationID: reservationID, detail: detail
-            )
-            guard case .movedByAnnouncement = result else { return result }
+            ) {
+                return result
+            }
         }
         return try await chargeInWindow(
             connection, bucket: bucket, endpoint: endpoint, cost: cost, configuredLimit: configuredLimit, window: window,
@@ -170,10 +166,13 @@ extension PostgresStore {
     /// row (`units + cost <= limit`, evaluated by PostgreSQL on the row's latest version under its
     /// row lock, so machines never overspend), the `charge` event and the endpoint's usage row.
     /// When the condition fails, nothing is written and the refusal says why.
+    /// - Returns: Nil, having written nothing, when a reset the server announced today moved the
+    ///   bucket's Pacific day: the window path (``chargeInWindow(_:bucket:endpoint:cost:configuredLimit:window:pacing:reservationID:detail:)``)
+    ///   decides then.
     func chargeBucket(
         _ connection: PostgresConnection, bucket: String, endpoint: String, cost: Int,
         reservationID: Int64?, detail: String?
-    ) async throws -> BucketChargeResult {
+    ) async throws -> BucketChargeResult? {
         let linkedReservation = reservationID.map { Int($0) }
         guard let row = try await connection.firstRow("""
             WITH clock AS (
@@ -226,7 +225,7 @@ extension PostgresStore {
                 warnedPercent: warned ?? 0
             )
         }
-        if announced == true { return .movedByAnnouncement }
+        if announced == true { return nil }
         return .refused(QuotaRefusal(
             reason: exhausted == true ? .exhaustedByServer : .overBudget, bucket: bucket, endpoint: endpoint,
             cost: cost, day: day, bucketUnitsUsed: usedBefore, limit: limit
