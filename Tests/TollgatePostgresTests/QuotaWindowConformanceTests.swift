@@ -406,6 +406,48 @@ struct QuotaWindowConformanceTests {
     }
 }
 
+/// Many machines charging one windowed bucket at once, by the database's real clock (each
+/// PostgreSQL machine computes the window from the database's now, under the bucket's row lock).
+@Suite("Quota window concurrency conformance")
+struct QuotaWindowConcurrencyConformanceTests {
+    @Test("many tasks on several stores charging one windowed bucket never overspend a window, and totals equal events",
+          arguments: StoreBackend.available, [QuotaWindow.hour, .rolling(seconds: 3600)])
+    func concurrentReservations(backend: StoreBackend, window: QuotaWindow) async throws {
+        let limit = 2_000
+        try await backend.withStores(count: 4) { stores in
+            let charges = try await withThrowingTaskGroup(of: [QuotaCharge].self) { group in
+                for worker in 0..<16 {
+                    let store = stores[worker % stores.count]
+                    group.addTask {
+                        var generator = SeededGenerator(seed: UInt64(worker + 1))
+                        var charges: [QuotaCharge] = []
+                        for _ in 0..<25 {
+                            let request = QuotaReservationRequest(
+                                bucket: "shared", endpoint: "e\(worker % 3).list", cost: [1, 50, 100][Int(generator.next() % 3)],
+                                configuredLimit: limit, at: Date(), window: window
+                            )
+                            if case .reserved(let charge) = try await store.reserveQuota(request) { charges.append(charge) }
+                        }
+                        return charges
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            // Usually one window; two when the clock crossed an hour during the run.
+            for (key, charged) in Dictionary(grouping: charges, by: \.period.key) {
+                #expect(charged.map(\.cost).reduce(0, +) <= limit, "\(key)")
+                #expect(charged.map(\.bucketUnitsUsed).max() ?? 0 <= limit, "\(key)")
+            }
+            // 16 × 25 reservations averaging over 50 units ask for far more than the limit.
+            #expect(charges.map(\.cost).reduce(0, +) > limit - 100)
+            #expect(try await stores[1].quotaLedgerDiscrepancies().isEmpty)
+            let status = try await stores[2].quotaBucketStatus(bucket: "shared", configuredLimit: limit, window: window,
+                                                               at: Date())
+            #expect(status.unitsUsed <= limit)
+        }
+    }
+}
+
 /// A file or database made before windows existed keeps its meaning: its buckets count the Pacific
 /// day, and `quota_today` shows them as before. The old rows are written as the old schema's code
 /// wrote them (this library's code reads the new schema only), on today's Pacific date: real time,
