@@ -31,29 +31,16 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
     /// window (any window but the Pacific day decided in SQL). So a test stands at 10:59:59 and
     /// moves to 11:00 without waiting, on both stores.
     func withStore(windowClock clock: ManualClock, _ body: (any ConformingStore) async throws -> Void) async throws {
-        switch self {
-        case .sqlite:
-            try await withStore(body)
-        case .postgres:
-            try await PostgresTestDatabase.with { database in
-                let store = try await PostgresStore(
-                    location: PostgresLocation(url: database.url), configuration: .init(maximumConnections: 8),
-                    logger: PostgresTestDatabase.quietLogger, windowClock: clock
-                )
-                do {
-                    try await body(store)
-                } catch {
-                    await store.shutdown()
-                    throw error
-                }
-                await store.shutdown()
-            }
-        }
+        try await withStores(count: 1, windowClock: clock) { stores in try await body(stores[0]) }
     }
 
     /// Runs `body` with `count` stores sharing one fresh database: several processes' connections
     /// to one file for SQLite, several machines' pools to one database for PostgreSQL.
-    func withStores(count: Int, _ body: ([any ConformingStore]) async throws -> Void) async throws {
+    /// - Parameter clock: For PostgreSQL, the clock its window operations read instead of the
+    ///   database's (see ``withStore(windowClock:_:)``); nil for the database's.
+    func withStores(
+        count: Int, windowClock clock: ManualClock? = nil, _ body: ([any ConformingStore]) async throws -> Void
+    ) async throws {
         switch self {
         case .sqlite:
             let directory = try TemporaryDirectory()
@@ -66,8 +53,8 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
                 do {
                     for _ in 0..<count {
                         stores.append(try await PostgresStore(
-                            url: database.url, configuration: .init(maximumConnections: 8),
-                            logger: PostgresTestDatabase.quietLogger
+                            location: PostgresLocation(url: database.url), configuration: .init(maximumConnections: 8),
+                            logger: PostgresTestDatabase.quietLogger, windowClock: clock
                         ))
                     }
                     try await body(stores)
