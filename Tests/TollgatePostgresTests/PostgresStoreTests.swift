@@ -1,7 +1,9 @@
 import Foundation
 import Testing
-import TollgatePostgres
+// @testable for PostgresStore's window clock, the test-only stand-in for the database's now.
+@testable import TollgatePostgres
 import TollgateStore
+import TollgateTestSupport
 
 @Suite("PostgreSQL store", .enabled(if: PostgresTestDatabase.isConfigured, "TOLLGATE_POSTGRES_URL is not set"))
 struct PostgresStoreTests {
@@ -262,6 +264,60 @@ struct PostgresStoreTests {
                     "one unit while the hour lasts, none after")
             // quota_today shows the buckets counted by the Pacific day only.
             #expect(try await database.intValue("SELECT count(*)::bigint FROM quota_today") == 0)
+        }
+    }
+
+    @Test("charges of a rolling window wait for the bucket's row lock: those that read the window before another's charge committed do not all charge it")
+    func windowedChargesTakeTheBucketLock() async throws {
+        try await PostgresTestDatabase.with { database in
+            // Slices of a second: the charges below go under a key of their own, whose day row holds
+            // 10 of the 2,000; only the window's sum says 10 are left.
+            let window = QuotaWindow.rolling(seconds: 60)
+            let clock = ManualClock(now: Date(timeIntervalSince1970: 1_795_775_400))
+            let store = try await PostgresStore(
+                location: PostgresLocation(url: database.url), configuration: .init(maximumConnections: 8),
+                logger: PostgresTestDatabase.quietLogger, windowClock: clock
+            )
+            func reserve(_ cost: Int) async throws -> QuotaReservationOutcome {
+                try await store.reserveQuota(QuotaReservationRequest(
+                    bucket: "shared", endpoint: "e.list", cost: cost, configuredLimit: 2_000, at: clock.now(), window: window
+                ))
+            }
+            do {
+                _ = try #require(try await reserve(1_980).charge)
+                clock.advance(by: .seconds(1))
+                let last = try #require(try await reserve(10).charge)
+                // Another session holds that key's day row: every charge that gets past its check waits
+                // there, so without the bucket's lock all of them would have read 1,990 used first.
+                let pending = try await database.whileHolding("""
+                    SELECT units FROM quota_bucket_days WHERE pacific_date = '\(last.period.key)' FOR UPDATE
+                    """) { () -> Task<[QuotaCharge], any Error> in
+                    let charges = Task {
+                        try await withThrowingTaskGroup(of: QuotaCharge?.self) { group in
+                            for _ in 0..<8 { group.addTask { try await reserve(10).charge } }
+                            return try await group.reduce(into: [QuotaCharge]()) { if let charge = $1 { $0.append(charge) } }
+                        }
+                    }
+                    // Until several sessions wait on a lock (or ten seconds pass).
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while ContinuousClock.now < deadline, try await database.intValue("""
+                        SELECT count(*)::bigint FROM pg_stat_activity
+                        WHERE datname = current_database() AND wait_event_type = 'Lock'
+                        """) ?? 0 < 4 {
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                    return charges
+                }
+                let charged = try await pending.value
+                #expect(charged.count == 1, "10 units were left: one charge of 10")
+                #expect(try await store.quotaBucketStatus(bucket: "shared", configuredLimit: 2_000, window: window,
+                                                          at: clock.now()).unitsUsed == 2_000)
+                #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
+            } catch {
+                await store.shutdown()
+                throw error
+            }
+            await store.shutdown()
         }
     }
 

@@ -421,10 +421,11 @@ struct QuotaWindowConcurrencyConformanceTests {
                 QuotaReservationRequest(bucket: "shared", endpoint: endpoint, cost: cost, configuredLimit: limit,
                                         at: clock.now(), window: window)
             }
-            _ = try #require(try await stores[0].reserveQuota(request(1_990, endpoint: "e.list")).charge)
+            _ = try #require(try await stores[0].reserveQuota(request(1_980, endpoint: "e.list")).charge)
             // A second later: the same hour; the next slice of the rolling minute, a key of its own
-            // whose row alone would let every one of the charges below through.
+            // whose row alone (10 of 2,000) would let every one of the charges below through.
             clock.advance(by: .seconds(1))
+            _ = try #require(try await stores[0].reserveQuota(request(10, endpoint: "e.list")).charge)
             let charges = try await withThrowingTaskGroup(of: QuotaCharge?.self) { group in
                 for worker in 0..<32 {
                     let store = stores[worker % stores.count]
