@@ -89,6 +89,64 @@ struct OneStatementAdmissionTests {
         }
     }
 
+    @Test("it leaves to the full transaction a bucket counted over another window, paced, or whose day an announced reset moved")
+    func declinesOtherWindows() async throws {
+        try await PostgresTestDatabase.with { database in
+            let (store, capture) = try await storeLoggingDebug(database)
+            func admit(_ quota: QuotaReservationRequest) async throws -> QuotaCharge? {
+                let outcome = try await store.admit(AdmissionRequest(
+                    endpoint: "videos.list", circuitPolicy: CircuitPolicy(), probeToken: "token",
+                    throttleLimit: ThrottleLimit(requests: 100, per: .seconds(60)), quota: quota
+                ))
+                if case .admitted(_, _, let charge) = outcome { return charge }
+                return nil
+            }
+            func quota(window: QuotaWindow = .pacificDay, pacing: QuotaPacing? = nil) -> QuotaReservationRequest {
+                QuotaReservationRequest(bucket: "youtube", endpoint: "videos.list", cost: 1, configuredLimit: 100, at: Date(),
+                                        window: window, pacing: pacing)
+            }
+            func oneStatement() -> Int { capture.messages.filter { $0 == "admitted in one statement" }.count }
+            _ = try #require(try await admit(quota()))
+            _ = try #require(try await admit(quota()))
+            #expect(oneStatement() == 1, "the rows exist: the usual case")
+
+            // Another window: the full transaction, which stores the window with the bucket.
+            let hourly = try #require(try await admit(quota(window: .hour)))
+            #expect(hourly.period.key.hasSuffix(":00:00Z"))
+            #expect(try await database.textValue("SELECT window_spec FROM quota_buckets") == "hour")
+            // Back to the Pacific day: the function sees the stored hour and declines; the full
+            // transaction brings the row back to the Pacific day, and the next is one statement again.
+            #expect(try await database.textValue(
+                "SELECT outcome FROM tollgate_admit_batch('videos.list', 100, 60000, 'youtube', 'videos.list', '{1}', 100, '{}')"
+            ) == "fallback")
+            _ = try #require(try await admit(quota()))
+            #expect(try await database.textValue("SELECT window_spec FROM quota_buckets") == QuotaWindow.pacificDay.specification)
+            #expect(oneStatement() == 1)
+            _ = try #require(try await admit(quota()))
+            #expect(oneStatement() == 2)
+
+            // Pacing is decided by the full transaction.
+            _ = try #require(try await admit(quota(pacing: QuotaPacing(reserveFraction: 0.1))))
+            #expect(oneStatement() == 2)
+
+            // A reset announced today moves the Pacific day: the function declines until the next day.
+            let outcome = try await store.recordQuotaAnnouncement(QuotaAnnouncement(
+                bucket: "youtube", endpoint: "videos.list", configuredLimit: 100, window: .pacificDay, remaining: 90,
+                // A whole second: the row keeps milliseconds.
+                resetsAt: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 600).rounded()), at: Date()
+            ))
+            #expect(outcome.movedReset)
+            #expect(try await database.textValue(
+                "SELECT outcome FROM tollgate_admit_batch('videos.list', 100, 60000, 'youtube', 'videos.list', '{1}', 100, '{}')"
+            ) == "fallback")
+            let moved = try #require(try await admit(quota()))
+            #expect(oneStatement() == 2)
+            #expect(moved.resetsAt == outcome.period.end)
+            #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
+            await store.shutdown()
+        }
+    }
+
     @Test("a closed circuit that has counted failures is read back whole by the one-statement admission")
     func closedCircuitWithFailures() async throws {
         try await PostgresTestDatabase.with { database in

@@ -26,10 +26,10 @@ struct PostgresMigrationDriftTests {
         #expect(PostgresMigrations.all.map(\.version) == Array(1...PostgresMigrations.all.count))
     }
 
-    @Test("the PostgreSQL schema has the five views SQLite users read, with the same columns")
+    @Test("the PostgreSQL schema has the six views SQLite users read, with the same columns")
     func sameViews() throws {
         let sql = PostgresMigrations.all.map(\.sql).joined(separator: "\n")
-        for view in ["quota_today", "quota_daily", "cache_stats", "circuit_status", "throttle_status"] {
+        for view in ["quota_today", "quota_daily", "quota_windows", "cache_stats", "circuit_status", "throttle_status"] {
             #expect(sql.contains("CREATE VIEW \(view) AS"), "\(view) is missing")
         }
     }

@@ -1,7 +1,9 @@
 import Foundation
 import Testing
-import TollgatePostgres
+// @testable for PostgresStore's window clock, the test-only stand-in for the database's now.
+@testable import TollgatePostgres
 import TollgateStore
+import TollgateTestSupport
 
 @Suite("PostgreSQL store", .enabled(if: PostgresTestDatabase.isConfigured, "TOLLGATE_POSTGRES_URL is not set"))
 struct PostgresStoreTests {
@@ -233,6 +235,120 @@ struct PostgresStoreTests {
             let databaseDay = try await database.textValue("SELECT pacific_date FROM pacific_clock")
             #expect(charge.day.key == databaseDay)
             #expect(charge.day != PacificDay(containing: skewed))
+        }
+    }
+
+    @Test("the hour an hourly bucket charges is the database's, whatever time the caller's clock says")
+    func databaseClockDecidesTheWindow() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            let hour = #"SELECT to_char(date_trunc('hour', now() AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:00:00"Z"')"#
+            let before = try await database.textValue(hour)
+            let skewed = Date().addingTimeInterval(-5 * 3600)
+            let outcome = try await store.reserveQuota(QuotaReservationRequest(
+                bucket: "b", endpoint: "e.list", cost: 1, configuredLimit: 10, at: skewed, window: .hour
+            ))
+            let after = try await database.textValue(hour)
+            let status = try await store.quotaBucketStatus(bucket: "b", configuredLimit: 10, window: .hour, at: skewed)
+            await store.shutdown()
+            guard case .reserved(let charge) = outcome else {
+                Issue.record("refused")
+                return
+            }
+            #expect([before, after].contains(charge.period.key))
+            #expect(charge.period.key != QuotaWindow.instantKey(QuotaWindow.hour.naturalPeriod(containing: skewed).start))
+            // Read a moment later: the hour may have turned since.
+            #expect(status.unitsUsed == 1 || status.period.key != charge.period.key)
+            #expect(try await database.textValue("SELECT window_start FROM quota_windows") == charge.period.key)
+            #expect(try await database.intValue("SELECT units - is_current FROM quota_windows") == 0,
+                    "one unit while the hour lasts, none after")
+            // quota_today shows the buckets counted by the Pacific day only.
+            #expect(try await database.intValue("SELECT count(*)::bigint FROM quota_today") == 0)
+        }
+    }
+
+    @Test("charges of a rolling window wait for the bucket's row lock: those that read the window before another's charge committed do not all charge it")
+    func windowedChargesTakeTheBucketLock() async throws {
+        try await PostgresTestDatabase.with { database in
+            // Slices of a second: the charges below go under a key of their own, whose day row holds
+            // 10 of the 2,000; only the window's sum says 10 are left.
+            let window = QuotaWindow.rolling(seconds: 60)
+            let clock = ManualClock(now: Date(timeIntervalSince1970: 1_795_775_400))
+            let store = try await PostgresStore(
+                location: PostgresLocation(url: database.url), configuration: .init(maximumConnections: 8),
+                logger: PostgresTestDatabase.quietLogger, windowClock: clock
+            )
+            func reserve(_ cost: Int) async throws -> QuotaReservationOutcome {
+                try await store.reserveQuota(QuotaReservationRequest(
+                    bucket: "shared", endpoint: "e.list", cost: cost, configuredLimit: 2_000, at: clock.now(), window: window
+                ))
+            }
+            do {
+                _ = try #require(try await reserve(1_980).charge)
+                clock.advance(by: .seconds(1))
+                let last = try #require(try await reserve(10).charge)
+                // Another session holds that key's day row: every charge that gets past its check waits
+                // there, so without the bucket's lock all of them would have read 1,990 used first.
+                let pending = try await database.whileHolding("""
+                    SELECT units FROM quota_bucket_days WHERE pacific_date = '\(last.period.key)' FOR UPDATE
+                    """) { () -> Task<[QuotaCharge], any Error> in
+                    let charges = Task {
+                        try await withThrowingTaskGroup(of: QuotaCharge?.self) { group in
+                            for _ in 0..<8 { group.addTask { try await reserve(10).charge } }
+                            return try await group.reduce(into: [QuotaCharge]()) { if let charge = $1 { $0.append(charge) } }
+                        }
+                    }
+                    // Until several sessions wait on a lock (or ten seconds pass).
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while ContinuousClock.now < deadline, try await database.intValue("""
+                        SELECT count(*)::bigint FROM pg_stat_activity
+                        WHERE datname = current_database() AND wait_event_type = 'Lock'
+                        """) ?? 0 < 4 {
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                    return charges
+                }
+                let charged = try await pending.value
+                #expect(charged.count == 1, "10 units were left: one charge of 10")
+                #expect(try await store.quotaBucketStatus(bucket: "shared", configuredLimit: 2_000, window: window,
+                                                          at: clock.now()).unitsUsed == 2_000)
+                #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
+            } catch {
+                await store.shutdown()
+                throw error
+            }
+            await store.shutdown()
+        }
+    }
+
+    @Test("a settlement past the limit raises the day row's ceiling with it, so the CHECK holds and still refuses the next charge")
+    func settlementRaisesTheCeiling() async throws {
+        try await PostgresTestDatabase.with { database in
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            let request = QuotaReservationRequest(bucket: "b", endpoint: "e.list", cost: 10, configuredLimit: 10, at: Date())
+            guard case .reserved(let charge) = try await store.reserveQuota(request) else {
+                Issue.record("refused")
+                await store.shutdown()
+                return
+            }
+            let settled = try await store.settleQuotaCost(reservationID: charge.reservationID, bucket: "b", actualUnits: 25,
+                                                          at: Date(), detail: nil)
+            let next = try await store.reserveQuota(QuotaReservationRequest(bucket: "b", endpoint: "e.list", cost: 1,
+                                                                            configuredLimit: 10, at: Date()))
+            let discrepancies = try await store.quotaLedgerDiscrepancies()
+            await store.shutdown()
+            #expect(settled == .settled(difference: 15, actualUnits: 25, overLimit: true))
+            #expect(try await database.intValue("SELECT units FROM quota_bucket_days") == 25)
+            #expect(try await database.intValue("SELECT ceiling FROM quota_bucket_days") == 25)
+            guard case .refused(let refusal) = next else {
+                Issue.record("charged over a window past its limit")
+                return
+            }
+            #expect(refusal.bucketUnitsUsed == 25)
+            #expect(discrepancies.isEmpty)
+            await #expect(throws: (any Error).self) {
+                try await database.execute("UPDATE quota_bucket_days SET units = ceiling + 1")
+            }
         }
     }
 

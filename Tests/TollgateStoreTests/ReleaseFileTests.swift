@@ -32,6 +32,13 @@ struct ReleaseFileTests {
         }
         #expect(windows == ["day America/Los_Angeles"], "every bucket of that release counts the Pacific day")
         #expect(try SQLiteStore.migrationStatus(path: path).allSatisfy(\.isApplied))
+        // Its bucket counts the Pacific day, as it always did, with the day's usage.
+        let fileDay = try #require(PacificDay(key: "2026-11-27"))
+        let status = try await store.quotaBucketStatus(bucket: "youtube", configuredLimit: 1_000_000_000,
+                                                       at: fileDay.start.addingTimeInterval(3600))
+        #expect(status.window == .pacificDay)
+        #expect(status.period == QuotaPeriod(fileDay))
+        #expect(status.unitsUsed == 50)
         #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
         let snapshot = try await store.dashboardSnapshot(at: Date(), recentEvents: 5)
         #expect(snapshot.cacheEntries > 0)

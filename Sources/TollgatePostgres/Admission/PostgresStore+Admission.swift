@@ -5,8 +5,9 @@ import TollgateCore
 /// The gate's hot path over PostgreSQL: the circuit, the throttle and the quota in one
 /// transaction per attempt, and the answer's consequences in one more.
 ///
-/// The usual admission is one statement, `tollgate_admit_batch` (migration 0003): a closed circuit,
-/// an endpoint and a bucket whose rows exist and are current, room in the window and in the budget.
+/// The usual admission is one statement, `tollgate_admit_batch` (migrations 0003 and 0004): a closed
+/// circuit, an endpoint and a bucket whose rows exist and are current, a bucket counted by the
+/// Pacific day without pacing, room in the window and in the budget.
 /// It holds the endpoint's throttle lock for that statement alone, where the full transaction
 /// holds it across nine round trips, and it decides together the admissions of one kind that
 /// arrived while the previous statement ran: one round trip and one commit for all of them.
@@ -76,7 +77,9 @@ extension PostgresStore: AdmissionStorage, GateStorage {
     /// the next statement (``CallBatcher``), decided one after another in arrival order.
     private func admitInOneStatement(_ request: AdmissionRequest) async throws -> AdmissionOutcome? {
         let quota = request.quota
-        guard quota.additionalCharges.isEmpty,
+        // The function decides the Pacific day in SQL; another window, or pacing, is decided in
+        // Swift by the full transaction (PostgresStore+QuotaWindows.swift).
+        guard quota.additionalCharges.isEmpty, quota.window.isPacificDay, quota.pacing == nil,
               (try? QuotaRules.validateCost(quota.cost, endpoint: quota.endpoint)) != nil,
               (try? QuotaRules.validateEndpoint(quota.endpoint)) != nil,
               (try? QuotaRules.validateLimit(quota.configuredLimit, bucket: quota.bucket)) != nil
@@ -124,8 +127,9 @@ extension PostgresStore: AdmissionStorage, GateStorage {
         }
     }
 
-    /// Records an attempt's answer in the circuit, refunds its charge and marks the bucket spent,
-    /// as the settlement asks, in one transaction.
+    /// Records an attempt's answer in the circuit, refunds its charge, marks the bucket spent,
+    /// settles actual costs and follows what the answer announced, as the settlement asks, in one
+    /// transaction.
     /// - Parameter settlement: What the answer changes; its time is not used (the database's
     ///   clock decides).
     /// - Returns: What changed.
@@ -158,7 +162,19 @@ extension PostgresStore: AdmissionStorage, GateStorage {
                 endpoint: settlement.endpoint
             )
         }
-        return AttemptSettlementResult(circuit: circuit, refund: refund, exhaustion: exhaustion)
+        var costs: [QuotaCostSettlement] = []
+        for cost in settlement.actualCosts {
+            costs.append(try await settleCost(
+                connection, reservationID: cost.reservationID, bucket: cost.bucket, actualUnits: cost.units,
+                detail: cost.source
+            ))
+        }
+        var announcements: [QuotaAnnouncementOutcome] = []
+        for announcement in settlement.announcements {
+            announcements.append(try await announce(connection, announcement))
+        }
+        return AttemptSettlementResult(circuit: circuit, refund: refund, exhaustion: exhaustion, costs: costs,
+                                       announcements: announcements)
     }
 
     /// The ledger's writes that follow an answer, inside the caller's transaction (a cache write's).

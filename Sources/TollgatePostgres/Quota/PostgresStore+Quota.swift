@@ -2,17 +2,20 @@ import Foundation
 import PostgresNIO
 import TollgateCore
 
-/// The quota ledger over PostgreSQL. Each operation is one transaction; the charge itself is one
-/// statement per bucket (see ``chargeBucket(_:bucket:endpoint:cost:reservationID:detail:)``).
+/// The quota ledger over PostgreSQL. Each operation is one transaction; the charge in a Pacific-day
+/// bucket is one statement per bucket (see ``chargeBucket(_:bucket:endpoint:cost:reservationID:detail:)``),
+/// the charge in another window a few under the bucket's row lock (see
+/// ``chargeInWindow(_:bucket:endpoint:cost:configuredLimit:window:pacing:reservationID:detail:)``).
 ///
-/// The database's clock decides the Pacific day charged, the exhausted mark's end and every event's
+/// The database's clock decides the window charged, the exhausted mark's end and every event's
 /// time: the `at` of ``QuotaReservationRequest`` and of the other operations is not used for them,
-/// so a fleet whose clocks disagree charges one day. ``quotaBucketStatus(bucket:configuredLimit:at:)``
-/// describes the database's current day for the same reason.
+/// so a fleet whose clocks disagree charges one window. ``quotaBucketStatus(bucket:configuredLimit:at:)``
+/// describes the database's current window for the same reason.
 extension PostgresStore: QuotaStorage {
-    /// Checks and charges the request's buckets, all or nothing, on the database's Pacific day.
-    /// - Parameter request: The bucket, endpoint, cost and configured limit; its `at` is not used
-    ///   (the database's clock decides the day).
+    /// Checks and charges the request's buckets, all or nothing, each in its window at the
+    /// database's now.
+    /// - Parameter request: The bucket, endpoint, cost, configured limit, window and pacing; its
+    ///   `at` is not used (the database's clock decides the window).
     /// - Returns: The charge, or the refusal (nothing written).
     /// - Throws: `StoreRefusal.invalidArgument` for a cost or a limit out of range or an invalid
     ///   endpoint name; ``PostgresStoreError`` when the server fails.
@@ -26,7 +29,8 @@ extension PostgresStore: QuotaStorage {
         }
     }
 
-    /// Gives a charge's units back to the day it was charged, once, whichever machine asks.
+    /// Gives a charge's units back to the window it was charged in, once, whichever machine asks:
+    /// its actual cost when it was settled.
     /// - Parameters:
     ///   - reservationID: The charge's id.
     ///   - at: Not used: the event is stamped with the database's clock.
@@ -40,12 +44,13 @@ extension PostgresStore: QuotaStorage {
         }
     }
 
-    /// Closes a bucket until the database's next Pacific midnight, with an `exhausted` event.
+    /// Closes a bucket until the end of its window (the database's next Pacific midnight for the
+    /// Pacific day), with an `exhausted` event.
     /// - Parameters:
     ///   - bucket: The bucket.
     ///   - configuredLimit: Its configured limit, for a bucket not seen yet.
     ///   - endpoint: The endpoint whose answer said so, if any.
-    ///   - at: Not used: the database's clock decides the day.
+    ///   - at: Not used: the database's clock decides the window.
     /// - Returns: The mark and whether this call set it.
     /// - Throws: `StoreRefusal.invalidArgument` for a limit out of range; ``PostgresStoreError``
     ///   when the server fails.
@@ -73,16 +78,86 @@ extension PostgresStore: QuotaStorage {
         }
     }
 
-    /// A bucket's limit, usage and exhaustion on the database's current Pacific day.
+    /// A bucket's limit, usage and exhaustion in the window stored with it (the Pacific day for a
+    /// bucket never charged), at the database's now.
     /// - Parameters:
     ///   - bucket: The bucket.
     ///   - configuredLimit: The configured limit, in force unless an operator set one.
-    ///   - at: Not used: the database's clock decides the day.
+    ///   - at: Not used: the database's clock decides the window.
     /// - Returns: The status; a bucket never charged shows the configured limit and no usage.
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func quotaBucketStatus(bucket: String, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus {
         try await withConnection("reading the status of \(bucket)") { [self] connection in
             try await bucketStatus(connection, bucket: bucket, configuredLimit: configuredLimit)
+        }
+    }
+
+    /// A bucket's limit, usage and exhaustion in `window` at the database's now.
+    /// - Parameters:
+    ///   - bucket: The bucket.
+    ///   - configuredLimit: The configured limit, in force unless an operator set one.
+    ///   - window: The bucket's window.
+    ///   - at: Not used: the database's clock decides the window.
+    /// - Returns: The status; a bucket never charged shows the configured limit and no usage.
+    /// - Throws: ``PostgresStoreError`` when the server fails.
+    public func quotaBucketStatus(
+        bucket: String, configuredLimit: Int, window: QuotaWindow, at: Date
+    ) async throws -> QuotaBucketStatus {
+        try await withConnection("reading the status of \(bucket)") { [self] connection in
+            try await bucketStatus(connection, bucket: bucket, configuredLimit: configuredLimit, window: window)
+        }
+    }
+
+    /// Every bucket the database knows, each in the window stored with it, at the database's now.
+    /// - Parameter at: Not used: the database's clock decides the windows.
+    /// - Returns: One status per bucket, ordered by bucket (byte order, as SQLite orders them).
+    /// - Throws: ``PostgresStoreError`` when the server fails.
+    public func quotaWindows(at: Date) async throws -> [QuotaBucketStatus] {
+        try await inTransaction("reading the quota windows") { [self] connection in
+            // One transaction: every status reads the same "now" and the same rows.
+            var statuses: [QuotaBucketStatus] = []
+            for row in try await connection.rows(
+                #"SELECT bucket, daily_limit FROM quota_buckets ORDER BY bucket COLLATE "C""#, logger: logger
+            ) {
+                let (bucket, stored) = try row.decode((String, Int).self)
+                statuses.append(try await bucketStatus(connection, bucket: bucket, configuredLimit: QuotaLimits.clamped(stored)))
+            }
+            return statuses
+        }
+    }
+
+    /// Follows what the server announced about a bucket, in one transaction under the bucket's row
+    /// lock: an `announced` event when it says fewer units are left than the ledger counts in the
+    /// window (never the other way), and the window's end moved to an announced reset.
+    /// - Parameter announcement: The bucket, what the server said; its `at` is not used (the
+    ///   database's clock decides the window).
+    /// - Returns: What the ledger did.
+    /// - Throws: `StoreRefusal.invalidArgument` for a negative remaining count or an invalid limit;
+    ///   ``PostgresStoreError`` when the server fails.
+    public func recordQuotaAnnouncement(_ announcement: QuotaAnnouncement) async throws -> QuotaAnnouncementOutcome {
+        try await inTransaction("recording what the server announced about \(announcement.bucket)") { [self] connection in
+            try await announce(connection, announcement)
+        }
+    }
+
+    /// Settles a charge at its actual cost with a `settle` event for the difference from the
+    /// estimate, in the charge's window; the actual cost may take the window past its limit, and
+    /// the bucket then refuses until the window has room again.
+    /// - Parameters:
+    ///   - reservationID: The reservation.
+    ///   - bucket: The bucket whose charge of that reservation is settled.
+    ///   - actualUnits: The actual cost, zero or more.
+    ///   - at: Not used: the event is stamped with the database's clock.
+    ///   - detail: Where the cost was read, kept in the event's detail.
+    /// - Returns: What was settled, or ``QuotaCostSettlement/alreadySettled``.
+    /// - Throws: `StoreRefusal.invalidArgument` when the reservation has no charge in that bucket or
+    ///   the cost is out of range; ``PostgresStoreError`` when the server fails.
+    public func settleQuotaCost(
+        reservationID: Int64, bucket: String, actualUnits: Int, at: Date, detail: String?
+    ) async throws -> QuotaCostSettlement {
+        try await inTransaction("settling reservation \(reservationID) in \(bucket)") { [self] connection in
+            try await settleCost(connection, reservationID: reservationID, bucket: bucket, actualUnits: actualUnits,
+                                 detail: detail)
         }
     }
 
@@ -123,8 +198,10 @@ extension PostgresStore: QuotaStorage {
         }
     }
 
-    /// Gives back all the units a bucket used on a day, with one `reset` event per endpoint.
-    /// Resetting the database's current day also lifts the server's exhausted mark.
+    /// Gives back all the units a bucket used on a day, with one `reset` event per endpoint (and
+    /// key). Resetting the database's current day also lifts the server's exhausted mark. A bucket
+    /// counted over another window than the Pacific day has its current window reset when `day`
+    /// is today, as SQLiteStore does.
     /// - Parameters:
     ///   - day: The Pacific day.
     ///   - bucket: The bucket.
@@ -133,46 +210,47 @@ extension PostgresStore: QuotaStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func resetQuotaDay(_ day: PacificDay, bucket: String, at: Date) async throws -> QuotaDayReset {
         try await inTransaction("resetting \(bucket) on \(day.key)") { [self] connection in
-            guard let clock = try await connection.firstRow("""
-                SELECT tollgate_pacific_date(now()), tollgate_next_reset_ms(now()),
-                       (SELECT exhausted_until_ms FROM quota_buckets WHERE bucket = \(bucket) FOR UPDATE),
-                       EXISTS (SELECT 1 FROM quota_buckets WHERE bucket = \(bucket))
-                """, logger: logger) else {
-                throw StoreRefusal.invalidArgument("the clock returned no row")
-            }
-            let (todayKey, resetMs, exhaustedUntil, bucketExists) = try clock.decode((String, Int, Int?, Bool).self)
-            _ = try await connection.run("""
-                SELECT 1 FROM quota_bucket_days WHERE pacific_date = \(day.key) AND bucket = \(bucket) FOR UPDATE
+            let (now, row) = try await bucketRowAndNow(connection, bucket: bucket, configuredLimit: 0)
+            let nowMs = Self.milliseconds(now)
+            let isToday = day == PacificDay(containing: now)
+            let window = row?.storedWindow ?? .pacificDay
+            let period = if isToday, !window.isPacificDay, let row { row.period(in: window, at: now) } else { QuotaPeriod(day) }
+            // The keys' day rows first (the lock every charge and refund of them takes), then their usage.
+            try await connection.run("""
+                SELECT 1 FROM quota_bucket_days
+                WHERE pacific_date >= \(period.firstKey) AND pacific_date <= \(period.key) AND bucket = \(bucket)
+                FOR UPDATE
                 """, logger: logger)
             var cleared: [String: Int] = [:]
-            for row in try await connection.rows("""
+            for usage in try await connection.rows("""
                 WITH old AS (
-                    SELECT endpoint, units FROM quota_usage
-                    WHERE pacific_date = \(day.key) AND bucket = \(bucket) AND units <> 0
+                    SELECT pacific_date, endpoint, units FROM quota_usage
+                    WHERE pacific_date >= \(period.firstKey) AND pacific_date <= \(period.key) AND bucket = \(bucket)
+                      AND units <> 0
                 ), events AS (
                     INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
-                    SELECT tollgate_ms(now()), \(day.key), \(bucket), old.endpoint, 'reset', -old.units,
+                    SELECT \(nowMs), old.pacific_date, \(bucket), old.endpoint, 'reset', -old.units,
                            'day reset by an operator'
                     FROM old
                 ), zeroed AS (
                     UPDATE quota_usage AS u SET units = 0 FROM old
-                    WHERE u.pacific_date = \(day.key) AND u.bucket = \(bucket) AND u.endpoint = old.endpoint
+                    WHERE u.pacific_date = old.pacific_date AND u.bucket = \(bucket) AND u.endpoint = old.endpoint
                 )
                 SELECT endpoint, units FROM old
                 """, logger: logger) {
-                let (endpoint, units) = try row.decode((String, Int).self)
-                cleared[endpoint] = units
+                let (endpoint, units) = try usage.decode((String, Int).self)
+                cleared[endpoint] = QuotaLimits.saturatingSum(cleared[endpoint] ?? 0, units)
             }
             try await connection.run("""
                 UPDATE quota_bucket_days SET units = 0, warned_percent = 0
-                WHERE pacific_date = \(day.key) AND bucket = \(bucket)
+                WHERE pacific_date >= \(period.firstKey) AND pacific_date <= \(period.key) AND bucket = \(bucket)
                 """, logger: logger)
-            let clearsMark = day.key == todayKey && exhaustedUntil == resetMs
-            if bucketExists {
+            let clearsMark = isToday && row?.isExhausted(in: period, nowMs: Int64(nowMs)) == true
+            if row != nil {
                 try await connection.run("""
                     UPDATE quota_buckets
                     SET exhausted_until_ms = CASE WHEN \(clearsMark) THEN NULL ELSE exhausted_until_ms END,
-                        updated_at_ms = tollgate_ms(now())
+                        updated_at_ms = \(nowMs)
                     WHERE bucket = \(bucket)
                     """, logger: logger)
             }
@@ -182,7 +260,7 @@ extension PostgresStore: QuotaStorage {
                     ? "day reset by an operator; exhausted mark lifted" : "day reset by an operator; nothing to clear"
                 try await connection.run("""
                     INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
-                    VALUES (tollgate_ms(now()), \(day.key), \(bucket), '*', 'reset', 0, \(detail))
+                    VALUES (\(nowMs), \(period.key), \(bucket), '*', 'reset', 0, \(detail))
                     """, logger: logger)
             }
             return QuotaDayReset(day: day, bucket: bucket, unitsCleared: cleared, clearedExhaustedMark: clearsMark)
@@ -246,7 +324,8 @@ extension PostgresStore: QuotaStorage {
     ) async throws -> QuotaReconciliation {
         try QuotaRules.validateReconciledCount(used)
         return try await inTransaction("reconciling \(bucket) on \(day.key)") { [self] connection in
-            try await synchronizeBucket(connection, bucket: bucket, configuredLimit: configuredLimit)
+            // The bucket keeps its window: the count is the provider's for a Pacific day.
+            _ = try await lockedBucket(connection, bucket: bucket, configuredLimit: configuredLimit, window: nil)
             try await connection.run("""
                 INSERT INTO quota_bucket_days (pacific_date, bucket, units, ceiling) VALUES (\(day.key), \(bucket), 0, 0)
                 ON CONFLICT (pacific_date, bucket) DO NOTHING
@@ -286,7 +365,7 @@ extension PostgresStore: QuotaStorage {
         return try await withConnection("reading the burn rate") { [self] connection in
             try await connection.rows("""
                 SELECT bucket, GREATEST(COALESCE(SUM(units), 0), 0)::bigint FROM quota_events
-                WHERE at_ms >= \(sinceMs) AND at_ms <= \(untilMs) AND kind IN ('charge', 'refund') AND endpoint <> '*'
+                WHERE at_ms >= \(sinceMs) AND at_ms <= \(untilMs) AND kind IN ('charge', 'refund', 'settle') AND endpoint <> '*'
                 GROUP BY bucket ORDER BY bucket
                 """, logger: logger).map { row in
                 let (bucket, units) = try row.decode((String, Int).self)

@@ -72,6 +72,12 @@ public final class PostgresStore: Sendable {
     private let runTask: Task<Void, Never>
     /// The usual admissions of one kind that arrive while one is on its way share the next statement.
     let admissionBatches = CallBatcher<OneStatementAdmission.Kind, Int, OneStatementAdmission?>(maximumBatch: 64)
+    /// Tests only: the clock the quota's window operations read instead of the database's (nil, the
+    /// default, everywhere else). Those operations compute their window in Swift from one "now" read
+    /// in their transaction (``windowNow(_:)``), so a test can stand that "now" at the end of an hour
+    /// without waiting an hour, as it passes `at` to `SQLiteStore`. The Pacific day decided in SQL,
+    /// the circuit and the throttle keep the database's clock.
+    let windowClock: (any TollgateClock)?
 
     /// Opens the store at a `postgresql://` or `postgres://` URL: connects, migrates the schema,
     /// and starts the connection pool.
@@ -101,9 +107,17 @@ public final class PostgresStore: Sendable {
     ///   schema history is newer than the library's or differs from it (nothing is written then);
     ///   `StoreRefusal.migrationsPending` when ``Configuration/migratesOnOpen`` is false and the schema
     ///   is not current.
-    public init(
+    public convenience init(
         location: PostgresLocation, configuration: Configuration = Configuration(), logger: Logger = Logger.current
     ) async throws {
+        try await self.init(location: location, configuration: configuration, logger: logger, windowClock: nil)
+    }
+
+    /// Opens the store with the clock its window operations read (tests only: see ``windowClock``).
+    init(
+        location: PostgresLocation, configuration: Configuration, logger: Logger, windowClock: (any TollgateClock)?
+    ) async throws {
+        self.windowClock = windowClock
         self.location = location
         self.logger = logger
         self.connectionWait = configuration.connectionWait

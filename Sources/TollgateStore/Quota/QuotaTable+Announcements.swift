@@ -5,10 +5,7 @@ import Foundation
 extension QuotaTable {
     /// Records what the server said. See ``QuotaStorage/recordQuotaAnnouncement(_:)``.
     static func announce(_ db: Database, _ announcement: QuotaAnnouncement) throws -> QuotaAnnouncementOutcome {
-        guard announcement.remaining >= 0 else {
-            throw StoreRefusal.invalidArgument(
-                "the server's remaining count for \(announcement.bucket) is negative (\(announcement.remaining))")
-        }
+        try QuotaRules.validateAnnouncement(announcement)
         let now = announcement.at
         let nowMs = now.quotaMilliseconds
         let row = try synchronizeBucket(db, announcement.bucket, configuredLimit: announcement.configuredLimit,
@@ -16,24 +13,23 @@ extension QuotaTable {
         var period = row.period(in: announcement.window, at: now)
         var movedReset = false
         // A reset more than a second from the window's end moves it; a rolling window has no end to move.
-        if let reset = announcement.resetsAt, reset > now, !period.spansSeveralKeys,
-           abs(reset.timeIntervalSince(period.end)) >= 1 {
+        if let reset = announcement.resetsAt, QuotaRules.announcedResetMovesEnd(reset, of: period, now: now) {
             period = QuotaPeriod(key: period.key, start: period.start, end: reset)
             movedReset = true
             try db.cachedStatement(sql: "UPDATE quota_buckets SET announced_key = ?, announced_reset_ms = ? WHERE bucket = ?").execute(arguments: [period.key, reset.quotaMilliseconds, announcement.bucket])
         }
         try noteWindow(db, announcement.bucket, row: row, period: period)
         let used = try bucketUnits(db, bucket: announcement.bucket, in: period)
-        let counted = QuotaLimits.remaining(limit: row.limit, used: used)
-        guard announcement.remaining < counted else {
+        let followed = QuotaRules.unitsToFollow(announcedRemaining: announcement.remaining, limit: row.limit, used: used)
+        guard followed > 0 else {
             return QuotaAnnouncementOutcome(unitsFollowed: 0, movedReset: movedReset, period: period, unitsUsed: used,
                                             limit: row.limit)
         }
-        let followed = counted - announcement.remaining
         try appendEvent(
             db, atMs: nowMs, key: period.key, bucket: announcement.bucket, endpoint: "*", kind: .announced,
             units: followed,
-            detail: "the server announced \(announcement.remaining) left after \(announcement.endpoint); the ledger counted \(counted)"
+            detail: QuotaRules.announcedDetail(remaining: announcement.remaining, endpoint: announcement.endpoint,
+                                               counted: QuotaLimits.remaining(limit: row.limit, used: used))
         )
         try db.cachedStatement(sql: """
             INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, '*', ?, 0)

@@ -6,7 +6,7 @@ extension QuotaTable {
     static func settle(
         _ db: Database, reservationID: Int64, bucket: String, actualUnits: Int, at: Date, detail: String?
     ) throws -> QuotaCostSettlement {
-        try QuotaRules.validateCost(actualUnits, endpoint: "the settlement of reservation \(reservationID)", bucket: bucket)
+        try QuotaRules.validateActualCost(actualUnits, reservationID: reservationID, bucket: bucket)
         // The reservation's own charge, or its further charge in that bucket.
         guard let charge = try db.cachedStatement(sql: """
             SELECT charge.id, charge.pacific_date, charge.endpoint, charge.units,
@@ -21,7 +21,7 @@ extension QuotaTable {
             ORDER BY charge.id LIMIT 1
             """).fetchOne(arguments: [reservationID, bucket, reservationID, reservationID])
         else {
-            throw StoreRefusal.invalidArgument("reservation \(reservationID) has no charge in bucket \(bucket)")
+            throw QuotaRules.noCharge(reservationID: reservationID, bucket: bucket)
         }
         if try charge.decode(Bool.self, forColumn: "refunded") || charge.decode(Bool.self, forColumn: "settled") {
             return .alreadySettled
@@ -33,7 +33,7 @@ extension QuotaTable {
         try appendEvent(
             db, atMs: at.quotaMilliseconds, key: key, bucket: bucket, endpoint: endpoint, kind: .settle,
             units: difference, reservationID: reservationID,
-            detail: "actual cost \(actualUnits) for an estimate of \(estimate)" + (detail.map { " (\($0))" } ?? "")
+            detail: QuotaRules.settledDetail(actualUnits: actualUnits, estimate: estimate, source: detail)
         )
         if difference != 0 {
             // The guard keeps the total in range however the file was edited; a refusal rolls back the event too.
@@ -42,12 +42,13 @@ extension QuotaTable {
                 WHERE pacific_date = ? AND bucket = ? AND endpoint = ? AND units + ? BETWEEN 0 AND ?
                 """).execute(arguments: [difference, key, bucket, endpoint, difference, QuotaLimits.maximumUnits])
             guard db.changesCount == 1 else {
-                throw StoreRefusal.invalidArgument(
-                    "the stored usage of \(endpoint) in \(bucket) in \(key) cannot take a settlement of \(difference) units")
+                throw QuotaRules.settlementOutOfRange(difference: difference, endpoint: endpoint, bucket: bucket, key: key)
             }
         }
         let row = try bucketRow(db, bucket, configuredLimit: 0)
-        let used = try bucketUnits(db, bucket: bucket, key: key)
+        // A rolling window's usage is more than the charge's slice: all of it counts.
+        let period = QuotaRules.settlementPeriod(chargeKey: key, current: row.map { $0.period(in: $0.storedWindow, at: at) })
+        let used = try bucketUnits(db, bucket: bucket, in: period)
         return .settled(difference: difference, actualUnits: actualUnits, overLimit: used > (row?.storedLimit ?? 0))
     }
 }

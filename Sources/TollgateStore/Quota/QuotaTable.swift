@@ -38,17 +38,13 @@ enum QuotaTable {
 
         /// The window in force at `at`, the server's announced reset applied.
         func period(in window: QuotaWindow, at: Date) -> QuotaPeriod {
-            let announced = announcedKey.flatMap { key in
-                announcedResetMs.map { (key: key, at: Date(quotaMilliseconds: $0)) }
-            }
-            return QuotaPeriod.current(in: window, at: at, announcedReset: announced)
+            QuotaRules.period(in: window, at: at, announcedKey: announcedKey, announcedResetMs: announcedResetMs)
         }
 
         /// The server's mark holds for the window it was set in, and only that window: it ends at
         /// that window's end, and a wall clock set back to an earlier window does not extend it.
         func isExhausted(in period: QuotaPeriod, nowMs: Int64) -> Bool {
-            guard let until = exhaustedUntilMs else { return false }
-            return until > nowMs && until <= period.end.quotaMilliseconds
+            QuotaRules.isExhausted(untilMs: exhaustedUntilMs, in: period, nowMs: nowMs)
         }
     }
 
@@ -139,7 +135,6 @@ enum QuotaTable {
 
     /// Refunds a charge once. See ``QuotaStorage/refundQuota(reservationID:at:reason:)``.
     static func refund(_ db: Database, reservationID: Int64, at: Date, reason: String?) throws -> QuotaRefundOutcome {
-        // The charge and whether it was refunded already, in one statement.
         // The charge, what a settlement added to it, and whether it was refunded already, in one statement.
         guard let charge = try db.cachedStatement(sql: """
             SELECT pacific_date, bucket, endpoint, units, at_ms,
@@ -191,9 +186,7 @@ enum QuotaTable {
         try db.cachedStatement(sql: "UPDATE quota_buckets SET exhausted_until_ms = ?, updated_at_ms = ? WHERE bucket = ?").execute(arguments: [period.end.quotaMilliseconds, nowMs, bucket])
         try appendEvent(
             db, atMs: nowMs, key: period.key, bucket: bucket, endpoint: endpoint ?? "*", kind: .exhausted, units: 0,
-            detail: row.storedWindow.isPacificDay
-                ? "the server said the daily quota is spent; closed until \(PacificDay.localTimeDescription(of: period.end))"
-                : "the server said the quota is spent; closed until \(QuotaWindow.instantKey(period.end))"
+            detail: QuotaRules.exhaustedDetail(window: row.storedWindow, until: period.end)
         )
         return QuotaExhaustion(bucket: bucket, until: period.end, isNew: true)
     }
@@ -404,8 +397,7 @@ enum QuotaTable {
             try appendEvent(
                 db, atMs: nowMs, key: window.naturalPeriod(containing: now).key, bucket: bucket, endpoint: "*",
                 kind: .limit, units: 0,
-                detail: window.isPacificDay ? "daily limit \(configuredLimit) (configuration)"
-                    : "limit \(configuredLimit) per \(window) (configuration)"
+                detail: QuotaRules.newBucketDetail(limit: configuredLimit, window: window)
             )
             return BucketRow(limit: configuredLimit, storedLimit: configuredLimit, limitSource: .configuration,
                              warnedPercent: 0, windowSpecification: window.specification)
@@ -428,7 +420,7 @@ enum QuotaTable {
                 """).execute(arguments: [window.specification, nowMs, bucket])
             try appendEvent(
                 db, atMs: nowMs, key: key, bucket: bucket, endpoint: "*", kind: .limit, units: 0,
-                detail: "window \(row.windowSpecification) → \(window.specification) (configuration)"
+                detail: QuotaRules.windowChangeDetail(from: row.windowSpecification, to: window)
             )
             row.windowSpecification = window.specification
             row.announcedKey = nil

@@ -99,6 +99,24 @@ struct PostgresTestDatabase: Sendable {
         }
     }
 
+    /// Runs `body` while another session holds a transaction in which `sql` ran (to hold the row
+    /// locks it took), and commits that transaction once `body` returns or throws.
+    func whileHolding<Result: Sendable>(_ sql: String, _ body: () async throws -> Result) async throws -> Result {
+        try await Self.withConnection(to: location) { connection in
+            _ = try await connection.query("BEGIN", logger: Self.quietLogger)
+            _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Self.quietLogger)
+            let result: Result
+            do {
+                result = try await body()
+            } catch {
+                _ = try? await connection.query("COMMIT", logger: Self.quietLogger)
+                throw error
+            }
+            _ = try await connection.query("COMMIT", logger: Self.quietLogger)
+            return result
+        }
+    }
+
     /// The payload of the first notification on `channel` after `action`, or nil when none
     /// arrives within 5 seconds.
     func firstNotification(

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TollgatePostgres
+// @testable for PostgresStore's window clock, the test-only stand-in for the database's now.
+@testable import TollgatePostgres
 import TollgateStore
 import TollgateTestSupport
 
@@ -24,9 +25,22 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
         try await withStores(count: 1) { stores in try await body(stores[0]) }
     }
 
+    /// Runs `body` with one store on a fresh database whose quota windows are decided at `clock`'s
+    /// time: SQLiteStore by the `at` each call passes (pass `clock.now()`), PostgresStore, which
+    /// takes no `at`, by reading the clock instead of the database's now where it computes a
+    /// window (any window but the Pacific day decided in SQL). So a test stands at 10:59:59 and
+    /// moves to 11:00 without waiting, on both stores.
+    func withStore(windowClock clock: ManualClock, _ body: (any ConformingStore) async throws -> Void) async throws {
+        try await withStores(count: 1, windowClock: clock) { stores in try await body(stores[0]) }
+    }
+
     /// Runs `body` with `count` stores sharing one fresh database: several processes' connections
     /// to one file for SQLite, several machines' pools to one database for PostgreSQL.
-    func withStores(count: Int, _ body: ([any ConformingStore]) async throws -> Void) async throws {
+    /// - Parameter clock: For PostgreSQL, the clock its window operations read instead of the
+    ///   database's (see ``withStore(windowClock:_:)``); nil for the database's.
+    func withStores(
+        count: Int, windowClock clock: ManualClock? = nil, _ body: ([any ConformingStore]) async throws -> Void
+    ) async throws {
         switch self {
         case .sqlite:
             let directory = try TemporaryDirectory()
@@ -39,8 +53,8 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
                 do {
                     for _ in 0..<count {
                         stores.append(try await PostgresStore(
-                            url: database.url, configuration: .init(maximumConnections: 8),
-                            logger: PostgresTestDatabase.quietLogger
+                            location: PostgresLocation(url: database.url), configuration: .init(maximumConnections: 8),
+                            logger: PostgresTestDatabase.quietLogger, windowClock: clock
                         ))
                     }
                     try await body(stores)
