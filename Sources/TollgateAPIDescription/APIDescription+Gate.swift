@@ -47,18 +47,30 @@ extension APIDescription {
     /// - Parameter base: The configuration to fill in (cache limits, the redirect policy and the
     ///   ledger-failure policy are kept from it).
     /// - Returns: The configuration.
-    /// - Throws: ``APIDescriptionError`` for what this release's gate cannot follow yet: a window
-    ///   other than the Pacific day, a "quota spent" answer other than YouTube's.
+    /// - Throws: ``APIDescriptionError`` for a "quota spent" rule whose field is not a field name.
     public func gateConfiguration(base: GateConfiguration = GateConfiguration()) throws(APIDescriptionError) -> GateConfiguration {
-        func unsupported(_ key: String, _ message: String) -> APIDescriptionError {
+        func invalid(_ key: String, _ message: String) -> APIDescriptionError {
             APIDescriptionError(file: name, line: nil, column: nil, key: key, message: message)
         }
-        for (index, rule) in quotaExhausted.enumerated()
-        where !(rule.status == 403 && rule.header == nil && rule.reason.map(GoogleErrorReasons.dailyQuotaSpent.contains) == true) {
-            throw unsupported("quota_exhausted[\(index)]", "this release's gate knows only Google's 403 quotaExceeded "
-                + "and dailyLimitExceeded answers")
-        }
         var configuration = base
+        if !quotaExhausted.isEmpty {
+            var rules: [QuotaExhaustionRule] = []
+            for (index, rule) in quotaExhausted.enumerated() {
+                var field: (name: HTTPField.Name, value: String)?
+                if let header = rule.header {
+                    guard let name = HTTPField.Name(header.name) else {
+                        throw invalid("quota_exhausted[\(index)].header", "'\(header.name)' is not a field name")
+                    }
+                    field = (name, header.value)
+                }
+                rules.append(QuotaExhaustionRule(status: rule.status, field: field, reason: rule.reason))
+            }
+            // In one order whatever the file's, so equal rules make equal configurations.
+            configuration.quotaExhaustedAnswers = rules.sorted {
+                ($0.status, $0.fieldName?.canonicalName ?? "", $0.fieldValue ?? "", $0.reason ?? "")
+                    < ($1.status, $1.fieldName?.canonicalName ?? "", $1.fieldValue ?? "", $1.reason ?? "")
+            }
+        }
         var costs: [String: QuotaConfiguration.EndpointCost] = [:]
         for (endpoint, rules) in endpoints {
             let refunds = rules.refundsNotModified ?? defaults.refundsNotModified

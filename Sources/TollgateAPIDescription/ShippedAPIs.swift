@@ -57,6 +57,12 @@ secrets:
   parameters: [client_secret]
   headers: [X-GitHub-Api-Key]
 
+# Out of requests: GitHub answers 403 (or 429) with X-RateLimit-Remaining: 0. The bucket is closed
+# until its window ends, which GitHub's X-RateLimit-Reset has moved to its own reset.
+quota_exhausted:
+  - {status: 403, header: "X-RateLimit-Remaining: 0"}
+  - {status: 429, header: "X-RateLimit-Remaining: 0"}
+
 """#,
         "openai-chat": #"""
 # An OpenAI-style chat completions API: requests and tokens are each limited per minute, the answer
@@ -95,6 +101,11 @@ endpoints:
 
 secrets:
   headers: [OpenAI-Organization]
+
+# Out of requests or tokens: 429 with a remaining count of 0; the bucket waits for its minute's end.
+quota_exhausted:
+  - {status: 429, header: "x-ratelimit-remaining-requests: 0"}
+  - {status: 429, header: "x-ratelimit-remaining-tokens: 0"}
 
 """#,
         "seeds-backend": #"""

@@ -102,17 +102,30 @@ struct APIDescriptionTests {
         #expect(error?.description.hasPrefix("mine.yaml:\(line):") == true)
     }
 
-    @Test("a quota answer this release's gate cannot follow is refused, not ignored")
-    func unsupportedRefused() throws {
+    @Test("'quota spent' answers with a field reach the gate; none given keeps Google's")
+    func quotaExhaustedRules() throws {
         let github = try APIDescription(yaml: """
             api: X
             buckets: {core: {limit: 5000}}
             defaults: {bucket: core}
             quota_exhausted:
+              - {status: 429, header: "X-RateLimit-Remaining: 0"}
               - {status: 403, header: "X-RateLimit-Remaining: 0"}
             """)
-        let error = #expect(throws: APIDescriptionError.self) { try github.gateConfiguration() }
-        #expect(error?.key == "quota_exhausted[0]")
+        let remaining = try #require(HTTPField.Name("X-RateLimit-Remaining"))
+        #expect(try github.gateConfiguration().quotaExhaustedAnswers == [
+            QuotaExhaustionRule(status: 403, field: (remaining, "0")), QuotaExhaustionRule(status: 429, field: (remaining, "0")),
+        ])
+        let plain = try APIDescription(yaml: "api: X\nbuckets: {core: {limit: 5}}\ndefaults: {bucket: core}\n")
+        #expect(try plain.gateConfiguration().quotaExhaustedAnswers == QuotaExhaustionRule.google)
+        let bad = try APIDescription(yaml: """
+            api: X
+            buckets: {core: {limit: 5}}
+            defaults: {bucket: core}
+            quota_exhausted: [{status: 403, header: "Bad Name: 0"}]
+            """)
+        let error = #expect(throws: APIDescriptionError.self) { try bad.gateConfiguration() }
+        #expect(error?.key == "quota_exhausted[0].header")
     }
 
     @Test("windows, announced limits, pacing and actual costs reach the gate's configuration")

@@ -77,6 +77,34 @@ struct AnyAPICommandTests {
         #expect(try Self.totalsDifferingFromEvents(database) == "0")
     }
 
+    @Test("GitHub's 403 with X-RateLimit-Remaining: 0 closes core until GitHub's own reset: the next request is refused unsent")
+    func gitHubSpent() async throws {
+        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
+            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
+            return
+        }
+        let github = try await FakeGitHubAPI.start()
+        defer { Task { await github.stop() } }
+        let directory = try TemporaryDirectory()
+        let database = directory.path("github.sqlite")
+        let (proxy, base) = try Self.proxy(["--upstream", github.baseURL.absoluteString, "--db", database, "--api", "github-rest"])
+        #expect(try await offPool { try CurlResponse.fetch("\(base)/repos/apple/swift") }.status == 200)
+        // Another client of the token spends the rest of the hour.
+        github.consume(resource: "core", requests: 5_000)
+        let spent = try await offPool { try CurlResponse.fetch("\(base)/users/octocat") }
+        #expect(spent.status == 429, "the gate's quota_exceeded, not a retry: \(spent.headers)")
+        let sent = github.receivedRequests.count
+        let refused = try await offPool { try CurlResponse.fetch("\(base)/users/mona") }
+        #expect(refused.status == 429)
+        #expect(github.receivedRequests.count == sent, "a closed bucket sends nothing")
+        let reset = try #require(github.reset(of: "core"))
+        let retryAfter = try #require(refused.headers["retry-after"].flatMap(Double.init))
+        #expect(abs(Date().addingTimeInterval(retryAfter).timeIntervalSince(reset)) < 5, "until GitHub's reset, not :00")
+        #expect(proxy.interrupt().status == 0)
+        #expect(try Self.sqlite(database, "SELECT COUNT(*) FROM quota_events WHERE kind = 'exhausted' AND bucket = 'core'") == "1")
+        #expect(try Self.sqlite(database, "SELECT exhausted || ' ' || remaining FROM quota_windows WHERE bucket = 'core'") == "1 0")
+    }
+
     @Test("An LLM API that bills tokens in its body: each answer is billed its actual tokens, and the totals equal the events")
     func llmTokens() async throws {
         guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {

@@ -43,7 +43,7 @@ extension Gate {
             return (machine.transportFailed(error), nil)
         }
         let settling = machine.responseReceived(
-            status: response.status.code, body: responseBody,
+            status: response.status.code, fields: response.headerFields, body: responseBody,
             retryAfter: response.headerFields[.retryAfter].flatMap(RetryAfter.init(headerValue:)),
             isStreamed: stream != nil
         )

@@ -20,6 +20,9 @@ public struct GateConfiguration: Sendable {
     public var ledgerFailurePolicy: LedgerFailurePolicy
     /// Which redirects the gate follows: same-origin ones, up to 5 hops, by default.
     public var redirects: RedirectPolicy
+    /// The answers that say a bucket's quota is spent: Google's 403 `quotaExceeded` and
+    /// `dailyLimitExceeded` by default (see ``QuotaExhaustionRule``).
+    public var quotaExhaustedAnswers: [QuotaExhaustionRule] = QuotaExhaustionRule.google
 
     /// Creates a configuration.
     /// - Parameters:

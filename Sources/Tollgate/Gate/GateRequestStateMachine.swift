@@ -33,19 +33,33 @@ struct GateRequestStateMachine {
         let ledgerFailurePolicy: LedgerFailurePolicy
         /// The longest a request waits in total for a full throttle window.
         let maximumThrottleWait: Duration
+        /// The answers that say a bucket's quota is spent.
+        let quotaExhaustedAnswers: [QuotaExhaustionRule]
 
         init(retry: RetryPolicy = .default, classifier: OutcomeClassifier = OutcomeClassifier(),
-             ledgerFailurePolicy: LedgerFailurePolicy = .failClosed, maximumThrottleWait: Duration = .zero) {
+             ledgerFailurePolicy: LedgerFailurePolicy = .failClosed, maximumThrottleWait: Duration = .zero,
+             quotaExhaustedAnswers: [QuotaExhaustionRule] = QuotaExhaustionRule.google) {
             self.retry = retry
             self.classifier = classifier
             self.ledgerFailurePolicy = ledgerFailurePolicy
             self.maximumThrottleWait = maximumThrottleWait
+            self.quotaExhaustedAnswers = quotaExhaustedAnswers
         }
 
         convenience init(_ configuration: GateConfiguration) {
             self.init(retry: configuration.retry, classifier: configuration.circuit.classifier,
                       ledgerFailurePolicy: configuration.ledgerFailurePolicy,
-                      maximumThrottleWait: configuration.maximumThrottleWait)
+                      maximumThrottleWait: configuration.maximumThrottleWait,
+                      quotaExhaustedAnswers: configuration.quotaExhaustedAnswers)
+        }
+
+        /// Whether an answer says its quota is spent. The body is read for error reasons only
+        /// when a rule has the answer's status.
+        func quotaSpent(status: Int, fields: HTTPFields, body: Data) -> Bool {
+            let candidates = quotaExhaustedAnswers.filter { $0.status == status }
+            guard !candidates.isEmpty else { return false }
+            let reasons = candidates.contains { $0.reason != nil } ? GoogleErrorReasons.reasons(in: body) : []
+            return candidates.contains { $0.matches(status: status, fields: fields, reasons: reasons) }
         }
     }
 
@@ -331,17 +345,20 @@ struct GateRequestStateMachine {
     /// The server answered.
     /// - Parameters:
     ///   - status: The status code.
+    ///   - fields: The answer's fields, for the "quota spent" rules that name one.
     ///   - body: The body, read for Google's error reasons on a `4xx`.
     ///   - retryAfter: The answer's `Retry-After`.
     ///   - isStreamed: The body comes back as a stream (too large for the cache), never stored.
     mutating func responseReceived(
-        status: Int, body: Data, retryAfter: RetryAfter?, isStreamed: Bool = false
+        status: Int, fields: HTTPFields = [:], body: Data, retryAfter: RetryAfter?, isStreamed: Bool = false
     ) -> SettlementAction {
         guard case .sending(let attempt, let recorded, let probe) = state else {
             preconditionFailure("responseReceived in \(state)")
         }
-        let quotaSpent = status == 403 && GoogleErrorReasons.reasons(in: body).contains(where: Self.dailyQuotaReasons.contains)
-        let outcome = policies.classifier.outcome(status: status, body: body)
+        let quotaSpent = policies.quotaSpent(status: status, fields: fields, body: body)
+        // A spent quota says nothing of the server's health, whatever its status (GitHub's 429 with
+        // X-RateLimit-Remaining: 0 included).
+        let outcome = quotaSpent ? .neutral : policies.classifier.outcome(status: status, body: body)
         let refunds = status == 304 && sending.refundsNotModified
         let settlement = Settlement(outcome: outcome, refunds: refunds, refundReason: refunds ? .notModified : nil,
                                     quotaSpent: quotaSpent)
@@ -425,9 +442,6 @@ struct GateRequestStateMachine {
 
     // MARK: Rules
 
-    /// Google's reasons for "the daily quota is spent": the ledger marks the bucket exhausted.
-    static let dailyQuotaReasons = GoogleErrorReasons.dailyQuotaSpent
-
     /// Whether an error of the admission or settlement means the ledger cannot be written (a full
     /// disk, a read-only file, a lock held too long, a database server out of reach), as opposed to
     /// an invalid argument (a programming error, never sent past), a cancellation or another
@@ -459,8 +473,10 @@ struct GateRequestStateMachine {
         var trigger: RetryTrigger?
         var retryAfter: RetryAfter?
         switch outcome {
-        case .response(let status, let after, _, _):
-            trigger = (200...399).contains(status) ? nil : .status(status)
+        case .response(let status, let after, let quotaSpent, _):
+            // A spent quota is never retried, whatever its status (a 429 included): the bucket is
+            // closed until its window ends.
+            trigger = (200...399).contains(status) || quotaSpent ? nil : .status(status)
             retryAfter = after
         case .transportFailure(let error):
             trigger = error.retryTrigger

@@ -155,13 +155,6 @@ extension PostgresStore: AdmissionStorage, GateStorage {
         if let id = settlement.refundReservationID {
             refund = try await refundCharge(connection, reservationID: id, reason: settlement.refundReason)
         }
-        var exhaustion: QuotaExhaustion?
-        if let bucket = settlement.exhaustedBucket {
-            exhaustion = try await markExhausted(
-                connection, bucket: bucket.bucket, configuredLimit: bucket.configuredLimit,
-                endpoint: settlement.endpoint
-            )
-        }
         var costs: [QuotaCostSettlement] = []
         for cost in settlement.actualCosts {
             costs.append(try await settleCost(
@@ -169,9 +162,18 @@ extension PostgresStore: AdmissionStorage, GateStorage {
                 detail: cost.source
             ))
         }
+        // Before the exhausted mark: a reset the server announced with its "quota spent" moves the
+        // window's end, and the mark lasts until that end.
         var announcements: [QuotaAnnouncementOutcome] = []
         for announcement in settlement.announcements {
             announcements.append(try await announce(connection, announcement))
+        }
+        var exhaustion: QuotaExhaustion?
+        if let bucket = settlement.exhaustedBucket {
+            exhaustion = try await markExhausted(
+                connection, bucket: bucket.bucket, configuredLimit: bucket.configuredLimit,
+                endpoint: settlement.endpoint
+            )
         }
         return AttemptSettlementResult(circuit: circuit, refund: refund, exhaustion: exhaustion, costs: costs,
                                        announcements: announcements)

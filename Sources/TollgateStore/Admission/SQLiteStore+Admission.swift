@@ -63,15 +63,17 @@ enum AdmissionTable {
         let refund = try settlement.refundReservationID.map { id in
             try QuotaTable.refund(db, reservationID: id, at: settlement.at, reason: settlement.refundReason)
         }
-        let exhaustion = try settlement.exhaustedBucket.map { bucket in
-            try QuotaTable.markExhausted(db, bucket: bucket.bucket, configuredLimit: bucket.configuredLimit,
-                                         endpoint: settlement.endpoint, at: settlement.at)
-        }
         let costs = try settlement.actualCosts.map { cost in
             try QuotaTable.settle(db, reservationID: cost.reservationID, bucket: cost.bucket, actualUnits: cost.units,
                                   at: settlement.at, detail: cost.source)
         }
+        // Before the exhausted mark: a reset the server announced with its "quota spent" moves the
+        // window's end, and the mark lasts until that end.
         let announcements = try settlement.announcements.map { try QuotaTable.announce(db, $0) }
+        let exhaustion = try settlement.exhaustedBucket.map { bucket in
+            try QuotaTable.markExhausted(db, bucket: bucket.bucket, configuredLimit: bucket.configuredLimit,
+                                         endpoint: settlement.endpoint, at: settlement.at)
+        }
         return AttemptSettlementResult(circuit: circuit, refund: refund, exhaustion: exhaustion, costs: costs,
                                        announcements: announcements)
     }

@@ -224,6 +224,26 @@ struct GateRequestStateMachineTests {
             == "serveStale quotaExhausted")
     }
 
+    @Test("an API description's own 'quota spent' answers: a field with its value, on 403 or 429; neutral for the circuit")
+    func describedQuotaSpent() throws {
+        let remaining = try #require(HTTPField.Name("X-RateLimit-Remaining"))
+        let policies = Machine.Policies(retry: Self.exactRetries, quotaExhaustedAnswers: [
+            QuotaExhaustionRule(status: 403, field: (remaining, "0")), QuotaExhaustionRule(status: 429, field: (remaining, "0")),
+        ])
+        var spent = Self.attempting(policies: policies)
+        #expect(describe(spent.responseReceived(status: 429, fields: [remaining: " 0"], body: Data(), retryAfter: nil))
+            == "settleNow neutral quotaSpent")
+        var generator = Self.generator
+        #expect(describe(spent.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "failQuotaSpent")
+        var left = Self.attempting(policies: policies)
+        #expect(describe(left.responseReceived(status: 429, fields: [remaining: "3"], body: Data(), retryAfter: nil))
+            == "settleNow rateLimited")
+        // Google's reasons are not this API's: a 403 quotaExceeded body is a plain 403 here.
+        var google = Self.attempting(policies: policies)
+        let body = Data(#"{"error":{"code":403,"errors":[{"reason":"quotaExceeded"}]}}"#.utf8)
+        #expect(describe(google.responseReceived(status: 403, body: body, retryAfter: nil)) == "settleNow neutral")
+    }
+
     @Test("a 403 rate limit is not a spent quota")
     func rateLimitIsNotQuota() {
         let body = Data(#"{"error":{"code":403,"errors":[{"reason":"rateLimitExceeded"}]}}"#.utf8)
