@@ -42,6 +42,11 @@ struct APIDescriptionCommandTests {
         #expect(shown.stdout.contains("streams: 2 in server, throttle 20/min"))
         let preset = try CommandRunner.tollgate("api", "show")
         #expect(preset.stdout.hasPrefix("YouTube Data API v3"))
+        #expect(preset.stdout.contains("  403 with reason quotaExceeded"), "\(preset.stdout)")
+        let github = try CommandRunner.tollgate("api", "show", "--api", "github-rest")
+        #expect(github.stdout.contains("core: 5,000 units per hour, follows the server's announced 'core' requests limit, "
+            + "paces its last units keeping 10% back"), "\(github.stdout)")
+        #expect(github.stdout.contains("  403 with X-RateLimit-Remaining: 0"), "\(github.stdout)")
     }
 
     @Test("proxy --api names requests by the file's routes, throttles and charges by its rules; quota show --api agrees")

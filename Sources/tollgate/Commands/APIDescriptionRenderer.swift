@@ -55,6 +55,16 @@ enum APIDescriptionRenderer {
                 lines.append("  \(name): \(parts.joined(separator: ", "))")
             }
         }
+        if !description.quotaExhausted.isEmpty {
+            lines.append("")
+            lines.append("Quota spent (the endpoint's buckets close until their window ends)")
+            for rule in description.quotaExhausted {
+                var parts = ["\(rule.status)"]
+                if let header = rule.header { parts.append("with \(header.name): \(header.value)") }
+                if let reason = rule.reason { parts.append("with reason \(reason)") }
+                lines.append("  " + parts.joined(separator: " "))
+            }
+        }
         return lines
     }
 
