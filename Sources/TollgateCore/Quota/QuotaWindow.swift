@@ -27,10 +27,14 @@ public enum QuotaWindow: Sendable, Hashable, CustomStringConvertible {
     /// YouTube's window, and the default: a calendar day in `America/Los_Angeles`.
     public static let pacificDay = QuotaWindow.day(timeZone: PacificDay.timeZoneIdentifier)
 
+    /// The default window's text, made once: every admission compares it with the stored one.
+    private static let pacificDaySpecification = "day \(PacificDay.timeZoneIdentifier)"
+
     /// The text stored with the bucket: `day America/Los_Angeles`, `hour`, `minute`,
     /// `month Europe/Paris`, `rolling 3600`.
     public var specification: String {
         switch self {
+        case .day(let zone) where zone == PacificDay.timeZoneIdentifier: Self.pacificDaySpecification
         case .day(let zone): "day \(zone)"
         case .hour: "hour"
         case .minute: "minute"

@@ -58,10 +58,10 @@ enum QuotaTable {
         let nowMs = request.at.quotaMilliseconds
         // The natural window's usage is read with the row, in one statement; an announced reset,
         // rare, moves the window and costs one more read.
-        let natural = request.window.naturalPeriod(containing: request.at)
+        let natural = request.window == .pacificDay ? QuotaPeriod(day) : request.window.naturalPeriod(containing: request.at)
         let bucket = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit,
                                            window: request.window, nowMs: nowMs, unitsIn: natural)
-        let period = bucket.period(in: request.window, at: request.at)
+        let period = bucket.announcedResetMs == nil ? natural : bucket.period(in: request.window, at: request.at)
         let used = if period.key == natural.key, period.firstKey == natural.firstKey, let units = bucket.unitsUsed {
             units
         } else {
@@ -402,7 +402,8 @@ enum QuotaTable {
             return BucketRow(limit: configuredLimit, storedLimit: configuredLimit, limitSource: .configuration,
                              warnedPercent: 0, windowSpecification: window.specification)
         }
-        let key = (window ?? row.storedWindow).naturalPeriod(containing: now).key
+        // Only a change writes an event, and only then is its key worked out.
+        var key: String { (window ?? row.storedWindow).naturalPeriod(containing: now).key }
         if row.limitSource == .configuration, row.storedLimit != configuredLimit {
             try db.cachedStatement(sql: "UPDATE quota_buckets SET daily_limit = ?, updated_at_ms = ? WHERE bucket = ?").execute(arguments: [configuredLimit, nowMs, bucket])
             try appendEvent(
