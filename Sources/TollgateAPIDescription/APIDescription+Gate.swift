@@ -87,6 +87,8 @@ extension APIDescription {
             defaultCost: defaults.cost, refundsNotModifiedByDefault: defaults.refundsNotModified,
             warningPercents: base.quota.warningPercents
         )
+        // The routes name endpoints the file need not list: they cost the defaults, by design.
+        configuration.quota.chargesUnlistedEndpointsTheDefault = true
         configuration.quota.bucketWindows = buckets.filter { !$0.value.window.isPacificDay }.mapValues(\.window.quotaWindow)
         configuration.quota.bucketPacing = buckets.compactMapValues(\.pacing)
         configuration.quota.announcedLimits = buckets.compactMapValues(\.announced)

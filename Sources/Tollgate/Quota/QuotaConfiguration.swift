@@ -88,6 +88,10 @@ public struct QuotaConfiguration: Sendable, Hashable {
     public var refundsNotModifiedByDefault: Bool
     /// Usage levels, in percent of a bucket's limit, that the ledger warns about once a day each.
     public var warningPercents: [Int]
+    /// Whether endpoints missing from ``endpointCosts`` are meant to cost the default, as in an
+    /// API description whose routes name endpoints that its `endpoints` does not list: the ledger
+    /// then notes them at debug level instead of warning that the table is incomplete.
+    public var chargesUnlistedEndpointsTheDefault = false
 
     /// Creates a cost table.
     /// - Parameters:

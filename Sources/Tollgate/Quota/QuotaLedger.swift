@@ -418,7 +418,7 @@ public final class QuotaLedger: Sendable {
         else { return }
         let seenBefore = (try? await storage.quotaEndpointCharged(endpoint)) ?? false
         let message: Logger.Message = "Endpoint \(endpoint) is not in the quota cost table; charging the default \(configuration.defaultCost) in bucket \(configuration.defaultBucket)"
-        if seenBefore {
+        if seenBefore || configuration.chargesUnlistedEndpointsTheDefault {
             logger.debug(message, metadata: ["quota.endpoint": "\(endpoint)"])
         } else {
             logger.warning(message, metadata: ["quota.endpoint": "\(endpoint)"])
