@@ -72,7 +72,7 @@ enum DashboardPage {
         html += #"<div class="card"><h2>Buckets</h2><table><tr><th>bucket</th><th class="num">used</th><th class="num">limit</th><th class="num">left</th><th>top endpoints</th></tr>"#
         for bucket in dashboard.buckets {
             let endpoints = bucket.endpoints.prefix(3).map { "\($0.endpoint) \(HTMLText.grouped($0.units))u" }.joined(separator: ", ")
-            html += "<tr><td>\(HTMLText.escape(bucket.bucket))\(bucket.exhaustedUntil == nil ? "" : #" <span class="open">EXHAUSTED</span>"#)</td><td class=\"num\">\(HTMLText.grouped(bucket.used))</td><td class=\"num\">\(HTMLText.grouped(bucket.limit))</td><td class=\"num\">\(HTMLText.grouped(bucket.remaining))</td><td>\(HTMLText.escape(endpoints))</td></tr>"
+            html += "<tr><td>\(HTMLText.escape(bucket.bucket))\(bucket.window.map { " <small>per \(HTMLText.escape($0))</small>" } ?? "")\(bucket.exhaustedUntil == nil ? "" : #" <span class="open">EXHAUSTED</span>"#)</td><td class=\"num\">\(HTMLText.grouped(bucket.used))</td><td class=\"num\">\(HTMLText.grouped(bucket.limit))</td><td class=\"num\">\(HTMLText.grouped(bucket.remaining))</td><td>\(HTMLText.escape(endpoints))</td></tr>"
         }
         html += "</table></div>"
         html += #"<div class="card"><h2>Top endpoints by units today</h2>\#(DashboardCharts.topEndpoints(snapshot.topEndpoints))</div>"#

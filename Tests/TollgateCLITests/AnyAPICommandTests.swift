@@ -74,6 +74,9 @@ struct AnyAPICommandTests {
         #expect(shown.stdout.contains("search: 1/30 units used · 29 left"), "\(shown.stdout)")
         #expect(try Self.sqlite(database, "SELECT window || ' ' || units || ' ' || remaining FROM quota_windows WHERE bucket = 'core'")
             == "hour 4403 597")
+        // The status dashboard and its JSON show the hour too, not the Pacific day.
+        let status = try CommandRunner.tollgate("status", "--db", database)
+        #expect(status.stdout.contains("4,403/5,000 · 597 left per hour · resets in"), "\(status.stdout)")
         #expect(try Self.totalsDifferingFromEvents(database) == "0")
     }
 

@@ -38,4 +38,33 @@ struct SnapshotConformanceTests {
             #expect(snapshot.recentCircuitTransitions.map(\.to) == ["open"])
         }
     }
+
+    @Test("a bucket counted by the hour shows its hour's usage, its window and its reset; a daily one shows neither",
+          arguments: StoreBackend.available)
+    func windowedBucketInTheSnapshot(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            // Charged at the stores' own now (PostgreSQL's clock decides its windows), twice in
+            // one hour; the daily bucket once.
+            for _ in 0..<2 {
+                _ = try await store.reserveQuota(QuotaReservationRequest(
+                    bucket: "core", endpoint: "repos.get", cost: 1, configuredLimit: 5_000, at: Date(), window: .hour
+                ))
+            }
+            _ = try await store.reserveQuota(QuotaReservationRequest(
+                bucket: "youtube", endpoint: "videos.list", cost: 3, configuredLimit: 100, at: Date()
+            ))
+            let snapshot = try await store.dashboardSnapshot(at: Date(), recentEvents: 0)
+            let core = try #require(snapshot.buckets.first { $0.bucket == "core" })
+            #expect(core.window == "hour")
+            #expect(core.used == 2)
+            #expect(core.remaining == 4_998)
+            #expect(core.endpoints.map(\.endpoint) == ["repos.get"])
+            let reset = try #require(core.resetsAt)
+            #expect(reset > Date() && reset <= Date().addingTimeInterval(3_600))
+            #expect(reset.timeIntervalSince1970.truncatingRemainder(dividingBy: 3_600) == 0, "the hour's end")
+            let daily = try #require(snapshot.buckets.first { $0.bucket == "youtube" })
+            #expect(daily.window == nil && daily.resetsAt == nil)
+            #expect(daily.used == 3)
+        }
+    }
 }

@@ -21,6 +21,12 @@ public struct DashboardSnapshot: Sendable, Hashable, Codable {
         public var exhaustedUntil: Date?
         /// Usage per endpoint today, largest first.
         public var endpoints: [EndpointUsage]
+        /// The bucket's window when it is not the Pacific day (`hour`, `rolling 3600`…): then
+        /// ``used``, ``remaining`` and ``endpoints`` describe that window, not today. Nil for a
+        /// daily bucket, whose JSON is as it always was.
+        public var window: String?
+        /// When a bucket counted over another window than the Pacific day gets its units back.
+        public var resetsAt: Date?
 
         /// Creates a value. Public so that a store in another module (the PostgreSQL store) can build snapshots.
         /// - Parameters:
@@ -30,9 +36,14 @@ public struct DashboardSnapshot: Sendable, Hashable, Codable {
         ///   - remaining: Units left today (0 while the server's exhaustion mark holds).
         ///   - exhaustedUntil: Until when the server's "quota exhausted" answer blocks the bucket, if it does.
         ///   - endpoints: Usage per endpoint today, largest first.
+        ///   - window: The bucket's window when it is not the Pacific day.
+        ///   - resetsAt: When that window gets its units back.
         public init(
-            bucket: String, limit: Int, used: Int, remaining: Int, exhaustedUntil: Date?, endpoints: [EndpointUsage]
+            bucket: String, limit: Int, used: Int, remaining: Int, exhaustedUntil: Date?, endpoints: [EndpointUsage],
+            window: String? = nil, resetsAt: Date? = nil
         ) {
+            self.window = window
+            self.resetsAt = resetsAt
             self.bucket = bucket
             self.limit = limit
             self.used = used

@@ -43,18 +43,38 @@ extension PostgresStore: DashboardSnapshotStorage {
             let (bucket, endpoint, units, calls) = try row.decode((String, String, Int, Int).self)
             usage[bucket, default: []].append(DashboardSnapshot.EndpointUsage(endpoint: endpoint, units: units, calls: calls))
         }
-        let buckets = try await connection.rows(
-            "SELECT bucket, daily_limit, exhausted_until_ms FROM quota_buckets ORDER BY bucket", logger: logger
-        ).map { row in
-            let (name, limit, exhaustedUntilMs) = try row.decode((String, Int, Int?).self)
-            let endpoints = usage[name] ?? []
-            let used = endpoints.reduce(0) { $0 + $1.units }
-            let exhaustedUntil = exhaustedUntilMs.flatMap { $0 > nowMs ? Self.date(milliseconds: $0) : nil }
-            return DashboardSnapshot.Bucket(
-                bucket: name, limit: limit, used: used,
-                remaining: exhaustedUntil == nil ? QuotaLimits.remaining(limit: limit, used: used) : 0,
-                exhaustedUntil: exhaustedUntil, endpoints: endpoints
+        var buckets: [DashboardSnapshot.Bucket] = []
+        let now = Self.date(milliseconds: nowMs)
+        for row in try await connection.rows("""
+            SELECT bucket, daily_limit, exhausted_until_ms, window_spec, announced_key, announced_reset_ms
+            FROM quota_buckets ORDER BY bucket
+            """, logger: logger) {
+            let (name, limit, exhaustedUntilMs, specification, announcedKey, announcedResetMs) = try row.decode(
+                (String, Int, Int?, String, String?, Int?).self
             )
+            let (window, period) = DashboardSnapshot.Bucket.shownWindow(
+                windowSpecification: specification, announcedKey: announcedKey,
+                announcedResetMs: announcedResetMs.map(Int64.init), now: now
+            )
+            // Today's rows serve a daily bucket; another window's are summed over its keys, compared
+            // byte by byte as SQLite compares them.
+            var endpoints = usage[name] ?? []
+            if period.key != dayKey || period.spansSeveralKeys {
+                endpoints = []
+                for usageRow in try await connection.rows("""
+                    SELECT endpoint, SUM(units)::bigint, SUM(calls)::bigint FROM quota_usage
+                    WHERE bucket = \(name)
+                      AND pacific_date COLLATE "C" BETWEEN \(period.firstKey) COLLATE "C" AND \(period.key) COLLATE "C"
+                    GROUP BY endpoint ORDER BY 2 DESC, endpoint
+                    """, logger: logger) {
+                    let (endpoint, units, calls) = try usageRow.decode((String, Int, Int).self)
+                    endpoints.append(DashboardSnapshot.EndpointUsage(endpoint: endpoint, units: units, calls: calls))
+                }
+            }
+            buckets.append(DashboardSnapshot.Bucket(
+                bucket: name, limit: limit, exhaustedUntilMs: exhaustedUntilMs.map(Int64.init), window: window,
+                period: period, nowMs: Int64(nowMs), endpoints: endpoints
+            ))
         }
         let circuits = try await connection.rows("""
             SELECT endpoint, state, consecutive_failures, failure_threshold, open_until_ms, open_duration_ms, trips

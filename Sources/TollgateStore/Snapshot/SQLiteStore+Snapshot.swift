@@ -31,22 +31,33 @@ enum SnapshotQueries {
             SELECT bucket, endpoint, units, calls FROM quota_usage
             WHERE pacific_date = ? ORDER BY bucket, units DESC, endpoint
             """, arguments: [day.key])
-        let buckets = try db.fetchAll(sql: "SELECT bucket, daily_limit, exhausted_until_ms FROM quota_buckets ORDER BY bucket")
-            .map { row -> DashboardSnapshot.Bucket in
+        let buckets = try db.fetchAll(sql: """
+            SELECT bucket, daily_limit, exhausted_until_ms, window_spec, announced_key, announced_reset_ms
+            FROM quota_buckets ORDER BY bucket
+            """).map { row -> DashboardSnapshot.Bucket in
                 let name = try row.decode(String.self, forColumn: "bucket")
-                let endpoints = try usage.filter { try $0.decode(String.self, forColumn: "bucket") == name }.map {
+                let (window, period) = DashboardSnapshot.Bucket.shownWindow(
+                    windowSpecification: try row.decode(String.self, forColumn: "window_spec"),
+                    announcedKey: try row.decode(String?.self, forColumn: "announced_key"),
+                    announcedResetMs: try row.decode(Int64?.self, forColumn: "announced_reset_ms"), now: now
+                )
+                // Today's rows serve a daily bucket; another window's are summed over its keys.
+                let rows = period.key == day.key && !period.spansSeveralKeys
+                    ? try usage.filter { try $0.decode(String.self, forColumn: "bucket") == name }
+                    : try db.fetchAll(sql: """
+                        SELECT endpoint, SUM(units) AS units, SUM(calls) AS calls FROM quota_usage
+                        WHERE pacific_date BETWEEN ? AND ? AND bucket = ?
+                        GROUP BY endpoint ORDER BY units DESC, endpoint
+                        """, arguments: [period.firstKey, period.key, name])
+                let endpoints = try rows.map {
                     DashboardSnapshot.EndpointUsage(endpoint: try $0.decode(String.self, forColumn: "endpoint"),
                                                     units: try $0.decode(Int.self, forColumn: "units"),
                                                     calls: try $0.decode(Int.self, forColumn: "calls"))
                 }
-                let limit = try row.decode(Int.self, forColumn: "daily_limit")
-                let used = endpoints.reduce(0) { QuotaLimits.saturatingSum($0, $1.units) }
-                let exhaustedUntil = try row.decode(Int64?.self, forColumn: "exhausted_until_ms")
-                    .flatMap { $0 > nowMs ? date(ms: $0) : nil }
                 return DashboardSnapshot.Bucket(
-                    bucket: name, limit: limit, used: used,
-                    remaining: exhaustedUntil == nil ? QuotaLimits.remaining(limit: limit, used: used) : 0,
-                    exhaustedUntil: exhaustedUntil, endpoints: endpoints
+                    bucket: name, limit: try row.decode(Int.self, forColumn: "daily_limit"),
+                    exhaustedUntilMs: try row.decode(Int64?.self, forColumn: "exhausted_until_ms"),
+                    window: window, period: period, nowMs: nowMs, endpoints: endpoints
                 )
             }
         let circuits = try db.fetchAll(sql: """

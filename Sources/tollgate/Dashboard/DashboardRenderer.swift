@@ -28,7 +28,11 @@ struct DashboardRenderer {
         for bucket in snapshot.buckets {
             let fraction = bucket.limit == 0 ? 1 : Double(bucket.used) / Double(bucket.limit)
             let state = bucket.exhaustedUntil != nil ? red(" EXHAUSTED") : ""
-            let numbers = "\(Self.grouped(bucket.used))/\(Self.grouped(bucket.limit)) · \(Self.grouped(bucket.remaining)) left"
+            // A bucket counted over its own window says which, and when it resets.
+            let window = bucket.window.map { window in
+                " per \(window)" + (bucket.resetsAt.map { " · resets in \(Self.duration($0.timeIntervalSince(snapshot.takenAt)))" } ?? "")
+            } ?? ""
+            let numbers = "\(Self.grouped(bucket.used))/\(Self.grouped(bucket.limit)) · \(Self.grouped(bucket.remaining)) left\(window)"
             quotaLines.append("\(pad(bucket.bucket, 12)) \(bar(fraction, width: 24)) \(numbers)\(state)")
             let endpoints = bucket.endpoints.map { "\($0.endpoint) \(Self.grouped($0.units))u/\($0.calls)" }
             if showsEveryRow {
