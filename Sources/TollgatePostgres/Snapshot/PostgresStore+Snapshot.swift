@@ -64,7 +64,7 @@ extension PostgresStore: DashboardSnapshotStorage {
                 for usageRow in try await connection.rows("""
                     SELECT endpoint, SUM(units)::bigint, SUM(calls)::bigint FROM quota_usage
                     WHERE bucket = \(name)
-                      AND pacific_date COLLATE "C" BETWEEN \(period.firstKey) COLLATE "C" AND \(period.key) COLLATE "C"
+                      AND pacific_date >= \(period.firstKey) COLLATE "C" AND pacific_date <= \(period.key) COLLATE "C"
                     GROUP BY endpoint ORDER BY 2 DESC, endpoint
                     """, logger: logger) {
                     let (endpoint, units, calls) = try usageRow.decode((String, Int, Int).self)
