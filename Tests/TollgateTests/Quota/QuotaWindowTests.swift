@@ -250,3 +250,29 @@ struct QuotaWindowLedgerTests {
         #expect(header.read(from: [.init("x-usage-tokens")!: " 17 "], body: nil) == 17)
     }
 }
+
+@Suite("Quota configuration: windows, pacing, announced limits and actual costs are checked")
+struct QuotaWindowConfigurationTests {
+    @Test("a window, a pacing share or an actual cost that cannot hold is refused by name")
+    func refusals() {
+        func refusal(_ change: (inout QuotaConfiguration) -> Void) -> String? {
+            var configuration = QuotaConfiguration(bucketLimits: ["b": 10, "c": 5], defaultBucket: "b")
+            change(&configuration)
+            do {
+                try configuration.validate()
+                return nil
+            } catch {
+                return error.description
+            }
+        }
+        #expect(refusal { $0.bucketWindows = ["b": .day(timeZone: "Mars/Olympus")] }?.contains("Mars/Olympus") == true)
+        #expect(refusal { $0.bucketWindows = ["x": .hour] }?.contains("bucket x has a window but no limit") == true)
+        #expect(refusal { $0.bucketWindows = ["b": .rolling(seconds: 0)] }?.contains("rolling window of 0 s") == true)
+        #expect(refusal { $0.bucketPacing = ["b": QuotaPacing(reserveFraction: 1.5)] }?.contains("keeps back 1.5") == true)
+        #expect(refusal { $0.announcedLimits = ["x": .init(policy: "core")] }?.contains("bucket x follows announced limits") == true)
+        #expect(refusal {
+            $0.endpointCosts = ["e": .init(bucket: "b", units: 1, actualCost: .init(bucket: "c", source: .header(.init("x-cost")!)))]
+        }?.contains("settles its actual cost in bucket c, which it is not charged in") == true)
+        #expect(refusal { $0.bucketWindows = ["b": .hour, "c": .month(timeZone: "Europe/Paris")] } == nil)
+    }
+}
