@@ -98,6 +98,7 @@ extension APIDescription {
         configuration.circuit.defaultPolicy = defaults.circuit
         configuration.circuit.endpointPolicies = endpoints.compactMapValues(\.circuit)
         configuration.retry = defaults.retry
+        configuration.endpointRetries = endpoints.compactMapValues(\.retry)
         configuration.cache.sensitiveQueryParameters.formUnion(secrets.parameters)
         configuration.cache.sensitiveHeaders.formUnion(secrets.headers.compactMap { HTTPField.Name($0) })
         return configuration

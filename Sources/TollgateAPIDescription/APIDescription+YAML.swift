@@ -390,7 +390,7 @@ struct DescriptionReader {
         _ node: Node, _ key: String, buckets: [String: APIDescription.Bucket]
     ) throws(APIDescriptionError) -> APIDescription.Endpoint {
         let entries = try mapping(node, key, allowed: ["cost", "bucket", "charges", "refund_not_modified", "throttle", "circuit",
-                                                       "actual_cost"])
+                                                       "actual_cost", "retry"])
         var endpoint = APIDescription.Endpoint()
         func knownBucket(_ node: Node, _ key: String) throws(APIDescriptionError) -> String {
             let name = try string(node, key)
@@ -420,6 +420,7 @@ struct DescriptionReader {
         if let node = entries["refund_not_modified"] { endpoint.refundsNotModified = try bool(node, "\(key).refund_not_modified") }
         if let node = entries["throttle"] { endpoint.throttle = try throttle(node, "\(key).throttle") }
         if let node = entries["circuit"] { endpoint.circuit = try circuit(node, "\(key).circuit") }
+        if let node = entries["retry"] { endpoint.retry = try retry(node, "\(key).retry") }
         if let node = entries["actual_cost"] {
             let actual = try actualCost(node, "\(key).actual_cost", knownBucket: knownBucket)
             let charged = endpoint.charges?.map(\.bucket) ?? [endpoint.bucket].compactMap { $0 }

@@ -127,6 +127,8 @@ public struct APIDescription: Sendable, Hashable {
         public var circuit: CircuitPolicy?
         /// Where its actual cost is read from the answer, when its cost is an estimate.
         public var actualCost: QuotaConfiguration.ActualCost?
+        /// Its own retry policy.
+        public var retry: RetryPolicy?
     }
 
     /// `METHOD /path/{param}` → an endpoint name, which may use the path's parameters

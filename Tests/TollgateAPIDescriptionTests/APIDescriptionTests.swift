@@ -148,7 +148,7 @@ struct APIDescriptionTests {
               chat:
                 charges: [{bucket: requests, units: 1}, {bucket: tokens, units: 800}]
                 actual_cost: {bucket: tokens, body: usage.total_tokens}
-              count: {bucket: core, actual_cost: {header: x-cost}}
+              count: {bucket: core, actual_cost: {header: x-cost}, retry: {max_retries: 0}}
             """, file: "llm.yaml")
         let quota = try description.gateConfiguration().quota
         #expect(quota.window(of: "requests") == .minute)
@@ -162,6 +162,9 @@ struct APIDescriptionTests {
         #expect(quota.effectiveCost(for: "chat").actualCost
             == .init(bucket: "tokens", source: .jsonBody(path: ["usage", "total_tokens"])))
         #expect(quota.effectiveCost(for: "count").actualCost == .init(source: .header(.init("x-cost")!)))
+        let configuration = try description.gateConfiguration()
+        #expect(configuration.endpointRetries["count"]?.maximumRetries == 0)
+        #expect(configuration.endpointRetries["chat"] == nil)
     }
 
     @Test("the shipped GitHub, seeds backend and OpenAI descriptions are valid and say what their pages say")

@@ -28,7 +28,8 @@ extension Gate {
                            metadata: ["gate.endpoint": "\(request.endpoint)", "error": "\(error)"])
             lookup = .miss(http)
         }
-        var machine = GateRequestStateMachine(policies: policies, method: http.method, options: request.options)
+        var machine = GateRequestStateMachine(policies: policies, method: http.method, options: request.options,
+                                              endpoint: request.endpoint)
         let verdict = verdict(of: lookup)
         switch machine.cacheLookedUp(
             verdict,
@@ -169,7 +170,7 @@ extension Gate {
             // 6. Retry, or the answer.
             switch decided {
             case .retry(let delay, let attempt, let trigger):
-                request.logger.info("Retry \(attempt)/\(configuration.retry.maximumRetries) in \(Self.describe(delay)) after \(trigger)",
+                request.logger.info("Retry \(attempt)/\(policies.retry(for: request.endpoint).maximumRetries) in \(Self.describe(delay)) after \(trigger)",
                                     metadata: ["retry.endpoint": "\(request.endpoint)"])
                 try await clock.sleep(for: delay)
                 next = machine.retryTimerFired()

@@ -23,6 +23,9 @@ public struct GateConfiguration: Sendable {
     /// The answers that say a bucket's quota is spent: Google's 403 `quotaExceeded` and
     /// `dailyLimitExceeded` by default (see ``QuotaExhaustionRule``).
     public var quotaExhaustedAnswers: [QuotaExhaustionRule] = QuotaExhaustionRule.google
+    /// Endpoints that retry by a policy of their own (an upload that must not be repeated, a
+    /// search that may wait longer); every other endpoint follows ``retry``.
+    public var endpointRetries: [String: RetryPolicy] = [:]
 
     /// Creates a configuration.
     /// - Parameters:

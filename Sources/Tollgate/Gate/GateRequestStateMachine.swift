@@ -27,6 +27,8 @@ struct GateRequestStateMachine {
     final class Policies: Sendable {
         /// When and how long to wait before another attempt.
         let retry: RetryPolicy
+        /// The endpoints that retry by a policy of their own.
+        let endpointRetries: [String: RetryPolicy]
         /// What an answer tells the circuit.
         let classifier: OutcomeClassifier
         /// What to do when the ledger cannot be written.
@@ -38,8 +40,10 @@ struct GateRequestStateMachine {
 
         init(retry: RetryPolicy = .default, classifier: OutcomeClassifier = OutcomeClassifier(),
              ledgerFailurePolicy: LedgerFailurePolicy = .failClosed, maximumThrottleWait: Duration = .zero,
-             quotaExhaustedAnswers: [QuotaExhaustionRule] = QuotaExhaustionRule.google) {
+             quotaExhaustedAnswers: [QuotaExhaustionRule] = QuotaExhaustionRule.google,
+             endpointRetries: [String: RetryPolicy] = [:]) {
             self.retry = retry
+            self.endpointRetries = endpointRetries
             self.classifier = classifier
             self.ledgerFailurePolicy = ledgerFailurePolicy
             self.maximumThrottleWait = maximumThrottleWait
@@ -50,7 +54,13 @@ struct GateRequestStateMachine {
             self.init(retry: configuration.retry, classifier: configuration.circuit.classifier,
                       ledgerFailurePolicy: configuration.ledgerFailurePolicy,
                       maximumThrottleWait: configuration.maximumThrottleWait,
-                      quotaExhaustedAnswers: configuration.quotaExhaustedAnswers)
+                      quotaExhaustedAnswers: configuration.quotaExhaustedAnswers,
+                      endpointRetries: configuration.endpointRetries)
+        }
+
+        /// The retry policy of `endpoint`: its own, else the gate's.
+        func retry(for endpoint: String?) -> RetryPolicy {
+            endpoint.flatMap { endpointRetries[$0] } ?? retry
         }
 
         /// Whether an answer says its quota is spent. The body is read for error reasons only
@@ -229,6 +239,8 @@ struct GateRequestStateMachine {
     private let method: HTTPRequest.Method
     private let markedIdempotent: Bool
     private let allowsStale: Bool
+    /// The endpoint, for its own retry policy; looked up only when an attempt may be retried.
+    private let endpoint: String?
     private var sending = Sending()
 
     /// Creates the machine of one request.
@@ -236,8 +248,10 @@ struct GateRequestStateMachine {
     ///   - policies: The gate's rules.
     ///   - method: The request's method, for the idempotency rule.
     ///   - options: The caller's per-request choices.
-    init(policies: Policies, method: HTTPRequest.Method, options: GateRequestOptions) {
+    ///   - endpoint: The endpoint, whose own retry policy applies when it has one.
+    init(policies: Policies, method: HTTPRequest.Method, options: GateRequestOptions, endpoint: String? = nil) {
         self.policies = policies
+        self.endpoint = endpoint
         self.method = method
         self.markedIdempotent = options.markedIdempotent
         self.allowsStale = options.allowsStale
@@ -483,7 +497,7 @@ struct GateRequestStateMachine {
         }
         var stop: RetryStopReason?
         if let trigger {
-            let retry = policies.retry
+            let retry = policies.retry(for: endpoint)
             if circuit == .open {
                 // This attempt opened the circuit: retrying stops here.
                 stop = .circuitOpen

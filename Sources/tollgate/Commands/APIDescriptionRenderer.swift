@@ -49,6 +49,7 @@ enum APIDescriptionRenderer {
                 if let refunds = endpoint.refundsNotModified { parts.append(refunds ? "304 refunded" : "304 charged") }
                 if let limit = endpoint.throttle { parts.append("throttle \(throttle(limit))") }
                 if let circuit = endpoint.circuit { parts.append("circuit after \(circuit.failureThreshold) failures") }
+                if let retry = endpoint.retry { parts.append("\(retry.maximumRetries) retries") }
                 if let actual = endpoint.actualCost {
                     parts.append("settled at the actual cost in \(actual.bucket ?? endpoint.bucket ?? defaults.bucket) from the \(actual.source)")
                 }

@@ -244,6 +244,25 @@ struct GateRequestStateMachineTests {
         #expect(describe(google.responseReceived(status: 403, body: body, retryAfter: nil)) == "settleNow neutral")
     }
 
+    @Test("an endpoint with a retry policy of its own follows it; the others follow the gate's")
+    func endpointRetryPolicy() {
+        let policies = Machine.Policies(retry: Self.exactRetries,
+                                        endpointRetries: ["videos.insert": RetryPolicy(maximumRetries: 0, jitter: 0)])
+        var generator = Self.generator
+        var own = Machine(policies: policies, method: .get, options: GateRequestOptions(), endpoint: "videos.insert")
+        #expect(own.cacheLookedUp(.miss, onlyIfCached: false, revalidatesInBackground: false) == .send)
+        _ = own.readyToSend(.miss, Machine.Sending())
+        _ = own.admitted(isProbe: false)
+        _ = own.responseReceived(status: 503, body: Data(), retryAfter: nil)
+        #expect(describe(own.attemptSettled(circuit: .closed, now: Self.now, using: &generator)).hasPrefix("answer"))
+        var other = Machine(policies: policies, method: .get, options: GateRequestOptions(), endpoint: "videos.list")
+        _ = other.cacheLookedUp(.miss, onlyIfCached: false, revalidatesInBackground: false)
+        _ = other.readyToSend(.miss, Machine.Sending())
+        _ = other.admitted(isProbe: false)
+        _ = other.responseReceived(status: 503, body: Data(), retryAfter: nil)
+        #expect(describe(other.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "retry 1 after 1.0s")
+    }
+
     @Test("a 403 rate limit is not a spent quota")
     func rateLimitIsNotQuota() {
         let body = Data(#"{"error":{"code":403,"errors":[{"reason":"rateLimitExceeded"}]}}"#.utf8)
