@@ -89,7 +89,7 @@ extension APIDescription {
         )
         // The routes name endpoints the file need not list: they cost the defaults, by design.
         configuration.quota.chargesUnlistedEndpointsTheDefault = true
-        configuration.quota.bucketWindows = buckets.filter { !$0.value.window.isPacificDay }.mapValues(\.window.quotaWindow)
+        configuration.quota.bucketWindows = buckets.filter { !$0.value.window.isPacificDay }.mapValues(\.window)
         configuration.quota.bucketPacing = buckets.compactMapValues(\.pacing)
         configuration.quota.announcedLimits = buckets.compactMapValues(\.announced)
         configuration.throttle = ThrottleConfiguration(
@@ -103,20 +103,4 @@ extension APIDescription {
         configuration.cache.sensitiveHeaders.formUnion(secrets.headers.compactMap { HTTPField.Name($0) })
         return configuration
     }
-}
-
-extension APIDescription.Window {
-    /// The ledger's window for this one.
-    public var quotaWindow: QuotaWindow {
-        switch self {
-        case .day(let zone): .day(timeZone: zone)
-        case .hour: .hour
-        case .minute: .minute
-        case .month(let zone): .month(timeZone: zone)
-        case .rolling(let seconds): .rolling(seconds: seconds)
-        }
-    }
-
-    /// Whether this is YouTube's window, the ledger's default: the Pacific calendar day.
-    public var isPacificDay: Bool { self == .day(timeZone: APIDescription.pacificTimeZone) }
 }

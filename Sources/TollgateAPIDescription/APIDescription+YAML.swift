@@ -274,11 +274,14 @@ struct DescriptionReader {
         switch kind {
         case "rolling":
             let seconds = try duration(value, "\(key).rolling").components.seconds
-            guard seconds >= 1 else { throw fail(value, "\(key).rolling", "at least one second") }
+            guard QuotaWindow.rollingSeconds.contains(Int(seconds)) else {
+                throw fail(value, "\(key).rolling", "from one second to 366 days")
+            }
             return .rolling(seconds: Int(seconds))
         default:
             let zone = try string(value, "\(key).\(kind)")
-            guard TimeZone(identifier: zone) != nil else {
+            // The ledger's own rule: a full IANA name this machine knows, never an abbreviation.
+            guard QuotaWindow.isKnownTimeZone(zone) else {
                 throw fail(value, "\(key).\(kind)", "'\(zone)' is not a time zone; write one such as America/Los_Angeles or UTC")
             }
             return kind == "day" ? .day(timeZone: zone) : .month(timeZone: zone)

@@ -40,7 +40,7 @@ public struct APIDescription: Sendable, Hashable {
     public var quotaExhausted: [ExhaustionRule]
 
     /// The time zone of YouTube's quota day, the default window's.
-    public static let pacificTimeZone = "America/Los_Angeles"
+    public static let pacificTimeZone = PacificDay.timeZoneIdentifier
 
     /// A budget of units over a window.
     public struct Bucket: Sendable, Hashable {
@@ -70,29 +70,9 @@ public struct APIDescription: Sendable, Hashable {
         }
     }
 
-    /// When a bucket's units come back.
-    public enum Window: Sendable, Hashable, CustomStringConvertible {
-        /// A calendar day in a time zone (``APIDescription/pacificTimeZone``: YouTube's day).
-        case day(timeZone: String)
-        /// A clock hour, in UTC.
-        case hour
-        /// A clock minute, in UTC.
-        case minute
-        /// A calendar month in a time zone.
-        case month(timeZone: String)
-        /// The last N seconds, rolling.
-        case rolling(seconds: Int)
-
-        public var description: String {
-            switch self {
-            case .day(let zone): "day (\(zone))"
-            case .hour: "hour"
-            case .minute: "minute"
-            case .month(let zone): "month (\(zone))"
-            case .rolling(let seconds): "rolling \(seconds) s"
-            }
-        }
-    }
+    /// When a bucket's units come back: the ledger's own windows, read from the file as they are
+    /// stored (`day`, `{day: Asia/Tokyo}`, `hour`, `minute`, `month`, `{rolling: 90s}`).
+    public typealias Window = QuotaWindow
 
     /// The rules of endpoints that set none of their own.
     public struct Defaults: Sendable, Hashable {

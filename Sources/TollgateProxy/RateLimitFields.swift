@@ -42,7 +42,7 @@ enum RateLimitFields {
         case .hour: 3_600
         case .minute: 60
         case .month:
-            Int64(window.naturalPeriod(containing: now).end.timeIntervalSince(window.naturalPeriod(containing: now).start))
+            Int64(window.naturalPeriod(containing: now).length)
         case .rolling(let seconds): Int64(seconds)
         }
     }

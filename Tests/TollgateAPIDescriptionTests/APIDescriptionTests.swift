@@ -194,6 +194,9 @@ struct APIDescriptionTests {
 
     @Test("mistakes in the new keys are named at their line and key", arguments: [
         ("api: X\nbuckets:\n  b: {limit: 10, pacing: {keep: 150%}}\ndefaults: {bucket: b}\n", 3, "buckets.b.pacing.keep", "0% to 100%"),
+        // The ledger's rule for zones: an abbreviation means different zones on different machines.
+        ("api: X\nbuckets:\n  b: {limit: 10, window: {day: PST}}\ndefaults: {bucket: b}\n", 3, "buckets.b.window.day", "not a time zone"),
+        ("api: X\nbuckets:\n  b: {limit: 10, window: {rolling: 400d}}\ndefaults: {bucket: b}\n", 3, "buckets.b.window.rolling", "366 days"),
         ("api: X\nbuckets:\n  b: {limit: 10, announced: {unit: bytes}}\ndefaults: {bucket: b}\n", 3, "buckets.b.announced.unit", "not a unit"),
         ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {actual_cost: {body: usage..total}}\n", 6, "endpoints.e.actual_cost.body", "path of keys"),
         ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {actual_cost: {}}\n", 6, "endpoints.e.actual_cost", "body"),

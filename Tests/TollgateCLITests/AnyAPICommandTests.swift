@@ -15,6 +15,15 @@ struct AnyAPICommandTests {
         return (proxy, base)
     }
 
+    /// Whether curl and sqlite3, which these tests drive, are installed; records an issue when not.
+    private static func toolsInstalled() -> Bool {
+        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
+            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
+            return false
+        }
+        return true
+    }
+
     private static func sqlite(_ database: String, _ sql: String) throws -> String {
         let result = try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", database, sql])
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -22,10 +31,7 @@ struct AnyAPICommandTests {
 
     @Test("GitHub: named by the routes, charged in core and search, following X-RateLimit-Remaining down, paced, and a second proxy sees the same window")
     func gitHub() async throws {
-        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
-            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
-            return
-        }
+        guard Self.toolsInstalled() else { return }
         let github = try await FakeGitHubAPI.start()
         defer { Task { await github.stop() } }
         let directory = try TemporaryDirectory()
@@ -82,10 +88,7 @@ struct AnyAPICommandTests {
 
     @Test("GitHub's 403 with X-RateLimit-Remaining: 0 closes core until GitHub's own reset: the next request is refused unsent")
     func gitHubSpent() async throws {
-        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
-            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
-            return
-        }
+        guard Self.toolsInstalled() else { return }
         let github = try await FakeGitHubAPI.start()
         defer { Task { await github.stop() } }
         let directory = try TemporaryDirectory()
@@ -110,10 +113,7 @@ struct AnyAPICommandTests {
 
     @Test("An LLM API that bills tokens in its body: each answer is billed its actual tokens, and the totals equal the events")
     func llmTokens() async throws {
-        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
-            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
-            return
-        }
+        guard Self.toolsInstalled() else { return }
         // The server's limits are the description's, so what it announces never runs below the ledger.
         let llm = try await FakeLLMAPI.start(behaviour: FakeLLMBehaviour(requestsPerMinute: 500, tokensPerMinute: 30_000))
         defer { Task { await llm.stop() } }
@@ -146,10 +146,7 @@ struct AnyAPICommandTests {
 
     @Test("The seeds' backend from its shipped file alone: throttles 10/20/30 a minute and an hourly bucket, in throttle show and quota show")
     func seedsBackend() async throws {
-        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
-            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
-            return
-        }
+        guard Self.toolsInstalled() else { return }
         let origin = try ScriptedHTTPServer { _ in .init(status: 200, headers: [(name: "Cache-Control", value: "no-store")], body: "[]") }
         defer { origin.stop() }
         let directory = try TemporaryDirectory()

@@ -62,15 +62,14 @@ extension Gate {
         case .throttled(_, let throttleAdmission):
             throttle.report(throttleAdmission, endpoint: endpoint)
             return machine.throttled(retryAfter: throttleAdmission.retryAfter ?? limit.window.timeInterval)
-        case .refusedByQuota(_, let refusal) where refusal.reason == .paced:
-            // A paced bucket's next slot is a wait, as a full throttle window's is.
-            _ = try? quota.report(.refused(refusal), endpoint: endpoint, cost: charge.cost)
-            return machine.throttled(retryAfter: max(refusal.retryAt.timeIntervalSince(clock.now()), 0.001))
         case .refusedByQuota(_, let refusal):
             // The ledger logs the refusal and makes its error, which names the bucket that could
             // not pay: with several buckets, not always the first.
             do {
                 _ = try quota.report(.refused(refusal), endpoint: endpoint, cost: charge.cost)
+            } catch TollgateError.throttled(let retryAfter) {
+                // A paced bucket's next slot is a wait, as a full throttle window's is.
+                return machine.throttled(retryAfter: max(retryAfter, 0.001))
             } catch let refused as TollgateError {
                 return machine.refused(refused)
             }

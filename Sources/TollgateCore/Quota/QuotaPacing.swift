@@ -41,7 +41,7 @@ public struct QuotaPacing: Sendable, Hashable {
         let reserve = Int((Double(limit) * min(max(reserveFraction, 0), 1)).rounded(.up))
         let spendable = QuotaLimits.remaining(limit: limit, used: QuotaLimits.saturatingSum(used, reserve))
         let timeLeft = period.end.timeIntervalSince(now)
-        let length = period.end.timeIntervalSince(period.start)
+        let length = period.length
         guard timeLeft > 0, length > 0 else { return .allowed(paced: false) }
         // An even share of the rest of the window: (limit - reserve) × timeLeft / length.
         let evenShare = Double(max(limit - reserve, 0)) * timeLeft / length

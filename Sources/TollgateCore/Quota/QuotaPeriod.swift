@@ -35,6 +35,9 @@ public struct QuotaPeriod: Sendable, Hashable {
         self.init(key: day.key, start: day.start, end: day.nextReset)
     }
 
+    /// How long the window lasts, in seconds, from ``start`` to ``end``.
+    public var length: TimeInterval { end.timeIntervalSince(start) }
+
     /// Whether several keys count (a rolling window).
     public var spansSeveralKeys: Bool { firstKey != key }
 
@@ -63,7 +66,7 @@ public struct QuotaPeriod: Sendable, Hashable {
         let natural = window.naturalPeriod(containing: now)
         guard let announced = announcedReset, !natural.spansSeveralKeys else { return natural }
         if announced.at > now {
-            let length = natural.end.timeIntervalSince(natural.start)
+            let length = natural.length
             guard announced.at <= natural.end.addingTimeInterval(length) else { return natural }
             return QuotaPeriod(key: announced.key, start: min(natural.start, now), end: announced.at)
         }
