@@ -35,7 +35,7 @@ struct GateProxyResponder: HTTPResponder {
             return refusal(.contentTooLarge, code: "request_too_large",
                            message: "The request body is larger than \(maximumBodySize) bytes.", endpoint: nil)
         }
-        guard let outgoing = upstreamRequest(for: request) else {
+        guard var outgoing = upstreamRequest(for: request) else {
             return refusal(.badRequest, code: "path_outside_upstream",
                            message: "The path leaves the upstream's base path \(upstream.path).", endpoint: nil)
         }
@@ -45,6 +45,11 @@ struct GateProxyResponder: HTTPResponder {
                            message: "A \(request.method) request cannot carry a body through the proxy.", endpoint: nil)
         }
         let endpoint = naming.endpoint(for: outgoing)
+        if case .jsonBody = gate.quota.price(of: endpoint).actualCost?.source {
+            // Its cost is read from the body: ask only for codings the gate can decode (a client's
+            // zstd would leave the estimate standing).
+            ProxyHeaders.limitAcceptEncoding(&outgoing.headerFields, to: ContentDecoding.supportedCodings)
+        }
         let bodyData = body.readableBytes == 0 ? nil : Data(body.readableBytesView)
         do {
             let answer = try await sendForClient(outgoing, body: bodyData, endpoint: endpoint, context: context)
@@ -154,7 +159,8 @@ struct GateProxyResponder: HTTPResponder {
             }
             logger.info("\(outgoing.method.rawValue) \(request.uri.path) refused: \(refusal)", metadata: ["proxy.endpoint": "\(endpoint)"])
             var answer = self.refusal(status, code: code, message: refusal.description, endpoint: endpoint,
-                                      retryAfter: max(1, Int(retryAfter.rounded(.up))), unitsCharged: unitsCharged)
+                                      retryAfter: max(1, SaturatingConversion.int(retryAfter.rounded(.up))),
+                                      unitsCharged: unitsCharged)
             if let rate = RateLimitFields.fields(gate: gate, endpoint: endpoint, refundedUnits: 0, now: clock.now()) {
                 answer.headers[RateLimitFields.policy] = rate.policy
                 answer.headers[RateLimitFields.rateLimit] = rate.limit

@@ -28,7 +28,9 @@ struct APICommand: AsyncParsableCommand {
                 description = try APIDescription.named(file)
                 _ = try description.gateConfiguration()
             } catch {
-                throw ValidationError(error.description)
+                // One line with the file, line, column and key, exit 64: no usage text after it.
+                CommandErrors.report(error)
+                throw ExitCode(CommandErrors.usageStatus)
             }
             print("\(file): valid — \(description.name): \(description.buckets.count) bucket(s), "
                   + "\(description.routes.count) route(s), \(description.endpoints.count) endpoint(s)")

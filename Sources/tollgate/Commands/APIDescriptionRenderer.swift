@@ -4,7 +4,7 @@ import TollgateAPIDescription
 /// The lines `tollgate api show` prints.
 enum APIDescriptionRenderer {
     static func render(_ description: APIDescription) -> [String] {
-        var lines = ["\(description.name)" + (description.upstream.map { " · \($0.absoluteString)" } ?? "")]
+        var lines = ["\(description.name)" + (description.upstream.map { " · \($0.absoluteStringWithoutCredentials)" } ?? "")]
         lines.append("")
         lines.append("Buckets")
         for (name, bucket) in description.buckets.sorted(by: { $0.key < $1.key }) {

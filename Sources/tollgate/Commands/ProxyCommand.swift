@@ -64,7 +64,7 @@ struct ProxyCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("--listen: \(error.description) The proxy spends your quota for anyone who can reach it.")
         }
-        guard let upstream = upstream ?? api.chosen?.upstream?.absoluteString else {
+        guard let upstream = try upstream ?? api.chosen()?.upstream?.absoluteString else {
             throw ValidationError("Missing --upstream: the API's base URL (or an --api description that names one).")
         }
         guard let url = URL(string: upstream), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
@@ -100,16 +100,16 @@ struct ProxyCommand: AsyncParsableCommand {
             metrics: processMetrics?.factory ?? MetricsSystem.factory
         )
         // validate() made sure there is one.
-        let upstream = upstream ?? api.chosen?.upstream?.absoluteString ?? ""
+        let upstream = try upstream ?? api.chosen()?.upstream?.absoluteString ?? ""
         try await opened.closing {
             let proxy = try await GateProxy.start(
-                gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen), naming: api.naming,
+                gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen), naming: try api.naming(),
                 transport: transport, idleTimeout: .seconds(idleTimeout),
                 maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
             )
             // Written straight to the file descriptor, unbuffered: a script waits for this line.
             FileHandle.standardOutput.write(Data(
-                "tollgate proxy listening on \(proxy.baseURL.absoluteString) → \(upstream) (database \(opened.name))\n".utf8
+                "tollgate proxy listening on \(proxy.baseURL.absoluteString) → \(URL(string: upstream)?.absoluteStringWithoutCredentials ?? upstream) (database \(opened.name))\n".utf8
             ))
             var adminServer: AdminServer?
             if let admin {
