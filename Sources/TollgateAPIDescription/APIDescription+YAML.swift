@@ -180,7 +180,7 @@ struct DescriptionReader {
             throw fail(node, key, "'\(text)' is shorter than a millisecond, the shortest duration the gate counts")
         }
         guard seconds <= Self.maximumDurationSeconds else {
-            throw fail(node, key, "'\(text)' is longer than the longest duration a description may give, 366d")
+            throw fail(node, key, "'\(text)' is longer than 366 days, the longest duration a description may give")
         }
         return .milliseconds(SaturatingConversion.int64((seconds * 1000).rounded()))
     }

@@ -77,7 +77,14 @@ struct AdminListenerHardeningTests {
         defer { Task { await admin.stop() } }
         _ = directory
         let port = admin.address.port
+        // Two connections held open, each known to be accepted: it answered a keep-alive request.
         let held = try (0..<2).map { _ in try RawHTTPClient.connect(port: port) }
+        for descriptor in held {
+            let keepAlive = Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+            _ = keepAlive.withUnsafeBytes { PortableSockets.send(descriptor, $0) }
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            #expect(recv(descriptor, &buffer, buffer.count, 0) > 0)
+        }
         // The third is queued by the kernel, not served: no answer while two are held.
         let third = try RawHTTPClient.connect(port: port)
         defer { close(third) }

@@ -83,10 +83,10 @@ struct HostileInputCommandTests {
         // One curl for many URLs: a process per request would measure process start-up, not the proxy.
         let batch = 200
         for start in stride(from: 0, to: values, by: batch) {
-            let urls = (start..<min(start + batch, values)).map { "\(base)/repos/o/r/c\($0)" }
+            // Each URL with its own -o: curl applies one output to one URL.
+            let urls = (start..<min(start + batch, values)).flatMap { ["-o", "/dev/null", "\(base)/repos/o/r/c\($0)"] }
             let result = try await offPool {
-                try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"),
-                                      ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}\n"] + urls)
+                try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["curl", "-sS", "-w", "%{http_code}\n"] + urls)
             }
             // GitHub's description paces its hourly bucket: a 429 is the gate's answer, a 5xx never.
             #expect(result.stdout.split(separator: "\n").allSatisfy { $0 == "200" || $0 == "429" },
