@@ -14,6 +14,8 @@ struct GateProxyResponder: HTTPResponder {
     let transport: any HTTPTransport
     let upstream: URL
     let naming: EndpointNaming
+    /// The upstream as links to it are recognised (``UpstreamLinkRewriter``).
+    let linkedUpstream: UpstreamLinkRewriter.Upstream?
     /// Media types whose JSON bodies have their links to the upstream pointed at the proxy.
     let rewrittenBodyTypes: Set<String>
     let maximumBodySize: Int
@@ -75,7 +77,7 @@ struct GateProxyResponder: HTTPResponder {
             // always; a body of a listed media type when it is held whole (not streamed, not a HEAD's,
             // whose `Content-Length` stays the upstream's: the rewritten length is not known without
             // the body). The stored body keeps the upstream's bytes.
-            if let links = UpstreamLinkRewriter(upstream: upstream, clientAuthority: request.head.authority) {
+            if let links = UpstreamLinkRewriter(upstream: linkedUpstream, clientAuthority: request.head.authority) {
                 links.rewriteFields(&fields)
                 if answer.bodyStream == nil, request.method != .head {
                     links.rewriteBody(&body, fields: &fields, status: status, mediaTypes: rewrittenBodyTypes)

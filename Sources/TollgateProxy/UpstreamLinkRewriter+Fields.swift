@@ -10,11 +10,10 @@ extension UpstreamLinkRewriter {
     func rewriteFields(_ fields: inout HTTPFields) {
         for index in fields.indices {
             let field = fields[index]
-            let bytes = field.withUnsafeBytesOfValue { Array($0) }
             let rewritten: [UInt8]?
             switch field.name {
-            case Self.link: rewritten = rewrittenLinkValue(bytes)
-            case .location, .contentLocation: rewritten = proxied(Self.trimmed(bytes), .header)
+            case Self.link: rewritten = rewrittenLinkValue(field.withUnsafeBytesOfValue { Array($0) })
+            case .location, .contentLocation: rewritten = proxied(Self.trimmed(field.withUnsafeBytesOfValue { Array($0) }), .header)
             default: continue
             }
             if let rewritten { fields[index] = HTTPField(name: field.name, value: rewritten) }

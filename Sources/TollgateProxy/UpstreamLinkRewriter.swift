@@ -38,24 +38,50 @@ struct UpstreamLinkRewriter: Sendable {
     /// The longest `Host` taken: a host name's 253 characters, brackets and a port.
     static let maximumAuthorityLength = 270
 
+    /// The upstream as links are compared with it, worked out once per proxy.
+    struct Upstream: Sendable {
+        /// The scheme, lowercased.
+        let scheme: [UInt8]
+        /// The host, lowercased, an IPv6 literal in brackets.
+        let host: [UInt8]
+        /// The port, the scheme's default when the URL writes none.
+        let port: Int
+        /// The path as written (percent-encoded), without a trailing `/`; empty at the root.
+        let basePath: [UInt8]
+
+        /// The upstream of `url`, or nil when it is not an http(s) URL with a host.
+        /// - Parameter url: The upstream's base URL.
+        init?(_ url: URL) {
+            guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty,
+                  let defaultPort = UpstreamLinkRewriter.defaultPort(of: Array(scheme.utf8))
+            else { return nil }
+            self.scheme = Array(scheme.utf8)
+            self.host = Array((host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host).utf8)
+            port = url.port ?? defaultPort
+            var path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? url.path
+            while path.hasSuffix("/") { path.removeLast() }
+            basePath = Array(path.utf8)
+        }
+    }
+
     /// A rewriter for one request, or nil when the client's authority is missing (HTTP/1.0 without
     /// `Host`) or is not a plain `host[:port]`: links are then passed on as the upstream sent them.
     /// - Parameters:
-    ///   - upstream: The upstream's base URL.
+    ///   - upstream: The upstream, as ``Upstream`` works it out once; nil rewrites nothing.
     ///   - clientAuthority: The `Host` the client sent (the request's authority).
-    init?(upstream: URL, clientAuthority: String?) {
-        guard let clientAuthority, Self.isPlainAuthority(clientAuthority),
-              let scheme = upstream.scheme?.lowercased(), let host = upstream.host?.lowercased(), !host.isEmpty,
-              let defaultPort = Self.defaultPort(of: Array(scheme.utf8))
-        else { return nil }
-        upstreamScheme = Array(scheme.utf8)
-        upstreamHost = Array((host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host).utf8)
-        upstreamPort = upstream.port ?? defaultPort
-        var path = URLComponents(url: upstream, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? upstream.path
-        while path.hasSuffix("/") { path.removeLast() }
-        basePath = Array(path.utf8)
+    init?(upstream: Upstream?, clientAuthority: String?) {
+        guard let upstream, let clientAuthority, Self.isPlainAuthority(clientAuthority) else { return nil }
+        upstreamScheme = upstream.scheme
+        upstreamHost = upstream.host
+        upstreamPort = upstream.port
+        basePath = upstream.basePath
         proxyOrigin = Array("http://\(clientAuthority)".utf8)
         proxyNetworkPath = Array("//\(clientAuthority)".utf8)
+    }
+
+    /// ``init(upstream:clientAuthority:)`` from the upstream's URL.
+    init?(upstream: URL, clientAuthority: String?) {
+        self.init(upstream: Upstream(upstream), clientAuthority: clientAuthority)
     }
 
     /// Whether `authority` is a `host[:port]` that can be written into a URL as it is: letters,
