@@ -114,7 +114,8 @@ public final class GateProxy: Sendable {
         }
         let responder = GateProxyResponder(
             gate: gate, transport: transport, upstream: upstream, naming: naming,
-            linkedUpstream: UpstreamLinkRewriter.Upstream(upstream), rewrittenBodyTypes: Set(rewrittenBodyTypes.map { $0.lowercased() }), maximumBodySize: maximumBodySize,
+            linkedUpstream: UpstreamLinkRewriter.Upstream(upstream),
+            rewrittenBodyTypes: Set(rewrittenBodyTypes.map { $0.lowercased() }), maximumBodySize: maximumBodySize,
             clock: clock, logger: logger
         )
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
