@@ -187,7 +187,7 @@ struct DescriptionReader {
 
     mutating func description(_ root: Node) throws(APIDescriptionError) -> APIDescription {
         let top = try mapping(root, "", allowed: [
-            "api", "upstream", "buckets", "defaults", "routes", "endpoints", "secrets", "quota_exhausted",
+            "api", "upstream", "buckets", "defaults", "routes", "endpoints", "secrets", "quota_exhausted", "rewrite_urls",
         ])
         guard let nameNode = top["api"] else { throw fail(root, "api", "missing: name the API (api: GitHub REST)") }
         let name = try string(nameNode, "api")
@@ -233,8 +233,28 @@ struct DescriptionReader {
                 rules.append(try exhaustionRule(ruleNode, "quota_exhausted[\(index)]"))
             }
         }
-        return APIDescription(name: name, upstream: upstream, buckets: buckets, defaults: defaults, routes: routes,
-                              endpoints: endpoints, secrets: secrets, quotaExhausted: rules)
+        var description = APIDescription(name: name, upstream: upstream, buckets: buckets, defaults: defaults, routes: routes,
+                                         endpoints: endpoints, secrets: secrets, quotaExhausted: rules)
+        if let node = top["rewrite_urls"] { description.rewriteURLs = try urlRewriting(node, "rewrite_urls") }
+        return description
+    }
+
+    /// `{bodies: [application/json]}`: media types written `type/subtype`.
+    func urlRewriting(_ node: Node, _ key: String) throws(APIDescriptionError) -> APIDescription.URLRewriting {
+        let entries = try mapping(node, key, allowed: ["bodies"])
+        var rewriting = APIDescription.URLRewriting()
+        guard let bodiesNode = entries["bodies"] else { return rewriting }
+        let tokenCharacters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~")
+        for (index, type) in try strings(bodiesNode, "\(key).bodies").enumerated() {
+            let parts = type.lowercased().split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.unicodeScalars.allSatisfy(tokenCharacters.contains) })
+            else {
+                throw fail(bodiesNode.sequence?[index] ?? bodiesNode, "\(key).bodies",
+                           "'\(type)' is not a media type; write it as type/subtype, such as application/json")
+            }
+            rewriting.bodies.append(type.lowercased())
+        }
+        return rewriting
     }
 
     func strings(_ node: Node, _ key: String) throws(APIDescriptionError) -> [String] {

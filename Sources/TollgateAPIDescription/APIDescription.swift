@@ -38,6 +38,8 @@ public struct APIDescription: Sendable, Hashable {
     public var secrets: Secrets
     /// Answers that mean "the quota is spent", beyond YouTube's `quotaExceeded`.
     public var quotaExhausted: [ExhaustionRule]
+    /// What `tollgate proxy` points at itself besides `Link`, `Location` and `Content-Location`.
+    public var rewriteURLs = URLRewriting()
 
     /// The time zone of YouTube's quota day, the default window's.
     public static let pacificTimeZone = PacificDay.timeZoneIdentifier
@@ -136,6 +138,22 @@ public struct APIDescription: Sendable, Hashable {
         public var parameters: [String]
         /// Request header names.
         public var headers: [String]
+    }
+
+    /// Links in answers that the proxy points back at itself, so that a client following them stays
+    /// behind the gate (`rewrite_urls: {bodies: [application/json]}`). The proxy always rewrites the
+    /// upstream's URLs in `Link`, `Location` and `Content-Location`; bodies only when listed here. A
+    /// Swift app behind the URLSession drop-in needs none of this: it talks to the real host.
+    public struct URLRewriting: Sendable, Hashable {
+        /// Media types (`application/json`, lowercased, without parameters) whose JSON string values
+        /// that are URLs to the upstream are rewritten on the way out to the client.
+        public var bodies: [String]
+
+        /// Rewrites the bodies of `bodies`.
+        /// - Parameter bodies: Media types such as `application/json`.
+        public init(bodies: [String] = []) {
+            self.bodies = bodies
+        }
     }
 
     /// An answer that says the quota is spent.

@@ -14,6 +14,10 @@ struct GateProxyResponder: HTTPResponder {
     let transport: any HTTPTransport
     let upstream: URL
     let naming: EndpointNaming
+    /// The upstream as links to it are recognised (``UpstreamLinkRewriter``).
+    let linkedUpstream: UpstreamLinkRewriter.Upstream?
+    /// Media types whose JSON bodies have their links to the upstream pointed at the proxy.
+    let rewrittenBodyTypes: Set<String>
     let maximumBodySize: Int
     let clock: any TollgateClock
     let logger: Logger
@@ -66,9 +70,26 @@ struct GateProxyResponder: HTTPResponder {
                 // No body, but the length a GET would have (RFC 9110 §9.3.2), not the empty body's 0.
                 fields[.contentLength] = length
             }
+            var (status, body) = (answer.response.status, answer.body)
+            if answer.bodyStream == nil, ClientConditional.isNotModified(
+                method: request.method, requestFields: request.headers, status: status, responseFields: fields
+            ) {
+                // The client's own If-None-Match names what it holds: a 304, not the stored body again.
+                (status, body) = (.notModified, Data())
+                fields[.contentLength] = nil
+            }
+            // Links to the upstream lead back through the gate: `Link`, `Location` and `Content-Location`
+            // always; a body of a listed media type when it is held whole (not streamed, not a HEAD's,
+            // whose `Content-Length` stays the upstream's: the rewritten length is not known without
+            // the body). The stored body keeps the upstream's bytes.
+            if let links = UpstreamLinkRewriter(upstream: linkedUpstream, clientAuthority: request.head.authority) {
+                links.rewriteFields(&fields)
+                if answer.bodyStream == nil, request.method != .head {
+                    links.rewriteBody(&body, fields: &fields, status: status, mediaTypes: rewrittenBodyTypes)
+                }
+            }
             guard let stream = answer.bodyStream else {
-                return Response(status: answer.response.status, headers: fields,
-                                body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+                return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
             }
             // Too large for the cache: passed on chunk by chunk, at the pace the client reads.
             let length = answer.response.headerFields[.contentLength].flatMap(Int.init)

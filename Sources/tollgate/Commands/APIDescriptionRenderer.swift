@@ -66,6 +66,11 @@ enum APIDescriptionRenderer {
                 lines.append("  " + parts.joined(separator: " "))
             }
         }
+        if !description.rewriteURLs.bodies.isEmpty {
+            lines.append("")
+            lines.append("Links pointed at the proxy: Link, Location, Content-Location and the JSON bodies of "
+                         + description.rewriteURLs.bodies.joined(separator: ", "))
+        }
         return lines
     }
 

@@ -18,7 +18,9 @@ struct ProxyCommand: AsyncParsableCommand {
             X-Tollgate-Source and X-Tollgate-Units; refusals are 429 (throttled, quota spent) or 503 \
             (circuit open) with Retry-After, and 502 when the upstream cannot be reached (or its \
             certificate does not verify: trust a private CA with --cacert FILE, SSL_CERT_FILE or \
-            SSL_CERT_DIR). The first line printed is the address it listens on. Ctrl-C or SIGTERM stops it.
+            SSL_CERT_DIR). Links to the upstream in Link, Location and Content-Location (and in JSON bodies \
+            when the --api description's rewrite_urls lists their media type) are pointed at the proxy as the \
+            client addressed it, so following them stays behind the gate. The first line printed is the address it listens on. Ctrl-C or SIGTERM stops it.
             """
     )
 
@@ -104,7 +106,8 @@ struct ProxyCommand: AsyncParsableCommand {
         try await opened.closing {
             let proxy = try await GateProxy.start(
                 gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen), naming: try api.naming(),
-                transport: transport, idleTimeout: .seconds(idleTimeout),
+                rewrittenBodyTypes: Set(try api.chosen()?.rewriteURLs.bodies ?? []), transport: transport,
+                idleTimeout: .seconds(idleTimeout),
                 maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
             )
             // Written straight to the file descriptor, unbuffered: a script waits for this line.
