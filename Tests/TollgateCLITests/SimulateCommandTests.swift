@@ -5,6 +5,13 @@ import TollgateFakeAPI
 import TollgateSimulation
 import TollgateTestSupport
 
+/// The shipped descriptions' texts, read from APIs/ beside the package.
+enum APIDescriptionTexts {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static var youTube: String? { try? String(contentsOf: root.appending(path: "APIs/youtube-v3.yaml"), encoding: .utf8) }
+}
+
 /// Issue 41 as a user meets it: `tollgate simulate` on HAR files that mitmproxy and
 /// `tollgate proxy --record` wrote, and on hand-made ones, checked with the report, sqlite3 and curl.
 @Suite("tollgate simulate: a recorded day replayed under each description before it meets the real quota")
@@ -80,12 +87,17 @@ struct SimulateCommandTests {
         let port = Int.random(in: 20_000...60_000)
         let mitm = Process()
         mitm.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        mitm.arguments = ["mitmdump", "-q", "--mode", "reverse:\(origin.baseURL.absoluteString)", "--listen-host", "127.0.0.1",
+        // A process started from the test runner's threads inherits their blocked signals: unblock
+        // SIGTERM before becoming mitmdump, or it could never be told to write its file and exit.
+        let unblocking = "import os, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM}); "
+            + "os.execvp('mitmdump', ['mitmdump'] + sys.argv[1:])"
+        mitm.arguments = ["python3", "-c", unblocking, "-q", "--mode", "reverse:\(origin.baseURL.absoluteString)", "--listen-host", "127.0.0.1",
                           "--listen-port", "\(port)", "--set", "hardump=\(harPath)"]
+        mitm.standardInput = FileHandle.nullDevice
         mitm.standardOutput = FileHandle.nullDevice
         mitm.standardError = FileHandle.nullDevice
         try mitm.run()
-        defer { if mitm.isRunning { mitm.terminate() } }
+        defer { if mitm.isRunning { kill(mitm.processIdentifier, SIGKILL) } }
         // mitmdump takes a moment to listen.
         var listening = false
         for _ in 0..<100 where !listening {
@@ -93,6 +105,12 @@ struct SimulateCommandTests {
             if !listening { try await Task.sleep(for: .milliseconds(100)) }
         }
         try #require(listening, "mitmdump did not listen on \(port)")
+        // The YouTube preset as shipped, but for its client throttle (30 a minute): the refreshes are
+        // recorded in seconds here, where an app would spread them over an hour.
+        let described = directory.path("youtube-unthrottled.yaml")
+        let shipped = try #require(APIDescriptionTexts.youTube)
+        try Data(shipped.replacingOccurrences(of: "throttle: {requests: 30, per: 60s}", with: "throttle: {requests: 1000, per: 60s}").utf8)
+            .write(to: URL(fileURLWithPath: described))
         let paths = (0..<300).map { "/youtube/v3/videos?id=video\($0 % 10)&part=snippet&key=SECRET-KEY-1" }
         func drive(_ base: String) async throws {
             let arguments = paths.flatMap { ["-o", "/dev/null", "\(base)\($0)"] }
@@ -103,15 +121,19 @@ struct SimulateCommandTests {
             #expect(result.stdout.split(separator: "\n").allSatisfy { $0 == "200" }, "\(result.stdout.prefix(300))")
         }
         try await drive("http://127.0.0.1:\(port)")
-        mitm.interrupt()
-        mitm.waitUntilExit()
+        // SIGTERM: mitmdump writes the HAR file as it exits (a SIGINT from a test process may be ignored).
+        mitm.terminate()
+        let deadline = Date().addingTimeInterval(20)
+        while mitm.isRunning, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        try #require(!mitm.isRunning, "mitmdump did not exit on SIGTERM")
         let har = try String(contentsOfFile: harPath, encoding: .utf8)
         #expect(har.contains("\"entries\""))
 
         // The same traffic through a live proxy, charged for real.
         let database = directory.path("live.sqlite")
         let proxy = try BackgroundCommand(CommandRunner.tollgate, ["proxy", "--listen", "127.0.0.1:0", "--upstream",
-                                                                   origin.baseURL.absoluteString, "--db", database])
+                                                                   origin.baseURL.absoluteString, "--db", database,
+                                                                   "--api", described])
         let banner = try #require(proxy.firstLine())
         let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
         try await drive(base)
@@ -119,9 +141,9 @@ struct SimulateCommandTests {
         let live = try #require(Int(try CommandRunner.sqlite3(database, "SELECT COALESCE(SUM(units), 0) FROM quota_today").stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)))
 
-        let (report, run) = try Self.simulate(["--api", "youtube-v3", "--api", "youtube-v3-single-pool", "--har", harPath])
+        let (report, run) = try Self.simulate(["--api", described, "--api", "youtube-v3-single-pool", "--har", harPath])
         let results = try #require(report?.results, "\(run.stderr)")
-        #expect(results.map(\.api) == ["youtube-v3", "youtube-v3-single-pool"])
+        #expect(results.map(\.api) == [described, "youtube-v3-single-pool"])
         let preset = results[0]
         #expect(preset.requests == 300)
         #expect(preset.units == live, "the replay charges what the live proxy charged: \(preset.units) vs \(live)")
