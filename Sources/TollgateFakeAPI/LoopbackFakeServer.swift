@@ -144,7 +144,9 @@ private struct ClosureResponder: HTTPResponder {
             )
         }
         let closed = StreamClosure(stream.progress)
-        // The connection closing before the last chunk is seen at once, not only at the next write.
+        // The client closing its end before the last chunk is seen at once, not only at the next
+        // write: its end of input closes the connection (no half-closure for a stream).
+        _ = context.channel.setOption(ChannelOptions.allowRemoteHalfClosure, value: false)
         context.channel.closeFuture.whenComplete { _ in closed.report(sent: nil) }
         return Response(status: HTTPResponse.Status(code: answer.status), headers: fields, body: ResponseBody { writer in
             if !answer.body.isEmpty { try await writer.write(ByteBuffer(bytes: answer.body)) }

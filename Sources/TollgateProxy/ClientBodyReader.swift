@@ -3,10 +3,17 @@ import Synchronization
 import Tollgate
 
 /// Reads an answer's body for the client one chunk at a time, each read in a task of its own
-/// that ``cancel()`` cancels: a client that goes stops the read at once — and with it the upstream
+/// that ``cancel()`` cancels: a client that goes stops the read — and with it the upstream
 /// request, whose connection the transport closes — whatever the upstream is doing (a stream of
 /// server-sent events may be silent for a long time between two events).
+///
+/// The read in progress when the client goes gets ``grace`` to bring the body's end: a client
+/// that leaves as soon as it has the last event (the OpenAI SDK at `data: [DONE]`) usually goes
+/// before the upstream's end of body has arrived, and its answer is whole all the same.
 final class ClientBodyReader: Sendable {
+    /// How long the read in progress may still bring the body's end once the client has gone.
+    static let grace = Duration.milliseconds(100)
+
     private struct State {
         var reading: Task<Data?, any Error>?
         var cancelled = false
@@ -42,12 +49,17 @@ final class ClientBodyReader: Sendable {
         }
     }
 
-    /// Cancels the read in progress, and every later one.
+    /// Cancels the read in progress after ``grace``, and every later one at once.
     func cancel() {
         let reading = state.withLock { state -> Task<Data?, any Error>? in
             state.cancelled = true
             return state.reading
         }
-        reading?.cancel()
+        guard let reading else { return }
+        Task {
+            // The network's time, not the gate's (which a test may hold still).
+            try? await ContinuousClock().sleep(for: Self.grace)
+            reading.cancel()
+        }
     }
 }

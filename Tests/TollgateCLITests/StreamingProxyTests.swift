@@ -129,8 +129,10 @@ struct StreamingProxyTests {
     @Test("A client that goes after two events: the origin sees the connection closed within a second, and the ledger keeps the estimate, saying why")
     func clientGoesMidStream() async throws {
         guard Self.toolsInstalled() else { return }
+        // Events further apart than the second allowed: a proxy that noticed its client only when
+        // it next wrote to it would close the upstream too late.
         let llm = try await FakeLLMAPI.start(behaviour: FakeLLMBehaviour(
-            requestsPerMinute: 500, tokensPerMinute: 30_000, streamEventInterval: Self.eventInterval))
+            requestsPerMinute: 500, tokensPerMinute: 30_000, streamEventInterval: .milliseconds(1_500)))
         defer { Task { await llm.stop() } }
         let directory = try TemporaryDirectory()
         let database = directory.path("llm.sqlite")
@@ -210,7 +212,8 @@ struct StreamingProxyTests {
         let seconds = environment["TOLLGATE_STREAM_TEST_SECONDS"].flatMap(Double.init) ?? 3
         let origin = try BackgroundCommand(URL(fileURLWithPath: "/usr/bin/env"),
                                            ["python3", "-c", Self.slowOrigin, String(size), String(seconds)])
-        defer { _ = origin.interrupt() }
+        // SIGKILL: Python ignores the SIGINT and SIGTERM a test process may hand down ignored.
+        defer { _ = origin.signal(SIGKILL, within: 5) }
         let port = try #require(origin.firstLine(), "the origin exited before listening")
         let directory = try TemporaryDirectory()
         let (proxy, base) = try Self.proxy(["--upstream", "http://127.0.0.1:\(port)", "--db", directory.path("slow.sqlite")])

@@ -85,6 +85,10 @@ struct StreamedAnswerTests {
         let second = try await harness.gate.send(request, endpoint: "cut", options: GateRequestOptions(streamsBodies: true))
         #expect(second.source == .network)
         #expect(origin.requests.count == 2)
+        await #expect(throws: (any Error).self) {
+            for try await _ in try #require(second.bodyStream) {}
+        }
+        try await harness.gate.flush()
     }
 
     @Test("server-sent events reach the caller before the stream ends, and the tokens are settled at the last usage event")

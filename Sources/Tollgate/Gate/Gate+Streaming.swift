@@ -23,7 +23,7 @@ extension Gate {
             keepingUpTo: stores ? min(cache.maxBodySize, Int(clamping: cache.maxTotalBodyBytes)) : nil,
             announcedLength: fields[.contentLength].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) },
             costReader: rule.map { StreamedCostReader(rule: $0, fields: fields) }
-        ) { [self, account = request.account] ending in
+        ) { [self, settling, account = request.account] ending in
             streamEnded(ending, settling, outgoing: outgoing, stores: stores, rule: rule, lease: lease, account)
         }
         var answer = Self.networkAnswer(exchange, request.totals)
