@@ -31,6 +31,9 @@ final class StreamedAnswer: @unchecked Sendable {
     private var received = 0
     private var costReader: StreamedCostReader?
     private var onEnd: (@Sendable (Ending) -> Void)?
+    /// The body reached its announced length, and its end was reported with its last chunk: the
+    /// transport's end of body is still to be read.
+    private var endedAtLength = false
 
     /// Starts passing a body on.
     /// - Parameters:
@@ -61,8 +64,19 @@ final class StreamedAnswer: @unchecked Sendable {
     }
 
     /// The next chunk, or nil at the end.
+    ///
+    /// A body with a length ends with its last byte: its end is reported before that last chunk
+    /// is handed on, so a reader that asks again as soon as it has the whole body (a proxy's
+    /// client sending the same request) finds the store's write already queued.
     func next() async throws -> Data? {
-        guard onEnd != nil else { return nil }
+        guard onEnd != nil else {
+            if endedAtLength {
+                // The transport's own end, read so that it can keep the connection.
+                endedAtLength = false
+                _ = try? await upstream.next()
+            }
+            return nil
+        }
         let chunk: Data?
         do {
             chunk = try await upstream.next()
@@ -89,6 +103,10 @@ final class StreamedAnswer: @unchecked Sendable {
             }
         }
         costReader?.consume(chunk)
+        if let announcedLength, received == announcedLength {
+            endedAtLength = true
+            end(complete: true, cutShort: nil)
+        }
         return chunk
     }
 

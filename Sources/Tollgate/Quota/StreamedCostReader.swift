@@ -6,9 +6,12 @@ import HTTPTypes
 ///
 /// - A `header` source is read from the answer's fields at once.
 /// - A `body` source in a `text/event-stream` answer (server-sent events, as LLM APIs stream) is
-///   looked for in each event's `data:` JSON: the last event that carries the path wins (OpenAI's
-///   `stream_options: {"include_usage": true}` sends `usage.total_tokens` in the last event; an
-///   event whose `usage` is `null` does not count). `data: [DONE]` and comments are skipped.
+///   looked for in each event's `data:` JSON, at its top level or in its `message`: the last event
+///   that carries the path wins (OpenAI's `stream_options: {"include_usage": true}` sends
+///   `usage.total_tokens` in the last event; an event whose `usage` is `null` does not count).
+///   A sum of paths adds each path's last report (Anthropic: `usage.input_tokens` in
+///   `message_start`'s message, `usage.output_tokens` counted up in `message_delta`).
+///   `data: [DONE]` and comments are skipped.
 /// - A `body` source in any other answer is read from the whole body at its end, kept up to
 ///   ``bodyLimit`` bytes (a longer body keeps the estimate).
 ///
@@ -37,8 +40,17 @@ struct StreamedCostReader: Sendable {
     private var afterCarriageReturn = false
     /// The line being read, or the body, outgrew its limit.
     private var overflowed = false
-    /// The last cost an event reported.
-    private(set) var lastReported: Int?
+    /// The paths whose numbers make the cost, in event streams.
+    private let terms: [[String]]
+    /// The last number each path's events reported.
+    private var reported: [Int?]
+
+    /// The cost the events reported so far: the sum of each path's last report; nil before any.
+    var lastReported: Int? {
+        guard reported.contains(where: { $0 != nil }) else { return nil }
+        let sum = reported.reduce(0) { $0 + ($1 ?? 0) }
+        return QuotaLimits.allowedUnits.contains(sum) ? sum : nil
+    }
 
     /// Creates a reader for one answer.
     /// - Parameters:
@@ -50,9 +62,15 @@ struct StreamedCostReader: Sendable {
         switch rule.source {
         case .header:
             mode = .header(rule.read(from: fields, body: nil))
-        case .jsonBody:
+            terms = []
+        case .jsonBody(let path):
             mode = Self.isEventStream(fields) ? .events : .body
+            terms = [path]
+        case .jsonBodySum(let paths):
+            mode = Self.isEventStream(fields) ? .events : .body
+            terms = paths
         }
+        reported = Array(repeating: nil, count: terms.count)
     }
 
     /// Whether the answer is a stream of server-sent events.
@@ -68,9 +86,8 @@ struct StreamedCostReader: Sendable {
     ///   - body: The whole body, if it was read.
     /// - Returns: The cost, or nil when the answer does not tell it.
     static func read(_ rule: QuotaConfiguration.ActualCost, fields: HTTPFields, body: Data?) -> Int? {
-        guard case .jsonBody = rule.source, isEventStream(fields), let body else {
-            return rule.read(from: fields, body: body)
-        }
+        if case .header = rule.source { return rule.read(from: fields, body: body) }
+        guard isEventStream(fields), let body else { return rule.read(from: fields, body: body) }
         var reader = StreamedCostReader(rule: rule, fields: fields)
         reader.consume(body)
         return reader.finish()
@@ -186,6 +203,10 @@ struct StreamedCostReader: Sendable {
             eventHasData = false
         }
         guard eventHasData, eventData.first == UInt8(ascii: "{") else { return }
-        if let units = rule.read(from: [:], body: eventData) { lastReported = units }
+        for (index, path) in terms.enumerated() {
+            let number = QuotaConfiguration.ActualCost(source: .jsonBody(path: path)).read(from: [:], body: eventData)
+                ?? QuotaConfiguration.ActualCost(source: .jsonBody(path: ["message"] + path)).read(from: [:], body: eventData)
+            if let number { reported[index] = number }
+        }
     }
 }

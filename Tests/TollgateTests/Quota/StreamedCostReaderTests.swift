@@ -73,6 +73,38 @@ struct StreamedCostReaderTests {
         #expect(Self.read(long + "data: {\"usage\":{\"total_tokens\":2}}\n\n", chunkSize: 65_536) == 2)
     }
 
+    /// Anthropic's streamed message, as its Messages API sends it.
+    static let anthropicStream = """
+        event: message_start
+        data: {"type":"message_start","message":{"id":"msg_1","usage":{"input_tokens":25,"output_tokens":1}}}
+
+        event: content_block_delta
+        data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}
+
+        event: message_delta
+        data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":15}}
+
+        event: message_stop
+        data: {"type":"message_stop"}
+
+
+        """
+
+    @Test("Anthropic's stream: the input tokens of message_start's message and the last output tokens of message_delta, added")
+    func anthropicSum() {
+        let sum = QuotaConfiguration.ActualCost(
+            bucket: "tokens", source: .jsonBodySum(paths: [["usage", "input_tokens"], ["usage", "output_tokens"]]))
+        #expect(StreamedCostReader.read(sum, fields: Self.events, body: Data(Self.anthropicStream.utf8)) == 40)
+        // Cut short after message_start: what it reported, 25 in and 1 out.
+        let start = Self.anthropicStream.components(separatedBy: "\n\n")[0]
+        #expect(StreamedCostReader.read(sum, fields: Self.events, body: Data(start.utf8)) == 26)
+        // A body read whole: both parts are needed.
+        let json: HTTPFields = [.contentType: "application/json"]
+        #expect(sum.read(from: json, body: Data(#"{"usage":{"input_tokens":10,"output_tokens":32}}"#.utf8)) == 42)
+        #expect(sum.read(from: json, body: Data(#"{"usage":{"input_tokens":10}}"#.utf8)) == nil)
+        #expect(sum.source.description == "body usage.input_tokens + usage.output_tokens")
+    }
+
     @Test("a JSON body is read whole at its end; a header at once; a buffered event stream the same way as a streamed one")
     func otherSources() {
         let json: HTTPFields = [.contentType: "application/json"]
