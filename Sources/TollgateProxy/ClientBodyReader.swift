@@ -7,9 +7,9 @@ import Tollgate
 /// request, whose connection the transport closes — whatever the upstream is doing (a stream of
 /// server-sent events may be silent for a long time between two events).
 ///
-/// The read in progress when the client goes gets ``grace`` to bring the body's end: a client
-/// that leaves as soon as it has the last event (the OpenAI SDK at `data: [DONE]`) usually goes
-/// before the upstream's end of body has arrived, and its answer is whole all the same.
+/// A read in progress when the client goes, or begun after, gets ``grace`` to bring the body's
+/// end: a client that leaves as soon as it has the last event (the OpenAI SDK at `data: [DONE]`)
+/// usually goes before the upstream's end of body has arrived, and its answer is whole all the same.
 final class ClientBodyReader: Sendable {
     /// How long the read in progress may still bring the body's end once the client has gone.
     static let grace = Duration.milliseconds(100)
@@ -40,7 +40,7 @@ final class ClientBodyReader: Sendable {
             state.reading = reading
             return state.cancelled
         }
-        if cancelled { reading.cancel() }
+        if cancelled { Self.cancelAfterGrace(reading) }
         defer { state.withLock { $0.reading = nil } }
         return try await withTaskCancellationHandler {
             try await reading.value
@@ -49,16 +49,19 @@ final class ClientBodyReader: Sendable {
         }
     }
 
-    /// Cancels the read in progress after ``grace``, and every later one at once.
+    /// Cancels the read in progress, and every later one, each after ``grace``.
     func cancel() {
         let reading = state.withLock { state -> Task<Data?, any Error>? in
             state.cancelled = true
             return state.reading
         }
-        guard let reading else { return }
+        if let reading { Self.cancelAfterGrace(reading) }
+    }
+
+    private static func cancelAfterGrace(_ reading: Task<Data?, any Error>) {
         Task {
             // The network's time, not the gate's (which a test may hold still).
-            try? await ContinuousClock().sleep(for: Self.grace)
+            try? await ContinuousClock().sleep(for: grace)
             reading.cancel()
         }
     }

@@ -216,7 +216,9 @@ struct StreamingProxyTests {
         defer { _ = origin.signal(SIGKILL, within: 5) }
         let port = try #require(origin.firstLine(), "the origin exited before listening")
         let directory = try TemporaryDirectory()
-        let (proxy, base) = try Self.proxy(["--upstream", "http://127.0.0.1:\(port)", "--db", directory.path("slow.sqlite")])
+        // Past the cache's 5 MiB a body (20 MB, say), the cache is told to keep it.
+        let larger = size > 5 << 20 ? ["--cache-max-body", String(size)] : []
+        let (proxy, base) = try Self.proxy(["--upstream", "http://127.0.0.1:\(port)", "--db", directory.path("slow.sqlite")] + larger)
         let url = "\(base)/files/large.bin"
 
         let first = try await offPool { try Self.python(["-c", Self.timedReader, url]) }
