@@ -316,7 +316,8 @@ struct DescriptionReader {
         return QuotaPacing(reserveFraction: fraction)
     }
 
-    /// `actual_cost: {body: usage.total_tokens}` or `{header: x-usage-tokens, bucket: tokens}`.
+    /// `actual_cost: {body: usage.total_tokens}`, `{body: usage.input_tokens + usage.output_tokens}`
+    /// or `{header: x-usage-tokens, bucket: tokens}`.
     func actualCost(
         _ node: Node, _ key: String, knownBucket: (Node, String) throws(APIDescriptionError) -> String
     ) throws(APIDescriptionError) -> QuotaConfiguration.ActualCost {
@@ -324,9 +325,12 @@ struct DescriptionReader {
         let source: QuotaConfiguration.ActualCost.Source
         switch (entries["body"], entries["header"]) {
         case (let body?, nil):
-            let path = try string(body, "\(key).body").split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            guard !path.contains(where: \.isEmpty) else { throw fail(body, "\(key).body", "write a path of keys such as usage.total_tokens") }
-            source = .jsonBody(path: path)
+            let terms = try string(body, "\(key).body").split(separator: "+", omittingEmptySubsequences: false)
+            let paths = terms.map { $0.trimmingCharacters(in: .whitespaces).split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
+            guard !paths.contains(where: { $0.contains(where: \.isEmpty) }) else {
+                throw fail(body, "\(key).body", "write a path of keys such as usage.total_tokens, or paths joined by +")
+            }
+            source = paths.count == 1 ? .jsonBody(path: paths[0]) : .jsonBodySum(paths: paths)
         case (nil, let header?):
             let text = try string(header, "\(key).header")
             guard let name = HTTPField.Name(text) else { throw fail(header, "\(key).header", "'\(text)' is not a field name") }

@@ -98,10 +98,16 @@ struct GateProxyResponder: HTTPResponder {
             guard let stream = answer.bodyStream else {
                 return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
             }
-            // Too large for the cache: passed on chunk by chunk, at the pace the client reads.
+            // From the upstream: each chunk passed on as it arrives (every write is flushed), at the
+            // pace the client reads; the gate stores it and settles its cost when it ends. A client
+            // that goes cancels the read, and with it the upstream request, at once.
             let length = answer.response.headerFields[.contentLength].flatMap(Int.init)
+            let client = await ClientConnectionWatcher.watching(context.channel)
             return Response(status: answer.response.status, headers: fields, body: ResponseBody(contentLength: length) { writer in
-                for try await chunk in stream {
+                let reader = ClientBodyReader(stream)
+                client?.onDisconnect { reader.cancel() }
+                defer { client?.clear() }
+                while let chunk = try await reader.next() {
                     try await writer.write(ByteBuffer(bytes: chunk))
                 }
                 try await writer.finish(nil)
@@ -139,7 +145,7 @@ struct GateProxyResponder: HTTPResponder {
         let gate = self.gate
         let work = Task { () async throws -> GateResponse in
             try await gate.sendReportingCost(outgoing, body: body, endpoint: endpoint,
-                                             options: GateRequestOptions(streamsLargeBodies: true), via: shield)
+                                             options: GateRequestOptions(streamsBodies: true), via: shield)
         }
         let client = await ClientConnectionWatcher.watching(context.channel)
         let logger = self.logger

@@ -149,6 +149,9 @@ struct APIDescriptionTests {
                 charges: [{bucket: requests, units: 1}, {bucket: tokens, units: 800}]
                 actual_cost: {bucket: tokens, body: usage.total_tokens}
               count: {bucket: core, actual_cost: {header: x-cost}, retry: {max_retries: 0}}
+              messages:
+                charges: [{bucket: requests, units: 1}, {bucket: tokens, units: 800}]
+                actual_cost: {bucket: tokens, body: usage.input_tokens + usage.output_tokens}
             """, file: "llm.yaml")
         let quota = try description.gateConfiguration().quota
         #expect(quota.window(of: "requests") == .minute)
@@ -162,6 +165,8 @@ struct APIDescriptionTests {
         #expect(quota.effectiveCost(for: "chat").actualCost
             == .init(bucket: "tokens", source: .jsonBody(path: ["usage", "total_tokens"])))
         #expect(quota.effectiveCost(for: "count").actualCost == .init(source: .header(.init("x-cost")!)))
+        #expect(quota.effectiveCost(for: "messages").actualCost == .init(
+            bucket: "tokens", source: .jsonBodySum(paths: [["usage", "input_tokens"], ["usage", "output_tokens"]])))
         let configuration = try description.gateConfiguration()
         #expect(configuration.endpointRetries["count"]?.maximumRetries == 0)
         #expect(configuration.endpointRetries["chat"] == nil)

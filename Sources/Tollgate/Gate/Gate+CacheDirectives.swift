@@ -51,7 +51,11 @@ extension Gate {
                 running[resource] = Task {
                     var revalidating = revalidation
                     do {
-                        _ = try await self.route(&revalidating)
+                        let answer = try await self.route(&revalidating)
+                        // A streamed answer is stored, and settled, when it has been read to its end.
+                        if let stream = answer.bodyStream {
+                            for try await _ in stream {}
+                        }
                     } catch {
                         self.cacheLogger.info("background revalidation failed", metadata: [
                             "gate.endpoint": "\(revalidating.endpoint)", "error": "\(error)",

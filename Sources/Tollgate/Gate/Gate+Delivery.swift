@@ -66,6 +66,14 @@ extension Gate {
         case .answerThenStore:
             storeAfterAnswer(exchange, outgoing: outgoing, lease: lease, request.account)
             return Self.networkAnswer(exchange, request.totals)
+        case .streamThenStore:
+            return streamedAnswer(exchange, outgoing: outgoing, stores: true, lease: lease, request)
+        case .storeThenStream:
+            // An unsafe method's invalidations, before the answer; its settlement waits for the body's end.
+            _ = await store(exchange, for: outgoing, bookkeeping: AnswerBookkeeping(), request.account)
+            return streamedAnswer(exchange, outgoing: outgoing, stores: false, lease: lease, request)
+        case .streamUnstored:
+            return streamedAnswer(exchange, outgoing: outgoing, stores: false, lease: lease, request)
         }
     }
 

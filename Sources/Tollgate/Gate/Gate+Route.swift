@@ -147,7 +147,7 @@ extension Gate {
             // 5. The attempt, and its settlement.
             request.logger.debug("Attempt \(request.totals.attempts)", metadata: ["retry.endpoint": "\(request.endpoint)"])
             var (settling, exchange) = await sendAttempt(outgoing, request, streamsLargeBodies: request.options.streamsLargeBodies,
-                                                         machine: &machine)
+                                                         streamsBodies: request.options.streamsBodies, machine: &machine)
             let decided: GateRequestStateMachine.AttemptAction
             switch settling {
             case .settleNow(let settlement):

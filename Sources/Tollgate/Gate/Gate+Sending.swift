@@ -1,12 +1,14 @@
 import Foundation
 import HTTPTypes
+import Synchronization
 
 extension Gate {
     /// One answer from the server.
     struct Exchange: Sendable {
         var response: HTTPResponse
         var body: Data
-        /// The body, when it was too large for the cache and the caller asked for a stream.
+        /// The body as it arrives, when the caller asked for streams (``GateRequestOptions/streamsBodies``),
+        /// or when it was too large for the cache and the caller asked for large bodies as streams.
         var stream: HTTPBodyStream?
         /// When the request left, for the response delay in a stored answer's age (RFC 9111 §4.2.3).
         var sentAt: Date? = nil
@@ -17,8 +19,11 @@ extension Gate {
 
     /// Step 5 for one attempt: the request through the transport, its outcome reported to the
     /// machine. Returns how to settle it, and the exchange when the server answered.
+    /// With `streamsBodies`, a `2xx` answer's body is handed on as it arrives; any other status's
+    /// is read whole (up to the cache's `maxBodySize`) first, since the machine reads it to decide
+    /// on the circuit and a retry, and a HEAD's has no body to stream.
     func sendAttempt(
-        _ outgoing: HTTPRequest, _ request: GateRequest, streamsLargeBodies: Bool,
+        _ outgoing: HTTPRequest, _ request: GateRequest, streamsLargeBodies: Bool, streamsBodies: Bool = false,
         machine: inout GateRequestStateMachine
     ) async -> (GateRequestStateMachine.SettlementAction, Exchange?) {
         let response: HTTPResponse
@@ -28,7 +33,20 @@ extension Gate {
         let started = ContinuousClock.now
         defer { metrics.recordUpstreamLatency(ContinuousClock.now - started, endpoint: request.endpoint) }
         do {
-            if streamsLargeBodies {
+            if streamsBodies, outgoing.method != .head {
+                // Every body as it arrives: the transport returns the head with the first bytes.
+                let answer: HTTPResponseBody
+                (response, answer) = try await request.transport.send(outgoing, body: request.body, streamingPast: 0)
+                switch answer {
+                case .complete(let data): responseBody = data
+                case .streaming(let rest) where (200..<300).contains(response.status.code): stream = rest
+                case .streaming(let rest):
+                    switch try await Self.collect(rest, upTo: configuration.cache.maxBodySize) {
+                    case .complete(let data): responseBody = data
+                    case .streaming(let large): stream = large
+                    }
+                }
+            } else if streamsLargeBodies {
                 let answer: HTTPResponseBody
                 (response, answer) = try await request.transport.send(outgoing, body: request.body,
                                                                       streamingPast: configuration.cache.maxBodySize)
@@ -48,5 +66,41 @@ extension Gate {
             isStreamed: stream != nil
         )
         return (settling, Exchange(response: response, body: responseBody, stream: stream, sentAt: sentAt))
+    }
+
+    /// Reads a streamed body whole when it ends within `limit` bytes; else returns what was read
+    /// and the rest as one stream.
+    static func collect(_ stream: HTTPBodyStream, upTo limit: Int) async throws -> HTTPResponseBody {
+        var iterator = stream.makeAsyncIterator()
+        var collected = Data()
+        while let chunk = try await iterator.next() {
+            collected.append(chunk)
+            if collected.count > limit {
+                let first = StreamPrefix(collected)
+                return .streaming(HTTPBodyStream {
+                    if let first = first.take() { return first }
+                    // An iterator of this stream reads where the last one stopped: it pulls from one source.
+                    var rest = stream.makeAsyncIterator()
+                    return try await rest.next()
+                })
+            }
+        }
+        return .complete(collected)
+    }
+}
+
+/// The bytes already read of a body streamed on, given out once, before the rest.
+private final class StreamPrefix: Sendable {
+    private let bytes: Mutex<Data?>
+
+    init(_ bytes: Data) {
+        self.bytes = Mutex(bytes)
+    }
+
+    func take() -> Data? {
+        bytes.withLock { bytes in
+            defer { bytes = nil }
+            return bytes
+        }
     }
 }

@@ -38,14 +38,16 @@ extension Gate {
         return PendingSettlement(settlement: record, reservation: reservation, refundReason: refundReason)
     }
 
-    /// The actual cost a successful answer tells, for an endpoint whose price is an estimate.
-    /// An answer without it (an error, a body streamed past the buffer) keeps the estimate.
+    /// The actual cost a successful answer tells, for an endpoint whose price is an estimate: in a
+    /// field, the JSON body, or the last server-sent event that carries it. An answer without it
+    /// (an error) keeps the estimate; a streamed body's is read as it passes and settled at its end
+    /// (``streamEnded(_:_:outgoing:stores:rule:lease:_:)``).
     func actualCosts(of reservation: QuotaReservation?, answer: Exchange?, _ request: GateRequest) -> [QuotaActualCost] {
         guard let reservation, let answer, (200..<300).contains(answer.response.status.code),
               let rule = quota.price(of: request.endpoint).actualCost
         else { return [] }
         let body = answer.stream == nil ? answer.body : nil
-        guard let units = rule.read(from: answer.response.headerFields, body: body) else {
+        guard let units = StreamedCostReader.read(rule, fields: answer.response.headerFields, body: body) else {
             request.logger.debug("the answer does not tell its actual cost; the estimate stands",
                                  metadata: ["gate.endpoint": "\(request.endpoint)", "quota.source": "\(rule.source)"])
             return []

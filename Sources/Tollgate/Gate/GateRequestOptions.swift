@@ -13,6 +13,15 @@ public struct GateRequestOptions: Sendable, Hashable {
     /// (``GateResponse/bodyStream``), never held whole, instead of in ``GateResponse/body``. It
     /// needs a transport that streams (`AsyncHTTPClientTransport`); others return bodies whole.
     public var streamsLargeBodies: Bool
+    /// Whether every answer from the server comes back as it arrives (``GateResponse/bodyStream``,
+    /// chunks as the transport reads them) instead of whole in ``GateResponse/body``: server-sent
+    /// events and long answers reach the caller at once. A body that may be stored is kept as it
+    /// passes and stored when it ends, whole and within the cache's limits; a cost read from the
+    /// body (tokens) is settled when it ends. Answers from the store still come whole, in
+    /// ``GateResponse/body``, and so do error statuses (the gate reads them to decide on a retry)
+    /// and HEAD answers. It needs a transport that streams (`AsyncHTTPClientTransport`); others
+    /// return bodies whole.
+    public var streamsBodies: Bool
 
     /// Creates options.
     /// - Parameters:
@@ -21,12 +30,14 @@ public struct GateRequestOptions: Sendable, Hashable {
     ///   - allowsStale: Whether stored responses may be served stale.
     ///   - redirects: Which redirects to follow; the configuration's policy by default.
     ///   - streamsLargeBodies: Whether answers too large for the cache come back as a stream.
+    ///   - streamsBodies: Whether every answer from the server comes back as a stream.
     public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true,
-                redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false) {
+                redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false, streamsBodies: Bool = false) {
         self.cost = cost
         self.markedIdempotent = markedIdempotent
         self.allowsStale = allowsStale
         self.redirects = redirects
         self.streamsLargeBodies = streamsLargeBodies
+        self.streamsBodies = streamsBodies
     }
 }

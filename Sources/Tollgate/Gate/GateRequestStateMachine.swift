@@ -20,6 +20,11 @@ import HTTPTypes
 /// answer revalidated nothing ─► revisionFoundNothing ► resendUnconditionally | answerAsItIs
 /// ```
 ///
+/// A body the transport streams (``GateRequestOptions/streamsBodies``) is only ever a `2xx`'s, or
+/// an error's too large to read whole: a `2xx` is never retried, so the machine's last word on a
+/// streamed answer is one of the `stream` deliveries, and nothing replays a stream that reached
+/// the caller. Its settlement (and its store) waits for the stream's end.
+///
 /// Tested without network or store (`GateRequestStateMachineTests`).
 struct GateRequestStateMachine {
     /// The gate's rules the decisions follow, made once per gate: the machine holds a reference,
@@ -205,6 +210,15 @@ struct GateRequestStateMachine {
         case storeThenAnswer
         /// Return it, and store it after the answer (a GET).
         case answerThenStore
+        /// Return its body as it arrives; when the body ends, settle the attempt (its cost read
+        /// from the body) and store the body in the same transaction if it came whole within the
+        /// cache's limits (a GET).
+        case streamThenStore
+        /// Write what it changes in the cache first (an unsafe method's invalidations), then
+        /// return its body as it arrives and settle the attempt when the body ends.
+        case storeThenStream
+        /// Return its body as it arrives, never stored; settle the attempt when the body ends.
+        case streamUnstored
     }
 
     /// What to do when a `304` revised nothing stored.
@@ -362,7 +376,8 @@ struct GateRequestStateMachine {
     ///   - fields: The answer's fields, for the "quota spent" rules that name one.
     ///   - body: The body, read for Google's error reasons on a `4xx`.
     ///   - retryAfter: The answer's `Retry-After`.
-    ///   - isStreamed: The body comes back as a stream (too large for the cache), never stored.
+    ///   - isStreamed: The body comes back as a stream: delivered as it arrives, settled (and
+    ///     stored, when it may be) when it ends.
     mutating func responseReceived(
         status: Int, fields: HTTPFields = [:], body: Data, retryAfter: RetryAfter?, isStreamed: Bool = false
     ) -> SettlementAction {
@@ -541,7 +556,12 @@ struct GateRequestStateMachine {
             if status == 429 || (500...599).contains(status), sending.hasServableStale {
                 return .serveStale(.upstreamFailure)
             }
-            if isStreamed || !sending.storesAnswer { return .answer(.answerUnstored) }
+            if isStreamed {
+                // An error's body too large to read whole is passed on, never stored.
+                guard (200..<300).contains(status), sending.storesAnswer else { return .answer(.streamUnstored) }
+                return .answer(method == .get ? .streamThenStore : .storeThenStream)
+            }
+            if !sending.storesAnswer { return .answer(.answerUnstored) }
             return .answer(method == .get ? .answerThenStore : .storeThenAnswer)
         }
     }

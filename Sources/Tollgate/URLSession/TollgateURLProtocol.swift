@@ -93,7 +93,10 @@ public final class TollgateURLProtocol: URLProtocol {
     ) async {
         let instance = loading.instance
         do {
-            let answer = try await route.gate.send(request, body: body, endpoint: endpoint)
+            // An answer from the server comes as it arrives (over a transport that streams), and
+            // reaches the task chunk by chunk (urlProtocol(_:didLoad:) per chunk).
+            let answer = try await route.gate.send(request, body: body, endpoint: endpoint,
+                                                   options: GateRequestOptions(streamsBodies: true))
             try Task.checkCancellation()
             instance.deliver(answer, endpoint: endpoint, url: url)
         } catch is CancellationError {

@@ -51,6 +51,13 @@ struct ProxyCommand: AsyncParsableCommand {
     var maxConnections: Int = 256
 
     @Option(help: ArgumentHelp(
+        "The largest answer body the cache stores, in bytes (5242880 by default); larger answers pass through unstored. "
+            + "An answer is kept in memory up to this size while it streams through.",
+        valueName: "bytes"
+    ))
+    var cacheMaxBody: Int?
+
+    @Option(help: ArgumentHelp(
         "Also serve /metrics for Prometheus, the web dashboard and /api/snapshot on HOST:PORT, such as 127.0.0.1:9464.",
         valueName: "host:port"
     ))
@@ -85,6 +92,9 @@ struct ProxyCommand: AsyncParsableCommand {
         _ = try api.configuration()
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
         guard (1...65_536).contains(maxConnections) else { throw ValidationError("--max-connections must be 1 to 65536.") }
+        if let cacheMaxBody, !(0...(1 << 30)).contains(cacheMaxBody) {
+            throw ValidationError("--cache-max-body must be 0 to 1073741824 bytes.")
+        }
         _ = try tls.authorities()
     }
 
@@ -105,9 +115,11 @@ struct ProxyCommand: AsyncParsableCommand {
     private func serve(through transport: AsyncHTTPClientTransport, logger: Logger) async throws {
         // With --admin, this process's counters go to the listener's registry.
         let processMetrics = admin.map { _ in ProcessMetrics() }
+        var configuration = stalePolicy.applied(to: secrets.applied(to: try api.configuration()))
+        if let cacheMaxBody { configuration.cache.maxBodySize = cacheMaxBody }
         let (gate, opened) = try await database.openGate(
             transport: transport,
-            configuration: stalePolicy.applied(to: secrets.applied(to: try api.configuration())), logger: logger,
+            configuration: configuration, logger: logger,
             metrics: processMetrics?.factory ?? MetricsSystem.factory
         )
         // validate() made sure there is one.

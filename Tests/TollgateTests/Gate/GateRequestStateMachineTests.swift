@@ -294,20 +294,35 @@ struct GateRequestStateMachineTests {
             == "serveStale upstreamFailure")
     }
 
-    @Test("how the answer is delivered: a GET stored after it, other methods before it, a body the cache cannot key or a stream not at all")
+    @Test("how the answer is delivered: a GET stored after it, other methods before it, a body the cache cannot key not at all; a stream passed on and settled at its end, a GET's stored with it")
     func deliveries() {
         var generator = Self.generator
         func delivered(_ method: HTTPRequest.Method, _ sending: Machine.Sending = Machine.Sending(),
-                       isStreamed: Bool = false) -> String {
+                       status: Int = 200, isStreamed: Bool = false) -> String {
             var machine = Self.attempting(method: method, sending)
-            _ = machine.responseReceived(status: 200, body: Data(), retryAfter: nil, isStreamed: isStreamed)
+            _ = machine.responseReceived(status: status, body: Data(), retryAfter: nil, isStreamed: isStreamed)
             return describe(machine.settlementDeferred(now: Self.now, using: &generator))
         }
         #expect(delivered(.get) == "answer answerThenStore")
         #expect(delivered(.head) == "answer storeThenAnswer")
         #expect(delivered(.delete) == "answer storeThenAnswer")
         #expect(delivered(.get, Machine.Sending(storesAnswer: false)) == "answer answerUnstored")
-        #expect(delivered(.get, isStreamed: true) == "answer answerUnstored")
+        #expect(delivered(.get, isStreamed: true) == "answer streamThenStore")
+        #expect(delivered(.post, isStreamed: true) == "answer storeThenStream")
+        #expect(delivered(.get, Machine.Sending(storesAnswer: false), isStreamed: true) == "answer streamUnstored")
+        // A 404's body too large to read whole: passed on, not stored.
+        #expect(delivered(.get, status: 404, isStreamed: true) == "answer streamUnstored")
+    }
+
+    @Test("a streamed 200 is the answer, never retried: a stream that reached the caller is never replayed; a streamed 503 is retried (its stream dropped unread)")
+    func streamsAreNeverReplayed() {
+        var generator = Self.generator
+        var streamed = Self.attempting(method: .post, options: GateRequestOptions(markedIdempotent: true))
+        _ = streamed.responseReceived(status: 200, body: Data(), retryAfter: nil, isStreamed: true)
+        #expect(describe(streamed.settlementDeferred(now: Self.now, using: &generator)) == "answer storeThenStream")
+        var failing = Self.attempting(method: .get)
+        _ = failing.responseReceived(status: 503, body: Data(), retryAfter: nil, isStreamed: true)
+        #expect(describe(failing.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "retry 1 after 1.0s")
     }
 
     @Test("a 304 that revised nothing is sent again without the cache's conditions, or passed on when the caller sent them")
