@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 import Tollgate
 import TollgateSimulation
 
@@ -60,10 +61,31 @@ struct GateProxyResponder: HTTPResponder {
         let bodyData = body.readableBytes == 0 ? nil : Data(body.readableBytesView)
         let startedAt = clock.now()
         do {
-            let answer = try await sendForClient(outgoing, body: bodyData, endpoint: endpoint, context: context)
-            await recorder?.record(request: outgoing, requestBody: bodyData, startedAt: startedAt,
-                                   duration: clock.now().timeIntervalSince(startedAt), response: answer.response,
-                                   body: answer.bodyStream == nil ? answer.body : nil)
+            var answer = try await sendForClient(outgoing, body: bodyData, endpoint: endpoint, context: context)
+            let links = UpstreamLinkRewriter(upstream: linkedUpstream, clientAuthority: request.head.authority)
+            if links != nil, request.method != .head, let stream = answer.bodyStream,
+               UpstreamLinkRewriter.isRewritable(answer.response.headerFields, mediaTypes: rewrittenBodyTypes) {
+                // A body whose links are rewritten is needed whole: read it here (the gate still
+                // stores and settles it as it passes), within the proxy's body limit.
+                do {
+                    switch try await Self.collect(stream, upTo: maximumBodySize) {
+                    case .whole(let whole):
+                        answer.body = whole
+                        answer.bodyStream = nil
+                    case .tooLarge(let rest):
+                        answer.bodyStream = rest
+                    }
+                } catch {
+                    return refusal(.badGateway, code: "upstream_unreachable",
+                                   message: "The upstream's answer broke off: \(error)", endpoint: endpoint,
+                                   unitsCharged: answer.unitsCharged)
+                }
+            }
+            if answer.bodyStream == nil {
+                await recorder?.record(request: outgoing, requestBody: bodyData, startedAt: startedAt,
+                                       duration: clock.now().timeIntervalSince(startedAt), response: answer.response,
+                                       body: answer.body)
+            }
             logger.info("\(outgoing.method.rawValue) \(request.uri.path) → \(answer.status.code)", metadata: [
                 "proxy.endpoint": "\(endpoint)", "proxy.source": "\(answer.source)", "proxy.units": "\(answer.unitsCharged)",
             ])
@@ -89,7 +111,7 @@ struct GateProxyResponder: HTTPResponder {
             // always; a body of a listed media type when it is held whole (not streamed, not a HEAD's,
             // whose `Content-Length` stays the upstream's: the rewritten length is not known without
             // the body). The stored body keeps the upstream's bytes.
-            if let links = UpstreamLinkRewriter(upstream: linkedUpstream, clientAuthority: request.head.authority) {
+            if let links {
                 links.rewriteFields(&fields)
                 if answer.bodyStream == nil, request.method != .head {
                     links.rewriteBody(&body, fields: &fields, status: status, mediaTypes: rewrittenBodyTypes)
@@ -103,14 +125,21 @@ struct GateProxyResponder: HTTPResponder {
             // that goes cancels the read, and with it the upstream request, at once.
             let length = answer.response.headerFields[.contentLength].flatMap(Int.init)
             let client = await ClientConnectionWatcher.watching(context.channel)
+            let (recorder, clock, maximumBodySize, response, sent) = (self.recorder, self.clock, self.maximumBodySize,
+                                                                       answer.response, outgoing)
             return Response(status: answer.response.status, headers: fields, body: ResponseBody(contentLength: length) { writer in
                 let reader = ClientBodyReader(stream)
                 client?.onDisconnect { reader.cancel() }
                 defer { client?.clear() }
+                // --record keeps a copy for the file, within the proxy's body limit.
+                var recorded: Data? = recorder == nil ? nil : Data()
                 while let chunk = try await reader.next() {
                     try await writer.write(ByteBuffer(bytes: chunk))
+                    if let kept = recorded { recorded = kept.count + chunk.count <= maximumBodySize ? kept + chunk : nil }
                 }
                 try await writer.finish(nil)
+                await recorder?.record(request: sent, requestBody: bodyData, startedAt: startedAt,
+                                       duration: clock.now().timeIntervalSince(startedAt), response: response, body: recorded)
             })
         } catch {
             await recorder?.record(request: outgoing, requestBody: bodyData, startedAt: startedAt,
@@ -118,6 +147,31 @@ struct GateProxyResponder: HTTPResponder {
             return failure(error.error, unitsCharged: error.unitsCharged, request: request, outgoing: outgoing,
                            endpoint: endpoint)
         }
+    }
+
+    /// A body read to its end, or, past the limit, the stream again from its first byte.
+    private enum Collected {
+        case whole(Data)
+        case tooLarge(HTTPBodyStream)
+    }
+
+    /// Reads `stream` whole when it holds at most `limit` bytes; past that, hands it back as a stream
+    /// that gives the bytes already read first, so nothing is lost.
+    private static func collect(_ stream: HTTPBodyStream, upTo limit: Int) async throws -> Collected {
+        var whole = Data()
+        var iterator = stream.makeAsyncIterator()
+        while let chunk = try await iterator.next() {
+            whole.append(chunk)
+            guard whole.count <= limit else {
+                let prefix = Mutex<Data?>(whole)
+                return .tooLarge(HTTPBodyStream {
+                    if let first = prefix.withLock({ value -> Data? in defer { value = nil }; return value }) { return first }
+                    var rest = stream.makeAsyncIterator()
+                    return try await rest.next()
+                })
+            }
+        }
+        return .whole(whole)
     }
 
     /// Adds `RateLimit-Policy` and `RateLimit` from what the admission read (``RateLimitFields``),
