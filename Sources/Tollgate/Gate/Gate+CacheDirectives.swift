@@ -22,7 +22,7 @@ extension Gate {
     func resendUnconditionally(
         _ request: GateRequest, after notModified: GateResponse, _ totals: inout GateRequest.Totals
     ) async throws -> GateResponse {
-        cacheLogger.info("a 304 matched nothing stored; sending the request again without conditions",
+        cacheLogger.debug("a 304 matched nothing stored; sending the request again without conditions",
                          metadata: ["gate.endpoint": "\(request.endpoint)"])
         var resend = request.again(revalidation: .bypassingCache, body: request.body)
         do {
@@ -57,7 +57,7 @@ extension Gate {
                             for try await _ in stream {}
                         }
                     } catch {
-                        self.cacheLogger.info("background revalidation failed", metadata: [
+                        self.cacheLogger.debug("background revalidation failed", metadata: [
                             "gate.endpoint": "\(revalidating.endpoint)", "error": "\(error)",
                         ])
                     }

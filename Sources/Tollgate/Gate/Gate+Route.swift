@@ -170,13 +170,13 @@ extension Gate {
             // 6. Retry, or the answer.
             switch decided {
             case .retry(let delay, let attempt, let trigger):
-                request.logger.info("Retry \(attempt)/\(policies.retry(for: request.endpoint).maximumRetries) in \(Self.describe(delay)) after \(trigger)",
+                request.logger.debug("Retry \(attempt)/\(policies.retry(for: request.endpoint).maximumRetries) in \(Self.describe(delay)) after \(trigger)",
                                     metadata: ["retry.endpoint": "\(request.endpoint)"])
                 try await clock.sleep(for: delay)
                 next = machine.retryTimerFired()
             case .finish(let finish, let stop):
                 if let stop {
-                    request.logger.info("Not retrying after attempt \(request.totals.attempts): \(stop)",
+                    request.logger.debug("Not retrying after attempt \(request.totals.attempts): \(stop)",
                                         metadata: ["retry.endpoint": "\(request.endpoint)"])
                 }
                 switch finish {
@@ -215,7 +215,7 @@ extension Gate {
     /// Logs a refusal or failure that nothing stored could stand in for, and returns it to throw.
     private func refusing(_ error: any Error, _ request: GateRequest) -> any Error {
         if error is TollgateError || error is HTTPTransportError {
-            request.logger.info("request refused and nothing stored to serve", metadata: ["error": "\(error)"])
+            request.logger.debug("request refused and nothing stored to serve", metadata: ["error": "\(error)"])
         }
         return error
     }

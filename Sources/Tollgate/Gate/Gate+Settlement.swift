@@ -127,7 +127,7 @@ extension Gate {
             quota.remember(outcome, of: announcement.bucket)
         }
         for outcome in settlement.announcements where outcome.unitsFollowed > 0 || outcome.movedReset {
-            request.logger.info("The server's announced limit moved the ledger", metadata: [
+            request.logger.debug("The server's announced limit moved the ledger", metadata: [
                 "gate.endpoint": "\(endpoint)", "quota.followed": "\(outcome.unitsFollowed)",
                 "quota.remaining": "\(outcome.remaining)", "quota.resets": "\(outcome.period.end)",
             ])

@@ -206,7 +206,7 @@ public final class Gate: Sendable {
             switch chain.answered(answer.response) {
             case .deliver(let loop):
                 if loop {
-                    logger.info("redirect loop: the redirect is returned as it is", metadata: [
+                    logger.debug("redirect loop: the redirect is returned as it is", metadata: [
                         "gate.endpoint": "\(endpoint)", "gate.status": "\(answer.status.code)",
                     ])
                 }

@@ -123,7 +123,7 @@ public final class QuotaLedger: Sendable {
             return QuotaReservation(charge)
         case .refused(let refusal) where refusal.reason == .paced:
             let wait = max(refusal.retryAt.timeIntervalSince(clock.now()), 0)
-            logger.info("Quota bucket \(refusal.bucket) paces its last units: \(endpoint) may go in \(wait) s", metadata: [
+            logger.debug("Quota bucket \(refusal.bucket) paces its last units: \(endpoint) may go in \(wait) s", metadata: [
                 "quota.bucket": "\(refusal.bucket)", "quota.used": "\(refusal.bucketUnitsUsed)",
                 "quota.limit": "\(refusal.limit)", "quota.resets": "\(refusal.resetsAt)",
             ])
@@ -134,7 +134,7 @@ public final class QuotaLedger: Sendable {
             let error = TollgateError.quotaExceeded(
                 endpoint: endpoint, cost: refusal.cost, remaining: refusal.remaining, resetsAt: refusal.resetsAt
             )
-            logger.info("\(error.description)", metadata: [
+            logger.debug("\(error.description)", metadata: [
                 "quota.bucket": "\(refusal.bucket)", "quota.reason": "\(refusal.reason.rawValue)",
                 "quota.used": "\(refusal.bucketUnitsUsed)", "quota.limit": "\(refusal.limit)",
             ])

@@ -85,8 +85,8 @@ public final class RequestThrottler: Sendable {
         if admission.allowed {
             logger.debug("Allowing \(endpoint) - \(admission.count)/\(admission.limit) requests in window", metadata: metadata)
         } else {
-            logger.info("Throttling \(endpoint) - \(admission.count)/\(admission.limit) requests in window", metadata: metadata)
-            logger.info("Retry after: \(Self.wholeSeconds(admission.retryAfter ?? 0))s", metadata: metadata)
+            logger.debug("Throttling \(endpoint) - \(admission.count)/\(admission.limit) requests in window", metadata: metadata)
+            logger.debug("Retry after: \(Self.wholeSeconds(admission.retryAfter ?? 0))s", metadata: metadata)
         }
         return admission
     }
