@@ -41,7 +41,11 @@ extension Gate {
                 case .complete(let data): responseBody = data
                 case .streaming(let rest) where (200..<300).contains(response.status.code): stream = rest
                 case .streaming(let rest):
-                    switch try await Self.collect(rest, upTo: configuration.cache.maxBodySize) {
+                    // Read in a task of its own, as the head was: a caller that has gone (a proxy client
+                    // that disconnected) does not cut short the answer of the attempt in flight, which
+                    // is settled as any other.
+                    let limit = configuration.cache.maxBodySize
+                    switch try await Task(operation: { try await Self.collect(rest, upTo: limit) }).value {
                     case .complete(let data): responseBody = data
                     case .streaming(let large): stream = large
                     }
