@@ -20,9 +20,10 @@ extension Gate {
             }
         }
         var lookup: CacheLookup
+        let freshFor = await chosenFreshness(for: request)
         do {
             lookup = request.revalidation == .bypassingCache ? .miss(http)
-                : try await cache.lookup(http, endpoint: request.endpoint)
+                : try await cache.lookup(http, endpoint: request.endpoint, freshFor: freshFor)
         } catch {
             logger.warning("cache lookup failed; sending without it",
                            metadata: ["gate.endpoint": "\(request.endpoint)", "error": "\(error)"])
@@ -52,7 +53,7 @@ extension Gate {
         request.logger = endpointLoggers.logger(for: request.endpoint)
         var flight: Flight?
         switch await coalesce(http, body: request.body, lookup: lookup, endpoint: request.endpoint,
-                              options: request.options, revalidation: request.revalidation) {
+                              options: request.options, revalidation: request.revalidation, freshFor: freshFor) {
         case .served(let answer): return answer
         case .leading(let leading): flight = leading
         case .alone(let refreshed): lookup = refreshed
@@ -101,7 +102,8 @@ extension Gate {
             storesAnswer: !request.isSafeWithBody,
             cacheAddedConditions: outgoing != http && !http.headerFields.contains(.ifNoneMatch)
                 && !http.headerFields.contains(.ifModifiedSince),
-            refundsNotModified: quota.price(of: request.endpoint).refundsNotModified
+            notModifiedCost: quota.price(of: request.endpoint).notModifiedCost,
+            price: request.options.cost ?? quota.price(of: request.endpoint).units
         )
         guard var next = machine.readyToSend(verdict(of: lookup), sending) else {
             // Stored meanwhile by an earlier request, and fresh: no request at all.
@@ -198,7 +200,7 @@ extension Gate {
     /// What the machine needs of a lookup.
     private func verdict(of lookup: CacheLookup) -> GateRequestStateMachine.CacheVerdict {
         switch lookup {
-        case .fresh: .fresh
+        case .fresh, .chosenFresh: .fresh
         case .revalidate(let cached, _):
             .stale(withinStaleWhileRevalidate: cached.isWithinStaleWhileRevalidate(at: cache.clock.now()))
         case .miss: .miss
@@ -207,9 +209,16 @@ extension Gate {
 
     /// A fresh stored response, as the caller gets it.
     private static func freshAnswer(_ lookup: CacheLookup) -> GateResponse {
-        guard case .fresh(let cached) = lookup else { preconditionFailure("a fresh answer from \(lookup)") }
-        return GateResponse(response: cached.response, body: cached.body, source: .cache,
-                            unitsCharged: 0, attempts: 0, age: cached.age)
+        switch lookup {
+        case .fresh(let cached):
+            return GateResponse(response: cached.response, body: cached.body, source: .cache,
+                                unitsCharged: 0, attempts: 0, age: cached.age)
+        case .chosenFresh(let cached):
+            return GateResponse(response: cached.response, body: cached.body, source: .fresh,
+                                unitsCharged: 0, attempts: 0, age: cached.age)
+        case .revalidate, .miss:
+            preconditionFailure("a fresh answer from \(lookup)")
+        }
     }
 
     /// Logs a refusal or failure that nothing stored could stand in for, and returns it to throw.

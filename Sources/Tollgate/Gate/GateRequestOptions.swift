@@ -13,6 +13,10 @@ public struct GateRequestOptions: Sendable, Hashable {
     /// (``GateResponse/bodyStream``), never held whole, instead of in ``GateResponse/body``. It
     /// needs a transport that streams (`AsyncHTTPClientTransport`); others return bodies whole.
     public var streamsLargeBodies: Bool
+    /// How long a stored answer may be served for this request without asking the server, since it
+    /// was fetched or revalidated, whatever its `max-age=0` or `no-cache` said; nil follows the
+    /// configuration (``GateConfiguration/freshFor``). An answer marked `no-store` is never stored.
+    public var freshFor: Duration?
 
     /// Creates options.
     /// - Parameters:
@@ -21,8 +25,10 @@ public struct GateRequestOptions: Sendable, Hashable {
     ///   - allowsStale: Whether stored responses may be served stale.
     ///   - redirects: Which redirects to follow; the configuration's policy by default.
     ///   - streamsLargeBodies: Whether answers too large for the cache come back as a stream.
+    ///   - freshFor: How long a stored answer is served without asking; the configuration's by default.
     public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true,
-                redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false) {
+                redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false, freshFor: Duration? = nil) {
+        self.freshFor = freshFor
         self.cost = cost
         self.markedIdempotent = markedIdempotent
         self.allowsStale = allowsStale

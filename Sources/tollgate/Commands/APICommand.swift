@@ -30,6 +30,9 @@ struct APICommand: AsyncParsableCommand {
             } catch {
                 throw ValidationError(error.description)
             }
+            for line in description.deprecations {
+                FileHandle.standardError.write(Data("warning: \(line)\n".utf8))
+            }
             print("\(file): valid — \(description.name): \(description.buckets.count) bucket(s), "
                   + "\(description.routes.count) route(s), \(description.endpoints.count) endpoint(s)")
         }
