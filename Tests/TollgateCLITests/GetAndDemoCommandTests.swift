@@ -69,6 +69,15 @@ struct GetAndDemoCommandTests {
             #expect(result.stdout.contains(chapter), "missing \(chapter)")
         }
         #expect(result.stdout.contains("95 revalidated"))
+        // A 304 costs 1 unit on YouTube: the refreshes save bandwidth, not units…
+        #expect(result.stdout.contains("100 requests → 100 reached the API · 100 units charged (100 units without the gate)"),
+                "\(result.stdout)")
+        #expect(result.stdout.contains("a revalidation saves bandwidth, not units"))
+        // …not asking does: every other refresh within fresh_for 10m.
+        #expect(result.stdout.contains("2b. Five more refreshes, the app saying fresh_for: 10m"))
+        #expect(result.stdout.contains("100 requests → 40 reached the API · 40 units charged (100 units without the gate)"),
+                "\(result.stdout)")
+        #expect(result.stdout.contains("60 fresh"))
         #expect(result.stdout.contains("cache hit rate 95 %"), "the refresh chapters show their hit rate")
         #expect(result.stdout.contains("opened the circuit for 1 h;"), "the rate-limit duration in whole units")
         #expect(result.stdout.contains("the ledger refused the 101st search"))
