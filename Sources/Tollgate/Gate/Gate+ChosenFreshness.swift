@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 extension Gate {
     /// The freshness chosen for a request: the request's own (``GateRequestOptions/freshFor``), else

@@ -26,7 +26,7 @@ extension Gate {
                     if let pending = exchange.pendingSettlement, pending.settlement.refundReservationID != nil {
                         // Refunded by that write: the charge is this attempt's own, not refunded before.
                         request.totals.refunded(pending.reservation?.cost ?? 0)
-                    } else if let pending, let reservation = pending.reservation,
+                    } else if let pending = exchange.pendingSettlement, let reservation = pending.reservation,
                               let settled = pending.settlement.actualCosts.first(where: { $0.bucket == reservation.bucket }),
                               exchange.response.status.code == 304 {
                         // Settled by that write at what a 304 costs.

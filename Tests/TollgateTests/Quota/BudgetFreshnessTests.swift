@@ -104,7 +104,7 @@ struct BudgetFreshnessTests {
         let gate = try Gate(store: SQLiteStore(path: directory.path("day.sqlite")), transport: YouTubeLikeOrigin(),
                             configuration: configuration, clock: clock)
         var day = Day()
-        for minute in 0..<(24 * 60) {
+        for _ in 0..<(24 * 60) {
             for video in 0..<11 {
                 let request = HTTPRequest(url: URL(string: "https://www.googleapis.com/youtube/v3/videos?id=v\(video)&part=snippet")!)
                 do {
@@ -122,7 +122,10 @@ struct BudgetFreshnessTests {
             clock.advance(by: .seconds(60))
         }
         try await gate.flush()
-        day.remainingAtMidnight = try await gate.quota.remaining()
+        // The clock is at the next midnight now: what the day that ended left.
+        let used = try await gate.quota.usage(on: PacificDay(containing: Self.midnight))
+            .filter { $0.bucket == QuotaConfiguration.youTubeBucket }.map(\.units).reduce(0, +)
+        day.remainingAtMidnight = 10_000 - used
         return day
     }
 
@@ -141,8 +144,10 @@ struct BudgetFreshnessTests {
         #expect((14.5 * 3600...15.5 * 3600).contains(runOut.timeIntervalSince(Self.midnight)), "about 15:00 PT")
 
         let following = try await Self.simulate(Self.bounds)
-        print("fresh_for {min: 1m, max: 1h, follow_budget: true}: lifetimes chosen "
-              + following.lifetimes.map { "\(Self.pacific($0.0)) \($0.1.components.seconds) s" }.joined(separator: ", "))
+        let seconds = following.lifetimes.map { $0.1.components.seconds }
+        print("fresh_for {min: 1m, max: 1h, follow_budget: true}: \(seconds.count) lifetimes chosen, "
+              + "from \(seconds.min() ?? 0) s to \(seconds.max() ?? 0) s; the first hours: "
+              + following.lifetimes.prefix(13).map { "\(Self.pacific($0.0)) \($0.1.components.seconds) s" }.joined(separator: ", "))
         let share = Double(following.fresh) / Double(max(following.served, 1))
         print("served \(following.served) answers, \(following.fresh) of them without asking (\(String(format: "%.1f", share * 100)) % stale by the server's max-age=0); \(following.remainingAtMidnight) units left at midnight")
         #expect(following.runOutAt == nil, "the units last the day")

@@ -154,17 +154,19 @@ struct QuotaLedgerTests {
         let events = try await fixture.store.read { db in
             try db.fetchAll(sql: "SELECT kind, units, reservation_id FROM quota_events WHERE endpoint = 'search.list' ORDER BY id")
         }
-        #expect(events == [Row(["charge", 100, nil]), Row(["refund", -100, .integer(search.id)])])
+        #expect(events == [Row(["charge", 100, nil]), Row(["settle", -99, .integer(search.id)])])
         #expect(try await fixture.ledger.discrepancies().isEmpty)
     }
 
-    @Test("a refund after midnight goes back to the day that was charged")
+    @Test("a refund, or a 304's settlement, after midnight goes back to the day that was charged")
     func refundAfterMidnight() async throws {
         let fixture = try Fixture(now: utc("2026-11-22T07:59:00Z")) // 23:59 PST, 2026-11-21
-        let reservation = try await fixture.ledger.reserve(endpoint: "search.list")
+        let refunded = try await fixture.ledger.reserve(endpoint: "search.list")
+        let settled = try await fixture.ledger.reserve(endpoint: "search.list")
         fixture.clock.set(to: utc("2026-11-22T08:01:00Z"))
-        try await fixture.ledger.settle(reservation, responseStatus: 304)
-        #expect(try await fixture.ledger.usage(on: PacificDay(key: "2026-11-21")!).map(\.units) == [0])
+        #expect(try await fixture.ledger.refund(refunded, reason: "never sent") == .refunded(units: 100))
+        #expect(try await fixture.ledger.settle(settled, responseStatus: 304) == .settled(units: 1))
+        #expect(try await fixture.ledger.usage(on: PacificDay(key: "2026-11-21")!).map(\.units) == [1])
         #expect(try await fixture.ledger.usage().isEmpty)
         #expect(try await fixture.ledger.remaining() == 10_000)
     }
