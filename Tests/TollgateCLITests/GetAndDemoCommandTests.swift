@@ -6,8 +6,8 @@ import TollgateTestSupport
 
 @Suite("tollgate get and tollgate demo")
 struct GetAndDemoCommandTests {
-    @Test("get prints the body to stdout and the source and quota to stderr; the 304 path costs nothing")
-    func getRevalidatesForFree() async throws {
+    @Test("get prints the body to stdout and the source and quota to stderr; the 304 path costs YouTube's 1 unit")
+    func getRevalidates() async throws {
         let api = try await FakeYouTubeAPI.start()
         try await withStopping(api, stop: { await $0.stop() }) { api in
             let directory = try TemporaryDirectory()
@@ -22,9 +22,9 @@ struct GetAndDemoCommandTests {
             let second = try CommandRunner.tollgate("get", url, "--db", path)
             #expect(second.status == 0, "\(second.stderr)")
             #expect(second.stdout == first.stdout)
-            #expect(second.stderr.contains("source revalidated · units charged 0 · 9999 units left today in youtube"))
+            #expect(second.stderr.contains("source revalidated · units charged 1 · 9998 units left today in youtube"))
             #expect(api.receivedRequests.map(\.status) == [200, 304])
-            #expect(api.unitsUsed == 1)
+            #expect(api.unitsUsed == 2)
         }
     }
 

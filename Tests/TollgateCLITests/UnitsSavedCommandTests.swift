@@ -61,7 +61,8 @@ struct UnitsSavedCommandTests {
                                                          "--api", "github-rest"])
         let repository = try await offPool { try CurlResponse.fetch("\(gitHubBase)/repos/apple/swift") }
         #expect(repository.headers["x-tollgate-units"] == "1")
-        let again = try await offPool { try CurlResponse.fetch("\(gitHubBase)/repos/apple/swift") }
+        // GitHub's answers are fresh for a minute: the client asks for a revalidation.
+        let again = try await offPool { try CurlResponse.fetch("\(gitHubBase)/repos/apple/swift", ["-H", "Cache-Control: no-cache"]) }
         #expect(again.headers["x-tollgate-source"] == "revalidated")
         #expect(again.headers["x-tollgate-units"] == "0", "GitHub does not count a 304")
         #expect(github.receivedRequests.map(\.status) == [200, 304])
