@@ -43,10 +43,10 @@ struct RateLimitFieldsTests {
             #expect(Self.parameters(second.headers["ratelimit"])["youtube"]?["r"] == 9_998)
             #expect(Self.parameters(second.headers["ratelimit"])["throttle"]?["r"] == throttle.requests - 2)
 
-            // A 304 the endpoint does not pay for leaves r where it was.
+            // A 304 costs 1 unit on YouTube: r falls by it.
             let revalidated = try await harness.get("/youtube/v3/videos?id=2")
             #expect(revalidated.headers["x-tollgate-source"] == "revalidated")
-            #expect(Self.parameters(revalidated.headers["ratelimit"])["youtube"]?["r"] == 9_998)
+            #expect(Self.parameters(revalidated.headers["ratelimit"])["youtube"]?["r"] == 9_997)
 
             // search.list is charged in a bucket of its own.
             let search = try await harness.get("/youtube/v3/search?q=cats")
