@@ -103,6 +103,16 @@ struct UnitsSavedCommandTests {
         #expect(youtube.receivedRequests.first?.headers["cache-control"] == nil)
         #expect(proxy.interrupt().status == 0)
         #expect(try Self.sqlite(database, "SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'") == "1|1")
+        let quota = try CommandRunner.tollgate("quota", "show", "--db", database, "--api", file)
+        #expect(quota.stdout.contains("videos.list: fresh for 300 s now · fresh_for 300s · fixed"), "\(quota.stdout)")
+
+        // Following the budget: at this rate the day lasts, so the minimum is in force, and why.
+        let following = directory.path("youtube-budget.yaml")
+        try text.replacingOccurrences(of: "  cost: 1\n", with: "  cost: 1\n  fresh_for: {min: 1m, max: 1h, follow_budget: true}\n")
+            .write(toFile: following, atomically: true, encoding: .utf8)
+        let budget = try CommandRunner.tollgate("quota", "show", "--db", database, "--api", following)
+        #expect(budget.stdout.contains("every endpoint: fresh for 60 s now · fresh_for {min: 60s, max: 3600s, follow_budget: true} · follows youtube: the budget lasts at this rate"),
+                "\(budget.stdout)\(budget.stderr)")
     }
 
     @Test("api check reads the deprecated refund_not_modified and says what to write instead")

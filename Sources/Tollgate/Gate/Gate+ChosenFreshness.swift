@@ -39,7 +39,10 @@ extension Gate {
             decisions[endpoint] = decision
         }
         if decision.lifetime != last?.lifetime {
-            logger.info("Freshness of \(endpoint) is now \(Self.describe(decision.lifetime)): \(decision.reason.rawValue)", metadata: [
+            // An operator hears when the freshness starts or stops stretching; each step is a debug line.
+            let level: Logger.Level = (decision.reason == .budgetLasts) != (last.map { $0.reason == .budgetLasts } ?? true)
+                ? .info : .debug
+            logger.log(level: level, "Freshness of \(endpoint) is now \(Self.describe(decision.lifetime)): \(decision.reason.rawValue)", metadata: [
                 "gate.endpoint": "\(endpoint)", "quota.bucket": "\(bucket)", "quota.remaining": "\(forecast.remaining)",
                 "quota.units_per_hour": "\(forecast.unitsPerHour)",
             ])
