@@ -333,11 +333,12 @@ struct DescriptionReader {
         )
     }
 
-    /// `fresh_for: 5m`, or `{min: 1m, max: 1h, follow_budget: true}` (max defaults to min; a
-    /// lifetime that follows the budget needs a max above its min).
+    /// `fresh_for: 5m`, or `{min: 1m, max: 1h, follow_budget: true, stale_if_error: 1h,
+    /// stale_while_revalidate: 1m}` (max defaults to min; a lifetime that follows the budget needs a
+    /// max above its min).
     func freshFor(_ node: Node, _ key: String) throws(APIDescriptionError) -> ChosenFreshness {
         if node.scalar != nil { return ChosenFreshness(try duration(node, key)) }
-        let entries = try mapping(node, key, allowed: ["min", "max", "follow_budget"])
+        let entries = try mapping(node, key, allowed: ["min", "max", "follow_budget", "stale_if_error", "stale_while_revalidate"])
         guard let minimumNode = entries["min"] else { throw fail(node, "\(key).min", "missing: write {min: 1m, max: 1h, follow_budget: true}") }
         let minimum = try duration(minimumNode, "\(key).min")
         let maximum = try entries["max"].map { node throws(APIDescriptionError) in try duration(node, "\(key).max") } ?? minimum
@@ -346,7 +347,13 @@ struct DescriptionReader {
         if follows, maximum == minimum {
             throw fail(entries["max"] ?? node, "\(key).max", "following the budget needs a max above min to stretch to")
         }
-        return ChosenFreshness(minimum: minimum, maximum: maximum, followsBudget: follows)
+        return ChosenFreshness(
+            minimum: minimum, maximum: maximum, followsBudget: follows,
+            staleIfError: try entries["stale_if_error"].map { node throws(APIDescriptionError) in try duration(node, "\(key).stale_if_error") },
+            staleWhileRevalidate: try entries["stale_while_revalidate"].map { node throws(APIDescriptionError) in
+                try duration(node, "\(key).stale_while_revalidate")
+            }
+        )
     }
 
     /// `{requests: 30, per: 60s}`.

@@ -221,6 +221,7 @@ struct APIDescriptionTests {
               free: {not_modified_cost: 0}
               full: {not_modified_cost: full}
               old: {refund_not_modified: true}
+              stale: {fresh_for: {min: 5m, stale_if_error: 1h, stale_while_revalidate: 1m}}
             """, file: "mine.yaml")
         let configuration = try description.gateConfiguration()
         #expect(configuration.quota.notModifiedCostByDefault == .full, "an API nobody described: the full price")
@@ -229,7 +230,11 @@ struct APIDescriptionTests {
         #expect(configuration.quota.cost(for: "full")?.notModifiedCost == .full)
         #expect(configuration.quota.cost(for: "old")?.notModifiedCost == .free)
         #expect(configuration.freshFor == ChosenFreshness(minimum: .seconds(60), maximum: .seconds(3600), followsBudget: true))
-        #expect(configuration.endpointFreshFor == ["one": ChosenFreshness(.seconds(300))])
+        #expect(configuration.endpointFreshFor == [
+            "one": ChosenFreshness(.seconds(300)),
+            "stale": ChosenFreshness(.seconds(300), staleIfError: .seconds(3600), staleWhileRevalidate: .seconds(60)),
+        ])
+        #expect(configuration.endpointFreshFor["stale"]?.description == "{min: 300s, max: 300s, stale_if_error: 3600s, stale_while_revalidate: 60s}")
         #expect(description.deprecations.count == 1)
         #expect(description.deprecations.first?.contains("mine.yaml:9: endpoints.old.refund_not_modified is deprecated") == true,
                 "\(description.deprecations)")

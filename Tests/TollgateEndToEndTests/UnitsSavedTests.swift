@@ -114,6 +114,57 @@ struct UnitsSavedTests {
         }
     }
 
+    @Test("stale_if_error: past fresh_for, a must-revalidate answer stands in for an outage for that long, and not after")
+    func staleIfError() async throws {
+        let harness = try await GateHarness()
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            var retry = RetryPolicy.default
+            retry.maximumRetries = 0
+            let chosen = try Self.gate(harness) { configuration in
+                configuration.retry = retry
+                configuration.endpointFreshFor["videos.list"] = ChosenFreshness(.seconds(300), staleIfError: .seconds(3600))
+            }
+            let plain = try Self.gate(harness) { configuration in
+                configuration.retry = retry
+                configuration.endpointFreshFor["videos.list"] = ChosenFreshness(.seconds(300))
+            }
+            _ = try await chosen.send(harness.video("v1"), endpoint: "videos.list")
+            try await chosen.flush()
+            harness.api.updateBehaviour { $0.outage = .init() }
+            harness.clock.base.advance(by: .seconds(600))
+            let served = try await chosen.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(served.source == .stale(.upstreamFailure))
+            #expect(served.body.isEmpty == false)
+            // Without it, the answer's must-revalidate forbids serving it stale (RFC 9111 §4.2.4).
+            #expect(try await plain.send(harness.video("v1"), endpoint: "videos.list").status.code == 503)
+            harness.clock.base.advance(by: .seconds(3600))
+            let late = try await chosen.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(late.source == .network, "past fresh_for and stale_if_error: the server's answer")
+            #expect(late.status.code == 503)
+        }
+    }
+
+    @Test("stale_while_revalidate: past fresh_for, the stored answer is served at once while the gate revalidates it")
+    func staleWhileRevalidate() async throws {
+        let harness = try await GateHarness()
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            let gate = try Self.gate(harness) {
+                $0.endpointFreshFor["videos.list"] = ChosenFreshness(.seconds(300), staleWhileRevalidate: .seconds(60))
+            }
+            _ = try await gate.send(harness.video("v1"), endpoint: "videos.list")
+            try await gate.flush()
+            harness.clock.base.advance(by: .seconds(330))
+            let served = try await gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(served.source == .stale(.revalidating))
+            try await gate.flush()
+            #expect(harness.api.receivedRequests.map(\.status) == [200, 304], "revalidated in the background")
+            #expect(try await gate.send(harness.video("v1"), endpoint: "videos.list").source == .fresh)
+            harness.clock.base.advance(by: .seconds(400))
+            #expect(try await gate.send(harness.video("v1"), endpoint: "videos.list").source == .revalidated,
+                    "past both windows: asked before answering")
+        }
+    }
+
     @Test("nothing the app chooses serves an answer the server marked no-store")
     func neverNoStore() async throws {
         let origin = try ScriptedHTTPServer { _ in

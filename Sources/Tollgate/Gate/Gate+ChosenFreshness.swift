@@ -14,6 +14,19 @@ extension Gate {
         return await freshnessInForce(chosen, endpoint: request.endpoint).lifetime
     }
 
+    /// Whether a stored response may still be served `past` the chosen lifetime: less than the
+    /// lifetime plus that window has passed since it was stored or revalidated.
+    /// - Parameters:
+    ///   - cached: The stored response.
+    ///   - request: The request, with its lifetime resolved.
+    ///   - window: The chosen window past the lifetime (`stale_if_error`, `stale_while_revalidate`).
+    func isWithinChosenStaleness(_ cached: CachedResponse, _ request: GateRequest, window: KeyPath<ChosenFreshness, Duration?>) -> Bool {
+        guard let lifetime = request.freshFor,
+              let past = (configuration.endpointFreshFor[request.endpoint] ?? configuration.freshFor)?[keyPath: window]
+        else { return false }
+        return cache.clock.now().timeIntervalSince(cached.validatedAt) < (lifetime + past).timeInterval
+    }
+
     /// The lifetime that follows the budget for `endpoint`: the last decision while it stands,
     /// else a new one from the bucket's spending over the last ``BudgetFreshness/interval``.
     /// - Parameters:

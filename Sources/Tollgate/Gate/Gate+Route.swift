@@ -21,6 +21,7 @@ extension Gate {
         }
         var lookup: CacheLookup
         let freshFor = await chosenFreshness(for: request)
+        request.freshFor = freshFor
         do {
             lookup = request.revalidation == .bypassingCache ? .miss(http)
                 : try await cache.lookup(http, endpoint: request.endpoint, freshFor: freshFor)
@@ -31,7 +32,7 @@ extension Gate {
         }
         var machine = GateRequestStateMachine(policies: policies, method: http.method, options: request.options,
                                               endpoint: request.endpoint)
-        let verdict = verdict(of: lookup)
+        let verdict = verdict(of: lookup, request)
         switch machine.cacheLookedUp(
             verdict,
             // Read only when it can matter: a fresh hit is answered whatever the request says.
@@ -94,7 +95,9 @@ extension Gate {
         let http = request.request
         let revalidating = if case .revalidate(let cached, _) = lookup { cached } else { CachedResponse?.none }
         let stored = request.options.allowsStale
-            ? lookup.cachedResponse.flatMap { servableOnError($0, for: http) } : nil
+            ? lookup.cachedResponse.flatMap { cached in
+                isWithinChosenStaleness(cached, request, window: \.staleIfError) ? cached : servableOnError(cached, for: http)
+            } : nil
         let outgoing = lookup.requestToSend ?? http
         let sending = GateRequestStateMachine.Sending(
             hasServableStale: stored != nil,
@@ -105,7 +108,7 @@ extension Gate {
             notModifiedCost: quota.price(of: request.endpoint).notModifiedCost,
             price: request.options.cost ?? quota.price(of: request.endpoint).units
         )
-        guard var next = machine.readyToSend(verdict(of: lookup), sending) else {
+        guard var next = machine.readyToSend(verdict(of: lookup, request), sending) else {
             // Stored meanwhile by an earlier request, and fresh: no request at all.
             return Self.freshAnswer(lookup)
         }
@@ -197,12 +200,14 @@ extension Gate {
         }
     }
 
-    /// What the machine needs of a lookup.
-    private func verdict(of lookup: CacheLookup) -> GateRequestStateMachine.CacheVerdict {
+    /// What the machine needs of a lookup: a stale response within its own `stale-while-revalidate`
+    /// window, or the one chosen for the request, may be served while it is revalidated.
+    private func verdict(of lookup: CacheLookup, _ request: GateRequest) -> GateRequestStateMachine.CacheVerdict {
         switch lookup {
         case .fresh, .chosenFresh: .fresh
         case .revalidate(let cached, _):
-            .stale(withinStaleWhileRevalidate: cached.isWithinStaleWhileRevalidate(at: cache.clock.now()))
+            .stale(withinStaleWhileRevalidate: cached.isWithinStaleWhileRevalidate(at: cache.clock.now())
+                || isWithinChosenStaleness(cached, request, window: \.staleWhileRevalidate))
         case .miss: .miss
         }
     }

@@ -19,11 +19,22 @@ public struct ChosenFreshness: Sendable, Hashable, CustomStringConvertible {
     /// Whether the lifetime stretches from ``minimum`` toward ``maximum`` when the endpoint's
     /// bucket, at the current rate, would run out before its window resets (``BudgetFreshness``).
     public var followsBudget: Bool
+    /// How long past the lifetime a stored answer may still be served when the server fails or
+    /// cannot be reached, or the gate refuses to send (`stale_if_error`), whatever its
+    /// `must-revalidate` said; nil leaves that to the answer's own directives.
+    public var staleIfError: Duration?
+    /// How long past the lifetime a stored answer is served at once while the gate revalidates it
+    /// in the background (`stale_while_revalidate`), whatever its `must-revalidate` said.
+    public var staleWhileRevalidate: Duration?
 
     /// A fixed lifetime.
-    /// - Parameter lifetime: How long a stored answer is served without asking.
-    public init(_ lifetime: Duration) {
-        self.init(minimum: lifetime, maximum: lifetime, followsBudget: false)
+    /// - Parameters:
+    ///   - lifetime: How long a stored answer is served without asking.
+    ///   - staleIfError: How long past it a stored answer stands in for a failure.
+    ///   - staleWhileRevalidate: How long past it a stored answer is served while it is revalidated.
+    public init(_ lifetime: Duration, staleIfError: Duration? = nil, staleWhileRevalidate: Duration? = nil) {
+        self.init(minimum: lifetime, maximum: lifetime, followsBudget: false, staleIfError: staleIfError,
+                  staleWhileRevalidate: staleWhileRevalidate)
     }
 
     /// A lifetime between two bounds, following the budget or not.
@@ -31,17 +42,26 @@ public struct ChosenFreshness: Sendable, Hashable, CustomStringConvertible {
     ///   - minimum: The lifetime while the budget lasts.
     ///   - maximum: The longest it stretches to; at least `minimum` (a smaller one is raised to it).
     ///   - followsBudget: Whether it stretches when the bucket would run out before its reset.
-    public init(minimum: Duration, maximum: Duration, followsBudget: Bool) {
+    ///   - staleIfError: How long past the lifetime a stored answer stands in for a failure.
+    ///   - staleWhileRevalidate: How long past the lifetime a stored answer is served while it is revalidated.
+    public init(
+        minimum: Duration, maximum: Duration, followsBudget: Bool, staleIfError: Duration? = nil,
+        staleWhileRevalidate: Duration? = nil
+    ) {
         self.minimum = max(minimum, .zero)
         self.maximum = max(maximum, self.minimum)
         self.followsBudget = followsBudget
+        self.staleIfError = staleIfError.map { max($0, .zero) }
+        self.staleWhileRevalidate = staleWhileRevalidate.map { max($0, .zero) }
     }
 
     /// How a description file writes it: `5m`, or `{min: 1m, max: 1h, follow_budget: true}` in seconds.
     public var description: String {
         let minimumSeconds = minimum.components.seconds
-        guard followsBudget || maximum != minimum else { return "\(minimumSeconds)s" }
+        let stale = (staleIfError.map { ", stale_if_error: \($0.components.seconds)s" } ?? "")
+            + (staleWhileRevalidate.map { ", stale_while_revalidate: \($0.components.seconds)s" } ?? "")
+        guard followsBudget || maximum != minimum || !stale.isEmpty else { return "\(minimumSeconds)s" }
         return "{min: \(minimumSeconds)s, max: \(maximum.components.seconds)s"
-            + (followsBudget ? ", follow_budget: true}" : "}")
+            + (followsBudget ? ", follow_budget: true" : "") + stale + "}"
     }
 }
