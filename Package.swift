@@ -46,6 +46,10 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // zlib (apt: zlib1g-dev) and brotli's decoder (apt: libbrotli-dev), to read a cost from a
+        // compressed answer. Apple's SDKs carry zlib; brotli is linked on Linux only.
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlidec", providers: [.apt(["libbrotli-dev"])]),
         // The domain without a database: records, the store protocols, the circuit state machine,
         // quota rules and their messages, PacificDay, clocks, the stored-header codec. Neither SQLite
         // nor PostgreSQL: both stores build on it.
@@ -78,6 +82,8 @@ let package = Package(
             name: "Tollgate",
             dependencies: [
                 "TollgateStore",
+                "CZlib",
+                .target(name: "CBrotli", condition: .when(platforms: [.linux])),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -159,6 +165,7 @@ let package = Package(
                 "TollgateStore",
                 "TollgateProxy",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -5,11 +5,15 @@ import Tollgate
 extension APIDescription {
     /// The routes as the gate's naming: the first route that matches names the request; a request
     /// that matches none is `METHOD /path`.
+    ///
+    /// Each route's name is a template: at most 100 distinct values per template
+    /// (``EndpointNameBudget``), then `repos.other.list`; unmatched paths likewise per method.
     public var naming: EndpointNaming {
         let routes = routes
-        return EndpointNaming { method, path in
-            Self.endpointName(method: method.rawValue, path: path, routes: routes) ?? "\(method.rawValue) \(path)"
-        }
+        return EndpointNaming(templated: { method, path in
+            Self.templatedName(method: method.rawValue, path: path, routes: routes)
+                ?? EndpointNaming.byPath(method: method, path: path)
+        })
     }
 
     /// The endpoint a route gives a request, or nil when no route matches.
@@ -22,6 +26,10 @@ extension APIDescription {
     }
 
     static func endpointName(method: String, path: String, routes: [Route]) -> String? {
+        templatedName(method: method, path: path, routes: routes)?.name
+    }
+
+    static func templatedName(method: String, path: String, routes: [Route]) -> EndpointNaming.TemplatedName? {
         let segments = path.split(separator: "/", omittingEmptySubsequences: true)
         for route in routes where route.methods.isEmpty || route.methods.contains(method) {
             guard route.segments.count == segments.count else { continue }
@@ -36,8 +44,12 @@ extension APIDescription {
             }
             guard matches else { continue }
             var name = route.endpoint
-            for (parameter, value) in bound { name = name.replacingOccurrences(of: "{\(parameter)}", with: value) }
-            return name
+            var overflow = route.endpoint
+            for (parameter, value) in bound {
+                name = name.replacingOccurrences(of: "{\(parameter)}", with: value)
+                overflow = overflow.replacingOccurrences(of: "{\(parameter)}", with: "other")
+            }
+            return EndpointNaming.TemplatedName(name, template: route.endpoint, overflow: overflow)
         }
         return nil
     }
@@ -103,6 +115,45 @@ extension APIDescription {
         configuration.endpointFreshFor = endpoints.compactMapValues(\.freshFor)
         configuration.cache.sensitiveQueryParameters.formUnion(secrets.parameters)
         configuration.cache.sensitiveHeaders.formUnion(secrets.headers.compactMap { HTTPField.Name($0) })
+        try validate(configuration, invalid: invalid)
         return configuration
+    }
+
+    /// What the gate itself refuses, refused here, so that `tollgate api check` passes nothing the
+    /// gate or its store would refuse later: endpoint names the ledger reserves or cannot hold,
+    /// the cost table, throttles that admit nothing in no time, circuit policies.
+    private func validate(
+        _ configuration: GateConfiguration, invalid: (String, String) -> APIDescriptionError
+    ) throws(APIDescriptionError) {
+        let named = Set(endpoints.keys).union(routes.map(\.endpoint))
+        for endpoint in named.sorted() {
+            do {
+                try QuotaRules.validateEndpoint(endpoint)
+            } catch {
+                throw invalid("endpoints.\(endpoint)", error.description)
+            }
+            guard endpoint.utf8.count <= EndpointNameBudget.maximumNameBytes else {
+                throw invalid("endpoints.\(endpoint)",
+                              "an endpoint name is at most \(EndpointNameBudget.maximumNameBytes) bytes")
+            }
+        }
+        do {
+            try configuration.quota.validate()
+        } catch {
+            throw invalid("endpoints", error.description)
+        }
+        do {
+            try configuration.throttle.validate()
+        } catch {
+            throw invalid("throttle", error.description)
+        }
+        for (endpoint, policy) in [("defaults", configuration.circuit.defaultPolicy)]
+            + configuration.circuit.endpointPolicies.sorted(by: { $0.key < $1.key }) {
+            do {
+                try policy.validate()
+            } catch {
+                throw invalid("\(endpoint == "defaults" ? "defaults" : "endpoints.\(endpoint)").circuit", "\(error)")
+            }
+        }
     }
 }

@@ -19,13 +19,44 @@ extension APIDescription {
         } catch let error as APIDescriptionError {
             throw error
         } catch let error as YamlError {
-            throw APIDescriptionError(file: file, line: Self.line(of: error), column: nil, key: "",
+            let mark = Self.mark(of: error)
+            throw APIDescriptionError(file: file, line: mark?.line, column: mark?.column, key: "",
                                       message: "not valid YAML: \(Self.problem(of: error))")
         } catch {
             throw APIDescriptionError(file: file, line: nil, column: nil, key: "", message: "not valid YAML: \(error)")
         }
+        try Self.refuseAliasFanOut(root, file: file)
         var reader = DescriptionReader(file: file)
         self = try reader.description(root)
+    }
+
+    /// The most values a description may hold once its YAML aliases are expanded. A real description
+    /// holds hundreds; an anchored list of thousands reused thousands of times (a few kilobytes of
+    /// text) would hold millions and take every command that reads it minutes and gigabytes.
+    public static let maximumExpandedValues = 200_000
+
+    /// Refuses a tree whose aliases expand past ``maximumExpandedValues``, counting without expanding.
+    private static func refuseAliasFanOut(_ root: Node, file: String) throws(APIDescriptionError) {
+        var count = 0
+        var pending: [Node] = [root]
+        while let node = pending.popLast() {
+            count += 1
+            if count > maximumExpandedValues {
+                throw APIDescriptionError(
+                    file: file, line: node.mark?.line, column: node.mark?.column, key: "",
+                    message: "the file expands to more than \(maximumExpandedValues) values once its YAML aliases (*name) are expanded; write the repeated part once per use, or fewer times")
+            }
+            switch node {
+            case .scalar, .alias: continue
+            case .mapping(let mapping):
+                for (key, value) in mapping {
+                    pending.append(key)
+                    pending.append(value)
+                }
+            case .sequence(let sequence):
+                pending.append(contentsOf: sequence)
+            }
+        }
     }
 
     /// Reads a description file.
@@ -39,9 +70,10 @@ extension APIDescription {
         return try APIDescription(yaml: String(decoding: data, as: UTF8.self), file: path)
     }
 
-    private static func line(of error: YamlError) -> Int? {
+    private static func mark(of error: YamlError) -> Mark? {
         switch error {
-        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): mark.line
+        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): mark
+        case .duplicatedKeysInMapping(_, let context): context.mark
         default: nil
         }
     }
@@ -49,6 +81,9 @@ extension APIDescription {
     private static func problem(of error: YamlError) -> String {
         switch error {
         case .scanner(_, let problem, _, _), .parser(_, let problem, _, _), .composer(_, let problem, _, _): problem
+        case .duplicatedKeysInMapping(let duplicates, _):
+            "a key is given twice: \(duplicates.joined(separator: ", "))"
+        case .reader(let problem, _, _, _): problem
         default: "\(error)"
         }
     }
@@ -71,6 +106,9 @@ struct DescriptionReader {
         for (name, value) in mapping {
             guard let text = name.string else { throw fail(name, key, "a key must be text") }
             let path = key.isEmpty ? text : "\(key).\(text)"
+            guard !Self.hasControlCharacters(text) else {
+                throw fail(name, key, "control characters (ESC, newlines, tabs…) are not allowed in a key")
+            }
             guard allowed.isEmpty || allowed.contains(text) else {
                 throw fail(name, path, "unknown key; expected one of \(allowed.sorted().joined(separator: ", "))")
             }
@@ -80,9 +118,19 @@ struct DescriptionReader {
         return entries
     }
 
+    /// Text without control characters: every name and value of a description reaches a terminal
+    /// (`api show`, `status`, `quota show`), the ledger and the logs, where an ESC or a newline
+    /// would rewrite what an operator sees.
     func string(_ node: Node, _ key: String) throws(APIDescriptionError) -> String {
         guard let text = node.scalar?.string, !text.isEmpty else { throw fail(node, key, "expected text") }
+        guard !Self.hasControlCharacters(text) else {
+            throw fail(node, key, "control characters (ESC, newlines, tabs…) are not allowed here")
+        }
         return text
+    }
+
+    static func hasControlCharacters(_ text: String) -> Bool {
+        text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     func int(_ node: Node, _ key: String, in range: ClosedRange<Int>) throws(APIDescriptionError) -> Int {
@@ -110,24 +158,38 @@ struct DescriptionReader {
         }
     }
 
-    /// `60s`, `1h`, `500ms`, `2m`, `1d`, or a number of seconds.
+    /// The longest duration a description may give: 366 days, a leap year's calendar (the
+    /// longest window, circuit or retry delay anyone means). Longer ones are refused at their line,
+    /// never converted: `1e16s` would trap in the conversion to milliseconds.
+    static let maximumDurationSeconds: Double = 366 * 86_400
+
+    /// `60s`, `1h`, `500ms`, `2m`, `1d`, or a number of seconds; at most ``maximumDurationSeconds``.
     func duration(_ node: Node, _ key: String) throws(APIDescriptionError) -> Duration {
         guard let text = node.scalar?.string.trimmingCharacters(in: .whitespaces) else {
             throw fail(node, key, "expected a duration such as 60s, 5m, 1h or 500ms")
         }
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400)]
-        for (suffix, seconds) in units where text.hasSuffix(suffix) {
+        var seconds: Double?
+        for (suffix, scale) in units where text.hasSuffix(suffix) {
             if let value = Double(text.dropLast(suffix.count)), value > 0, value.isFinite {
-                return .milliseconds(Int64((value * seconds * 1000).rounded()))
+                seconds = value * scale
+                break
             }
         }
-        if let value = Double(text), value > 0, value.isFinite { return .milliseconds(Int64((value * 1000).rounded())) }
-        throw fail(node, key, "'\(text)' is not a duration; write 60s, 5m, 1h or 500ms")
+        if seconds == nil, let value = Double(text), value > 0, value.isFinite { seconds = value }
+        guard let seconds else { throw fail(node, key, "'\(text)' is not a duration; write 60s, 5m, 1h or 500ms") }
+        guard seconds >= 0.001 else {
+            throw fail(node, key, "'\(text)' is shorter than a millisecond, the shortest duration the gate counts")
+        }
+        guard seconds <= Self.maximumDurationSeconds else {
+            throw fail(node, key, "'\(text)' is longer than 366 days, the longest duration a description may give")
+        }
+        return .milliseconds(SaturatingConversion.int64((seconds * 1000).rounded()))
     }
 
     mutating func description(_ root: Node) throws(APIDescriptionError) -> APIDescription {
         let top = try mapping(root, "", allowed: [
-            "api", "upstream", "buckets", "defaults", "routes", "endpoints", "secrets", "quota_exhausted",
+            "api", "upstream", "buckets", "defaults", "routes", "endpoints", "secrets", "quota_exhausted", "rewrite_urls",
         ])
         guard let nameNode = top["api"] else { throw fail(root, "api", "missing: name the API (api: GitHub REST)") }
         let name = try string(nameNode, "api")
@@ -173,8 +235,29 @@ struct DescriptionReader {
                 rules.append(try exhaustionRule(ruleNode, "quota_exhausted[\(index)]"))
             }
         }
-        return APIDescription(name: name, upstream: upstream, buckets: buckets, defaults: defaults, routes: routes,
-                              endpoints: endpoints, secrets: secrets, quotaExhausted: rules, deprecations: deprecations)
+        var description = APIDescription(name: name, upstream: upstream, buckets: buckets, defaults: defaults, routes: routes,
+                                         endpoints: endpoints, secrets: secrets, quotaExhausted: rules)
+        if let node = top["rewrite_urls"] { description.rewriteURLs = try urlRewriting(node, "rewrite_urls") }
+        description.deprecations = deprecations
+        return description
+    }
+
+    /// `{bodies: [application/json]}`: media types written `type/subtype`.
+    func urlRewriting(_ node: Node, _ key: String) throws(APIDescriptionError) -> APIDescription.URLRewriting {
+        let entries = try mapping(node, key, allowed: ["bodies"])
+        var rewriting = APIDescription.URLRewriting()
+        guard let bodiesNode = entries["bodies"] else { return rewriting }
+        let tokenCharacters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~")
+        for (index, type) in try strings(bodiesNode, "\(key).bodies").enumerated() {
+            let parts = type.lowercased().split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.unicodeScalars.allSatisfy(tokenCharacters.contains) })
+            else {
+                throw fail(bodiesNode.sequence?[index] ?? bodiesNode, "\(key).bodies",
+                           "'\(type)' is not a media type; write it as type/subtype, such as application/json")
+            }
+            rewriting.bodies.append(type.lowercased())
+        }
+        return rewriting
     }
 
     func strings(_ node: Node, _ key: String) throws(APIDescriptionError) -> [String] {
@@ -511,6 +594,12 @@ extension APIDescription {
     /// - Returns: The description.
     /// - Throws: ``APIDescriptionError`` when it names neither, or is not a valid description.
     public static func named(_ nameOrPath: String) throws(APIDescriptionError) -> APIDescription {
+        // A file of the operator's wins over a shipped description of the same name: the name was
+        // typed to mean the file in front of them.
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: nameOrPath, isDirectory: &isDirectory), !isDirectory.boolValue {
+            return try load(from: nameOrPath)
+        }
         if let text = shippedTexts[nameOrPath] { return try APIDescription(yaml: text, file: "\(nameOrPath) (shipped)") }
         guard FileManager.default.fileExists(atPath: nameOrPath) else {
             throw APIDescriptionError(

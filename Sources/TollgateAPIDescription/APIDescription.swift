@@ -38,8 +38,10 @@ public struct APIDescription: Sendable, Hashable {
     public var secrets: Secrets
     /// Answers that mean "the quota is spent", beyond YouTube's `quotaExceeded`.
     public var quotaExhausted: [ExhaustionRule]
+    /// What `tollgate proxy` points at itself besides `Link`, `Location` and `Content-Location`.
+    public var rewriteURLs = URLRewriting()
     /// What the file says in a way that still works but is on its way out (a deprecated key), one
-    /// line each, with the line it is on: `tollgate api check` prints them, the proxy logs them.
+    /// line each, with the line it is on: `tollgate api check` prints them.
     public var deprecations: [String] = []
 
     /// The time zone of YouTube's quota day, the default window's.
@@ -144,6 +146,22 @@ public struct APIDescription: Sendable, Hashable {
         public var parameters: [String]
         /// Request header names.
         public var headers: [String]
+    }
+
+    /// Links in answers that the proxy points back at itself, so that a client following them stays
+    /// behind the gate (`rewrite_urls: {bodies: [application/json]}`). The proxy always rewrites the
+    /// upstream's URLs in `Link`, `Location` and `Content-Location`; bodies only when listed here. A
+    /// Swift app behind the URLSession drop-in needs none of this: it talks to the real host.
+    public struct URLRewriting: Sendable, Hashable {
+        /// Media types (`application/json`, lowercased, without parameters) whose JSON string values
+        /// that are URLs to the upstream are rewritten on the way out to the client.
+        public var bodies: [String]
+
+        /// Rewrites the bodies of `bodies`.
+        /// - Parameter bodies: Media types such as `application/json`.
+        public init(bodies: [String] = []) {
+            self.bodies = bodies
+        }
     }
 
     /// An answer that says the quota is spent.

@@ -63,6 +63,13 @@ quota_exhausted:
   - {status: 403, header: "X-RateLimit-Remaining: 0"}
   - {status: 429, header: "X-RateLimit-Remaining: 0"}
 
+# Every answer names api.github.com in its JSON (a repository's url, issues_url, …) and paginates with
+# Link: <…?page=2>; rel="next". Behind `tollgate proxy` those URLs are pointed at the proxy, so a client
+# that follows them (PyGithub, octokit, requests' r.links) stays behind the gate; Link and Location
+# always are, JSON bodies because this says so. Compressed answers pass as GitHub sent them.
+rewrite_urls:
+  bodies: [application/json]
+
 """#,
         "openai-chat": #"""
 # An OpenAI-style chat completions API: requests and tokens are each limited per minute, the answer

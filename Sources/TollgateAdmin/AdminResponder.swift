@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import TollgateProxy
 
 /// Answers the operators' listener's requests: `/metrics`, `/` (the web dashboard), `/fragment`
 /// (its refreshed content) and `/api/snapshot`. Every answer is read from the store at the
@@ -15,9 +16,16 @@ struct AdminResponder: HTTPResponder {
     let databaseName: String
     let token: String?
     let refreshSeconds: Int
+    /// The host the listener binds to when that is loopback: then only loopback names are
+    /// answered. Nil off loopback, where the token guards every request.
+    let loopbackOnly: String?
     let logger: Logger
 
     func respond(to request: Request, context: Context) async throws -> Response {
+        guard isAddressedToLoopback(request) else {
+            // A DNS-rebinding page reaches 127.0.0.1 under its own name: answer it nothing.
+            return text(.misdirectedRequest, "This listener answers only requests addressed to this machine (Host: localhost or 127.0.0.1).\n")
+        }
         guard request.method == .get || request.method == .head else {
             var answer = text(.methodNotAllowed, "Only GET and HEAD are served here.\n")
             answer.headers[.allow] = "GET, HEAD"
@@ -73,10 +81,12 @@ struct AdminResponder: HTTPResponder {
 
     /// Whether the request carries the token, when there is one: `Authorization: Bearer TOKEN`
     /// (Prometheus's `authorization` scrape setting) or `?token=TOKEN` (a browser's address bar).
+    /// Exactly one token: a request offering several (`?token=a&token=b…`) is refused, so one
+    /// request cannot try thousands of guesses.
     private func isAuthorised(_ request: Request) -> Bool {
         guard let token else { return true }
         var offered: [String] = []
-        if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") {
+        for authorization in request.headers[values: .authorization] where authorization.lowercased().hasPrefix("bearer ") {
             offered.append(String(authorization.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces))
         }
         if let query = request.uri.query {
@@ -84,7 +94,25 @@ struct AdminResponder: HTTPResponder {
                 offered.append(String(pair.dropFirst("token=".count)).removingPercentEncoding ?? "")
             }
         }
-        return offered.contains { Self.constantTimeEqual($0, token) }
+        guard offered.count == 1, let candidate = offered.first else { return false }
+        return Self.constantTimeEqual(candidate, token)
+    }
+
+    /// Whether a loopback listener's request names a loopback host (or the bound host) in `Host`.
+    private func isAddressedToLoopback(_ request: Request) -> Bool {
+        guard let bound = loopbackOnly else { return true }
+        guard let authority = request.head.authority else { return true }
+        let host = Self.hostName(ofAuthority: authority)
+        return host == bound.lowercased() || LoopbackAddress.isLoopback(host)
+    }
+
+    /// The host of `host[:port]` or `[v6]:port`, lowercased, without brackets.
+    static func hostName(ofAuthority authority: String) -> String {
+        let lowered = authority.lowercased()
+        if lowered.hasPrefix("["), let close = lowered.firstIndex(of: "]") {
+            return String(lowered[lowered.index(after: lowered.startIndex)..<close])
+        }
+        return String(lowered.prefix { $0 != ":" })
     }
 
     static func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {

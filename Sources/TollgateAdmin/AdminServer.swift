@@ -1,9 +1,11 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
 import Synchronization
+import TollgateStore
 
 /// The operators' listener: `/metrics` in the Prometheus text format, the web dashboard at `/`
 /// and its data at `/api/snapshot`, all read from the store at each request, so that every
@@ -11,6 +13,12 @@ import Synchronization
 ///
 /// It binds to loopback unless it is given a token; with a token, every request must carry it
 /// (`Authorization: Bearer TOKEN`, or `?token=TOKEN` in a browser).
+///
+/// Like the proxy's listener it closes connections idle for ``idleTimeout`` and holds at most
+/// ``maximumConnections`` at once, so silent sockets cannot take the file descriptors the process
+/// shares with its store and upstream. On loopback it answers only requests addressed to a
+/// loopback name (`Host: localhost`, `127.0.0.1`, `[::1]`), so a web page whose name rebinds to
+/// 127.0.0.1 cannot read it.
 ///
 /// ```swift
 /// let metrics = ProcessMetrics()
@@ -42,6 +50,9 @@ public final class AdminServer: Sendable {
     ///   - token: The token every request must carry; required for a non-loopback address.
     ///   - refreshSeconds: Seconds between the web dashboard's refreshes.
     ///   - stopsOnSignals: Whether SIGINT and SIGTERM stop it (for a command that runs only it).
+    ///   - idleTimeout: How long a connection may stay without a request before it is closed; 10 s
+    ///     by default, as the proxy's.
+    ///   - maximumConnections: The most connections held at once; 64 by default.
     ///   - logger: Where it logs a store that cannot be read.
     /// - Returns: The running listener.
     /// - Throws: ``AdminServerError/tokenRequired(_:)`` for a non-loopback address without a token,
@@ -53,16 +64,27 @@ public final class AdminServer: Sendable {
         token: String? = nil,
         refreshSeconds: Int = 5,
         stopsOnSignals: Bool = false,
+        idleTimeout: Duration = .seconds(10),
+        maximumConnections: Int = 64,
         logger: Logger = Logger.current
     ) async throws -> AdminServer {
         let token = token.flatMap { $0.isEmpty ? nil : $0 }
         guard listen.isLoopback || token != nil else { throw AdminServerError.tokenRequired(listen.description) }
+        guard idleTimeout > .zero, maximumConnections >= 1 else {
+            throw AdminServerError.couldNotStart("\(listen): idleTimeout and maximumConnections must be positive")
+        }
         let responder = AdminResponder(exposition: exposition, databaseName: databaseName, token: token,
-                                       refreshSeconds: max(1, refreshSeconds), logger: logger)
+                                       refreshSeconds: max(1, refreshSeconds),
+                                       loopbackOnly: listen.isLoopback ? listen.host : nil, logger: logger)
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
             responder: responder,
-            configuration: ApplicationConfiguration(address: .hostname(listen.host, port: listen.port), serverName: nil),
+            server: .http1(configuration: .init(idleTimeout: .nanoseconds(
+                SaturatingConversion.int64(idleTimeout.timeInterval * 1e9)))),
+            configuration: ApplicationConfiguration(
+                address: .hostname(listen.host, port: listen.port), serverName: nil,
+                availableConnectionsDelegate: MaximumAvailableConnections(maximumConnections, logger: logger)
+            ),
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? 0)
                 portContinuation.finish()

@@ -8,6 +8,12 @@ import Logging
 /// - `GET /repos/{owner}/{repo}`, `GET /users/{user}` and `GET /repos/{owner}/{repo}/issues`
 ///   count against `core`; `GET /search/repositories?q=…` and `GET /search/issues?q=…` against
 ///   `search` (a search without `q` is a `422` and still counts).
+/// - Issues come in two pages of two, as GitHub paginates: page 1 (no `page`, or `page=1`) says
+///   `Link: <…/issues?page=2>; rel="next", <…/issues?page=2>; rel="last"`, page 2 links back with
+///   `prev` and `first`; the other query parameters are kept in the links, and pages past 2 are empty.
+/// - Like GitHub's, the JSON names resources by absolute URLs on the API's own origin — this
+///   server's ``baseURL`` (`url`, `issues_url`, `repository_url`, URI templates such as
+///   `{/number}`) — and web pages on `https://github.com` (`html_url`).
 /// - `GET /rate_limit` answers every resource's numbers as JSON and counts against nothing.
 /// - Anything else, any other method included, is a `404` `{"message":"Not Found",…}` counted
 ///   against `core`, as on GitHub.
@@ -62,7 +68,10 @@ public final class FakeGitHubAPI: Sendable {
         let server = try await LoopbackFakeServer.start(serverName: "FakeGitHubAPI", logger: logger) { request in
             engine.answer(request)
         }
-        return FakeGitHubAPI(server: server, engine: engine)
+        let api = FakeGitHubAPI(server: server, engine: engine)
+        // As GitHub names https://api.github.com in its answers, the fake names its own origin.
+        engine.setOrigin(api.baseURL.absoluteString)
+        return api
     }
 
     /// Stops the server and waits until it has closed its socket.

@@ -33,6 +33,8 @@ final class FakeGitHubEngine: Sendable {
         var windows: [String: Window] = [:]
         var revisions: [String: Int] = [:]
         var received: [FakeGitHubReceivedRequest] = []
+        /// The origin the JSON and `Link` name, as GitHub names `https://api.github.com`.
+        var origin = "https://api.github.com"
     }
 
     /// What a request asks for.
@@ -53,8 +55,8 @@ final class FakeGitHubEngine: Sendable {
 
     /// What a metered request gets when the limit lets it through.
     private enum Target {
-        /// A JSON resource; `body` makes it at a revision.
-        case content(key: String, body: (Int) -> Any)
+        /// A JSON resource; `body` makes it at a revision; `links` is its `Link` field, if any.
+        case content(key: String, links: String? = nil, body: (Int) -> Any)
         /// A search without its `q` parameter: 422.
         case validationFailed(field: String)
         /// 404.
@@ -86,6 +88,11 @@ final class FakeGitHubEngine: Sendable {
     }
 
     var received: [FakeGitHubReceivedRequest] { state.withLock { $0.received } }
+
+    /// Names `origin` (`http://127.0.0.1:PORT`, no trailing `/`) in answers from now on.
+    func setOrigin(_ origin: String) {
+        state.withLock { $0.origin = origin.hasSuffix("/") ? String(origin.dropLast()) : origin }
+    }
 
     func clearLog() { state.withLock { $0.received.removeAll() } }
 
@@ -121,7 +128,7 @@ final class FakeGitHubEngine: Sendable {
     func answer(_ request: FakeHTTPRequest) -> FakeHTTPAnswer {
         state.withLock { state in
             let now = now()
-            let route = Self.route(method: request.method, path: request.path, query: request.query)
+            let route = Self.route(method: request.method, path: request.path, query: request.query, origin: state.origin)
             let (answer, counted) = Self.answer(request, route: route, now: now, state: &state)
             state.received.append(FakeGitHubReceivedRequest(
                 method: request.method, path: request.path, query: request.query, headers: request.headers,
@@ -171,7 +178,7 @@ final class FakeGitHubEngine: Sendable {
             ])
             return (FakeHTTPAnswer(status: 422, headers: [json, mediaType] + rateLimitHeaders(after, resource: resource),
                                    body: isHead ? Data() : body), true)
-        case .content(let key, let makeBody):
+        case .content(let key, let links, let makeBody):
             let body = encode(makeBody(state.revisions[key, default: 1]))
             let etag = entityTag(body)
             let validators = [("Cache-Control", cacheControl), ("Vary", vary), ("ETag", etag)]
@@ -180,7 +187,8 @@ final class FakeGitHubEngine: Sendable {
                                        body: Data()), false)
             }
             let after = count(resource, rateLimit, now, &state)
-            let headers = [json] + validators + [mediaType] + rateLimitHeaders(after, resource: resource)
+            let headers = [json] + validators + [mediaType] + (links.map { [("Link", $0)] } ?? [])
+                + rateLimitHeaders(after, resource: resource)
             return (FakeHTTPAnswer(status: 200, headers: headers, body: isHead ? Data() : body), true)
         }
     }
@@ -236,7 +244,7 @@ final class FakeGitHubEngine: Sendable {
         path + "?" + query.split(separator: "&").sorted().joined(separator: "&")
     }
 
-    private static func route(method: String, path: String, query: String) -> Route {
+    private static func route(method: String, path: String, query: String, origin: String) -> Route {
         let core = FakeGitHubBehaviour.core
         let search = FakeGitHubBehaviour.search
         guard method == "GET" || method == "HEAD" else { return .metered(resource: core, .notFound) }
@@ -246,21 +254,28 @@ final class FakeGitHubEngine: Sendable {
         case 1 where segments[0] == "rate_limit":
             return .rateLimit
         case 2 where segments[0] == "users" && !segments[1].isEmpty:
-            return .metered(resource: core, .content(key: key) { revision in user(segments[1], revision: revision) })
+            return .metered(resource: core, .content(key: key) { revision in
+                user(segments[1], revision: revision, origin: origin)
+            })
         case 2 where segments[0] == "search" && ["repositories", "issues"].contains(segments[1]):
             guard let q = queryValue("q", in: query), !q.isEmpty else {
                 return .metered(resource: search, .validationFailed(field: "q"))
             }
             return .metered(resource: search, .content(key: key) { revision in
-                searchResult(kind: segments[1], q: q, revision: revision)
+                searchResult(kind: segments[1], q: q, revision: revision, origin: origin)
             })
         case 3 where segments[0] == "repos" && !segments[1].isEmpty && !segments[2].isEmpty:
             return .metered(resource: core, .content(key: key) { revision in
-                repository(owner: segments[1], name: segments[2], revision: revision)
+                repository(owner: segments[1], name: segments[2], revision: revision, origin: origin)
             })
         case 4 where segments[0] == "repos" && !segments[1].isEmpty && !segments[2].isEmpty && segments[3] == "issues":
-            return .metered(resource: core, .content(key: key) { revision in
-                issues(owner: segments[1], name: segments[2], revision: revision)
+            let page = max(1, queryValue("page", in: query).flatMap { Int($0) } ?? 1)
+            let collection = "\(origin)/repos/\(segments[1])/\(segments[2])/issues"
+            let links = page == 1
+                ? "<\(pageURL(collection, query: query, page: 2))>; rel=\"next\", <\(pageURL(collection, query: query, page: 2))>; rel=\"last\""
+                : "<\(pageURL(collection, query: query, page: 1))>; rel=\"prev\", <\(pageURL(collection, query: query, page: 1))>; rel=\"first\""
+            return .metered(resource: core, .content(key: key, links: links) { revision in
+                issues(owner: segments[1], name: segments[2], page: page, revision: revision, origin: origin)
             })
         default:
             return .metered(resource: core, .notFound)
@@ -281,47 +296,68 @@ final class FakeGitHubEngine: Sendable {
         Int(FNV1a.hash(text.utf8) % 1_000_000_000)
     }
 
-    private static func owner(_ login: String) -> [String: Any] {
+    /// `collection` with the request's query, `page` set to `page`, as GitHub writes its `Link`s.
+    private static func pageURL(_ collection: String, query: String, page: Int) -> String {
+        let kept = query.split(separator: "&").filter { !$0.hasPrefix("page=") && $0 != "page" }
+        return collection + "?" + (kept + ["page=\(page)"]).joined(separator: "&")
+    }
+
+    private static func owner(_ login: String, origin: String) -> [String: Any] {
         ["login": login, "id": identifier("user:" + login), "type": "User",
-         "url": "https://api.github.com/users/\(login)"]
+         "url": "\(origin)/users/\(login)",
+         "html_url": "https://github.com/\(login)",
+         "repos_url": "\(origin)/users/\(login)/repos",
+         "avatar_url": "https://avatars.githubusercontent.com/u/\(identifier("user:" + login))?v=4"]
     }
 
-    private static func user(_ login: String, revision: Int) -> Any {
-        owner(login).merging(["name": "\(login) (revision \(revision))", "public_repos": 1]) { $1 }
+    private static func user(_ login: String, revision: Int, origin: String) -> Any {
+        owner(login, origin: origin).merging(["name": "\(login) (revision \(revision))", "public_repos": 1]) { $1 }
     }
 
-    private static func repository(owner login: String, name: String, revision: Int) -> [String: Any] {
-        [
+    private static func repository(owner login: String, name: String, revision: Int, origin: String) -> [String: Any] {
+        let url = "\(origin)/repos/\(login)/\(name)"
+        return [
             "id": identifier("repo:\(login)/\(name)"),
             "name": name,
             "full_name": "\(login)/\(name)",
-            "owner": owner(login),
+            "owner": owner(login, origin: origin),
             "private": false,
             "description": "\(login)/\(name) (revision \(revision))",
-            "url": "https://api.github.com/repos/\(login)/\(name)",
+            "url": url,
+            "html_url": "https://github.com/\(login)/\(name)",
+            "issues_url": "\(url)/issues{/number}",
+            "pulls_url": "\(url)/pulls{/number}",
+            "labels_url": "\(url)/labels{/name}",
         ]
     }
 
-    private static func issue(owner login: String, name: String, number: Int, revision: Int) -> [String: Any] {
-        [
+    private static func issue(owner login: String, name: String, number: Int, revision: Int, origin: String) -> [String: Any] {
+        let repository = "\(origin)/repos/\(login)/\(name)"
+        return [
             "id": identifier("issue:\(login)/\(name)#\(number)"),
             "number": number,
             "title": "Issue \(number) of \(login)/\(name) (revision \(revision))",
             "state": "open",
-            "user": owner(login),
-            "url": "https://api.github.com/repos/\(login)/\(name)/issues/\(number)",
+            "user": owner(login, origin: origin),
+            "url": "\(repository)/issues/\(number)",
+            "repository_url": repository,
+            "comments_url": "\(repository)/issues/\(number)/comments",
+            "labels_url": "\(repository)/issues/\(number)/labels{/name}",
+            "html_url": "https://github.com/\(login)/\(name)/issues/\(number)",
         ]
     }
 
-    private static func issues(owner login: String, name: String, revision: Int) -> Any {
-        [1, 2].map { issue(owner: login, name: name, number: $0, revision: revision) }
+    /// Two issues a page, on two pages; pages past them are empty.
+    private static func issues(owner login: String, name: String, page: Int, revision: Int, origin: String) -> Any {
+        guard page <= 2 else { return [Any]() }
+        return [page * 2 - 1, page * 2].map { issue(owner: login, name: name, number: $0, revision: revision, origin: origin) }
     }
 
-    private static func searchResult(kind: String, q: String, revision: Int) -> Any {
+    private static func searchResult(kind: String, q: String, revision: Int, origin: String) -> Any {
         let item: [String: Any] = kind == "issues"
-            ? issue(owner: "octocat", name: "hello-world", number: 1, revision: revision)
+            ? issue(owner: "octocat", name: "hello-world", number: 1, revision: revision, origin: origin)
                 .merging(["title": "\(q) (revision \(revision))"]) { $1 }
-            : repository(owner: "octocat", name: "hello-world", revision: revision)
+            : repository(owner: "octocat", name: "hello-world", revision: revision, origin: origin)
                 .merging(["description": "\(q) (revision \(revision))"]) { $1 }
         return ["total_count": 1, "incomplete_results": false, "items": [item]] as [String: Any]
     }

@@ -23,6 +23,14 @@ import TollgateAsyncHTTPClient
 ///
 /// Hop-by-hop header fields are never forwarded, in either direction.
 ///
+/// Links to the upstream lead back through the proxy: in `Link` (every URI reference), `Location`
+/// and `Content-Location`, and in the JSON bodies of the media types given as `rewrittenBodyTypes`, a
+/// URL on the upstream's origin, at or under its base path, becomes the same path under `http://` and
+/// the `Host` the client addressed the proxy by — so pagination and hypermedia stay cached, throttled
+/// and counted. Other origins are left byte for byte. The cache keeps the upstream's bytes; each
+/// client gets its own names on the way out, and the upstream's `ETag`, which its `If-None-Match`
+/// still matches.
+///
 /// Nothing is spent for a client that has gone: when a client disconnects, its request's remaining
 /// attempts are cancelled (the attempt in flight finishes and is settled as any other). A shutdown
 /// (``stop()``, or a signal) cancels the retry waits of the requests in flight, which are answered
@@ -63,6 +71,10 @@ public final class GateProxy: Sendable {
     ///   - transport: How requests reach the upstream. By default AsyncHTTPClient as configured by
     ///     `AsyncHTTPClientTransport`: it passes the client's header fields (`Accept-Encoding`
     ///     included) and the upstream's bytes through unchanged, and follows no redirect.
+    ///   - rewrittenBodyTypes: Media types, such as `application/json`, whose answers' JSON string
+    ///     values that are URLs to the upstream are pointed at the proxy on the way out (identity-encoded
+    ///     bodies held whole; a compressed or streamed body passes as the upstream sent it). None by
+    ///     default; header fields are rewritten whatever this says.
     ///   - maximumBodySize: The largest request body accepted, in bytes (413 past it).
     ///   - idleTimeout: How long a connection may stay without a complete request head or between
     ///     requests before it is closed, so slow or idle clients cannot hold connections. 10 s by default.
@@ -82,6 +94,7 @@ public final class GateProxy: Sendable {
         upstream: URL,
         listen: LoopbackAddress,
         naming: EndpointNaming = .youTubeDataAPIv3,
+        rewrittenBodyTypes: Set<String> = [],
         transport: any HTTPTransport = AsyncHTTPClientTransport(),
         maximumBodySize: Int = 16 * 1024 * 1024,
         idleTimeout: Duration = .seconds(10),
@@ -100,7 +113,9 @@ public final class GateProxy: Sendable {
             )
         }
         let responder = GateProxyResponder(
-            gate: gate, transport: transport, upstream: upstream, naming: naming, maximumBodySize: maximumBodySize,
+            gate: gate, transport: transport, upstream: upstream, naming: naming,
+            linkedUpstream: UpstreamLinkRewriter.Upstream(upstream),
+            rewrittenBodyTypes: Set(rewrittenBodyTypes.map { $0.lowercased() }), maximumBodySize: maximumBodySize,
             clock: clock, logger: logger
         )
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)

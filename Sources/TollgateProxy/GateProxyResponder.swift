@@ -14,6 +14,10 @@ struct GateProxyResponder: HTTPResponder {
     let transport: any HTTPTransport
     let upstream: URL
     let naming: EndpointNaming
+    /// The upstream as links to it are recognised (``UpstreamLinkRewriter``).
+    let linkedUpstream: UpstreamLinkRewriter.Upstream?
+    /// Media types whose JSON bodies have their links to the upstream pointed at the proxy.
+    let rewrittenBodyTypes: Set<String>
     let maximumBodySize: Int
     let clock: any TollgateClock
     let logger: Logger
@@ -35,7 +39,7 @@ struct GateProxyResponder: HTTPResponder {
             return refusal(.contentTooLarge, code: "request_too_large",
                            message: "The request body is larger than \(maximumBodySize) bytes.", endpoint: nil)
         }
-        guard let outgoing = upstreamRequest(for: request) else {
+        guard var outgoing = upstreamRequest(for: request) else {
             return refusal(.badRequest, code: "path_outside_upstream",
                            message: "The path leaves the upstream's base path \(upstream.path).", endpoint: nil)
         }
@@ -45,6 +49,11 @@ struct GateProxyResponder: HTTPResponder {
                            message: "A \(request.method) request cannot carry a body through the proxy.", endpoint: nil)
         }
         let endpoint = naming.endpoint(for: outgoing)
+        if case .jsonBody = gate.quota.price(of: endpoint).actualCost?.source {
+            // Its cost is read from the body: ask only for codings the gate can decode (a client's
+            // zstd would leave the estimate standing).
+            ProxyHeaders.limitAcceptEncoding(&outgoing.headerFields, to: ContentDecoding.supportedCodings)
+        }
         let bodyData = body.readableBytes == 0 ? nil : Data(body.readableBytesView)
         do {
             let answer = try await sendForClient(outgoing, body: bodyData, endpoint: endpoint, context: context)
@@ -61,9 +70,26 @@ struct GateProxyResponder: HTTPResponder {
                 // No body, but the length a GET would have (RFC 9110 §9.3.2), not the empty body's 0.
                 fields[.contentLength] = length
             }
+            var (status, body) = (answer.response.status, answer.body)
+            if answer.bodyStream == nil, ClientConditional.isNotModified(
+                method: request.method, requestFields: request.headers, status: status, responseFields: fields
+            ) {
+                // The client's own If-None-Match names what it holds: a 304, not the stored body again.
+                (status, body) = (.notModified, Data())
+                fields[.contentLength] = nil
+            }
+            // Links to the upstream lead back through the gate: `Link`, `Location` and `Content-Location`
+            // always; a body of a listed media type when it is held whole (not streamed, not a HEAD's,
+            // whose `Content-Length` stays the upstream's: the rewritten length is not known without
+            // the body). The stored body keeps the upstream's bytes.
+            if let links = UpstreamLinkRewriter(upstream: linkedUpstream, clientAuthority: request.head.authority) {
+                links.rewriteFields(&fields)
+                if answer.bodyStream == nil, request.method != .head {
+                    links.rewriteBody(&body, fields: &fields, status: status, mediaTypes: rewrittenBodyTypes)
+                }
+            }
             guard let stream = answer.bodyStream else {
-                return Response(status: answer.response.status, headers: fields,
-                                body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+                return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
             }
             // Too large for the cache: passed on chunk by chunk, at the pace the client reads.
             let length = answer.response.headerFields[.contentLength].flatMap(Int.init)
@@ -155,7 +181,8 @@ struct GateProxyResponder: HTTPResponder {
             }
             logger.info("\(outgoing.method.rawValue) \(request.uri.path) refused: \(refusal)", metadata: ["proxy.endpoint": "\(endpoint)"])
             var answer = self.refusal(status, code: code, message: refusal.description, endpoint: endpoint,
-                                      retryAfter: max(1, Int(retryAfter.rounded(.up))), unitsCharged: unitsCharged)
+                                      retryAfter: max(1, SaturatingConversion.int(retryAfter.rounded(.up))),
+                                      unitsCharged: unitsCharged)
             if let rate = RateLimitFields.fields(gate: gate, endpoint: endpoint, refundedUnits: 0, now: clock.now()) {
                 answer.headers[RateLimitFields.policy] = rate.policy
                 answer.headers[RateLimitFields.rateLimit] = rate.limit

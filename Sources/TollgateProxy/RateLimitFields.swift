@@ -57,9 +57,13 @@ enum RateLimitFields {
             let remaining = charge.bucket == price.bucket
                 ? min(reading.limit, reading.remaining + max(0, refundedUnits)) : reading.remaining
             let window = gate.quota.configuration.window(of: charge.bucket)
-            policies.append(item(charge.bucket, ["q": Int64(reading.limit), "w": windowSeconds(window, at: now)]))
+            let length = windowSeconds(window, at: now)
+            // The ledger keeps no reset further than one window past the natural end; the relayed
+            // `t` is held to that too, whatever a server once said.
+            let secondsToReset = SaturatingConversion.int64(reading.resetsAt.timeIntervalSince(now).rounded(.up))
+            policies.append(item(charge.bucket, ["q": Int64(reading.limit), "w": length]))
             limits.append(item(charge.bucket, [
-                "r": Int64(max(0, remaining)), "t": Int64(max(0, reading.resetsAt.timeIntervalSince(now).rounded(.up))),
+                "r": Int64(max(0, remaining)), "t": min(max(0, secondsToReset), 2 * length),
             ]))
         }
         if let window = gate.throttle.latestReading(of: endpoint) {

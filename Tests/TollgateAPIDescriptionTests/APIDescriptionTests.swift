@@ -178,6 +178,8 @@ struct APIDescriptionTests {
         #expect(gitHub.effectiveCost(for: "search.issues").bucket == "search")
         #expect(gitHub.effectiveCost(for: "repos.get").bucket == "core")
         #expect(gitHub.effectiveCost(for: "rate_limit").units == 0)
+        // Its JSON names api.github.com: the proxy points those URLs at itself.
+        #expect(github.rewriteURLs.bodies == ["application/json"])
 
         let backend = try APIDescription.named("seeds-backend")
         let configuration = try backend.gateConfiguration()
@@ -186,6 +188,7 @@ struct APIDescriptionTests {
         #expect(configuration.throttle.limit(for: "other") == ThrottleLimit(requests: 30, per: .seconds(60)))
         #expect(configuration.quota.window(of: "server") == .hour)
         #expect(configuration.quota.bucketLimits["server"] == 100)
+        #expect(backend.rewriteURLs.bodies.isEmpty, "bodies are rewritten only when a description asks")
 
         let openAI = try APIDescription.named("openai-chat").gateConfiguration().quota
         #expect(openAI.effectiveCost(for: "chat.completions").charges.map(\.bucket) == ["requests", "tokens"])
@@ -201,6 +204,8 @@ struct APIDescriptionTests {
         ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {actual_cost: {body: usage..total}}\n", 6, "endpoints.e.actual_cost.body", "path of keys"),
         ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {actual_cost: {}}\n", 6, "endpoints.e.actual_cost", "body"),
         ("api: X\nbuckets:\n  b: {limit: 10}\n  c: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {bucket: b, actual_cost: {bucket: c, body: n}}\n", 7, "endpoints.e.actual_cost.bucket", "not charged in bucket 'c'"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nrewrite_urls:\n  bodies: [application/json, json]\n", 6, "rewrite_urls.bodies", "not a media type"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nrewrite_urls: {headers: [Link]}\n", 5, "rewrite_urls.headers", "unknown key"),
     ])
     func newKeysMistakes(yaml: String, line: Int, key: String, message: String) {
         let error = #expect(throws: APIDescriptionError.self) { try APIDescription(yaml: yaml, file: "mine.yaml") }
@@ -259,6 +264,14 @@ struct APIDescriptionTests {
         #expect(error?.line == line, "\(String(describing: error))")
         #expect(error?.key == key, "\(String(describing: error))")
         #expect(error?.message.contains(message) == true, "\(String(describing: error))")
+    }
+
+    @Test("rewrite_urls lists the media types whose bodies the proxy rewrites, lowercased; none without it")
+    func rewriteURLs() throws {
+        let base = "api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\n"
+        let listed = try APIDescription(yaml: base + "rewrite_urls: {bodies: [Application/JSON, application/hal+json]}\n")
+        #expect(listed.rewriteURLs.bodies == ["application/json", "application/hal+json"])
+        #expect(try APIDescription(yaml: base).rewriteURLs.bodies.isEmpty)
     }
 
     @Test("an unknown name is neither a file nor a shipped description")

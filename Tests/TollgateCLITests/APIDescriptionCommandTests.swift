@@ -47,6 +47,8 @@ struct APIDescriptionCommandTests {
         #expect(github.stdout.contains("core: 5,000 units per hour, follows the server's announced 'core' requests limit, "
             + "paces its last units keeping 10% back"), "\(github.stdout)")
         #expect(github.stdout.contains("  403 with X-RateLimit-Remaining: 0"), "\(github.stdout)")
+        #expect(github.stdout.contains("Links pointed at the proxy: Link, Location, Content-Location and the JSON bodies of application/json"),
+                "\(github.stdout)")
     }
 
     @Test("proxy --api names requests by the file's routes, throttles and charges by its rules; quota show --api agrees")

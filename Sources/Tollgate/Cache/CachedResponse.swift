@@ -102,14 +102,16 @@ public enum CacheLookup: Sendable, Hashable {
 /// Conversions between `Date` and the store's integer milliseconds.
 enum CacheTime {
     /// Milliseconds since 1970, as the store keeps times.
-    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded(.down)) }
+    static func milliseconds(_ date: Date) -> Int64 { date.millisecondsSince1970 }
 
-    static func date(_ milliseconds: Int64) -> Date {
-        Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1000)
-    }
+    static func date(_ milliseconds: Int64) -> Date { Date(millisecondsSince1970: milliseconds) }
 
+    /// Saturating: a configured lifetime of centuries is "forever", not a trap.
     static func milliseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        if overflow { return seconds < 0 ? .min : .max }
+        let (total, overflowAdding) = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        return overflowAdding ? (whole < 0 ? .min : .max) : total
     }
 }

@@ -117,7 +117,7 @@ extension ETagCache {
             etag: etag, lastModified: lastModified,
             freshUntilMs: freshness.freshUntil.map(CacheTime.milliseconds),
             nowMs: CacheTime.milliseconds(now), body: body,
-            initialAgeMs: Int64((freshness.initialAge * 1000).rounded(.down))
+            initialAgeMs: SaturatingConversion.milliseconds(freshness.initialAge)
         )
         let retention = retention(now: now)
         let result = try await withActivity(now: now, onlyWhenNeeded: true) { activity in
@@ -270,7 +270,7 @@ extension ETagCache {
 
     /// The age a revalidating response had when it arrived (RFC 9111 §4.2.3), in milliseconds.
     private static func initialAgeMs(_ fields: HTTPFields, requestedAt: Date?, now: Date) -> Int64 {
-        Int64((CacheHeaders.initialAge(fields, requestTime: requestedAt ?? now, responseTime: now) * 1000).rounded(.down))
+        SaturatingConversion.milliseconds(CacheHeaders.initialAge(fields, requestTime: requestedAt ?? now, responseTime: now))
     }
 
     /// A stored entry after the server confirmed it with `merged` headers: new validators,
@@ -286,7 +286,7 @@ extension ETagCache {
         )
         let nowMs = CacheTime.milliseconds(now)
         let freshUntilMs: Int64? = CacheControl(mergedFields).noCache
-            ? nil : nowMs + Int64((min(lifetime, 100 * 365 * 86_400) * 1000).rounded(.down)) - initialAgeMs
+            ? nil : nowMs + SaturatingConversion.milliseconds(min(lifetime, 100 * 365 * 86_400)) - initialAgeMs
         return CacheRevision(
             entryID: selected.id, headers: merged,
             etag: CacheHeaders.etag(mergedFields), lastModified: CacheHeaders.lastModified(mergedFields),
@@ -352,8 +352,7 @@ extension ETagCache {
         let sensitive = configuration.sensitiveHeaders
         let patterns = configuration.sensitiveHeaderPatterns
         let heuristics = configuration.heuristics
-        let initialAgeMs = Int64((CacheHeaders.initialAge(fields, requestTime: requestedAt ?? now, responseTime: now) * 1000)
-            .rounded(.down))
+        let initialAgeMs = SaturatingConversion.milliseconds(CacheHeaders.initialAge(fields, requestTime: requestedAt ?? now, responseTime: now))
         let nowMs = CacheTime.milliseconds(now)
         let revise: @Sendable ([CacheEntryMetadata]) -> CacheRevision? = { candidates in
             guard let selected = Self.selectVariant(among: candidates, for: getRequest) else { return nil }

@@ -43,6 +43,6 @@ public enum TollgateError: Error, Sendable, Hashable, CustomStringConvertible, L
 
     /// Seconds rounded up, so "try again in 0 seconds" is never said while the wait is not over.
     private static func wholeSeconds(_ interval: TimeInterval) -> Int {
-        max(0, Int(interval.rounded(.up)))
+        max(0, SaturatingConversion.int(interval.rounded(.up)))
     }
 }

@@ -5,13 +5,55 @@ import HTTPTypes
 /// The YouTube Data API v3 naming maps `GET /youtube/v3/videos` to `videos.list`,
 /// `POST /youtube/v3/videos/rate` to `videos.rate`, `POST /upload/youtube/v3/videos` to
 /// `videos.insert`; every other request is named `METHOD /path`.
+///
+/// Names are bounded: a naming made from templates (``init(templated:budget:)``, which description
+/// files and the built-in namings use) gives at most ``EndpointNameBudget/valuesPerTemplate``
+/// distinct names per template, and no name is longer than ``EndpointNameBudget/maximumNameBytes``.
 public struct EndpointNaming: Sendable {
-    private let name: @Sendable (HTTPRequest.Method, String) -> String
+    /// A name, the template it was made from, and the name values past the budget fold into.
+    public struct TemplatedName: Sendable, Hashable {
+        /// The name for this request (`repos.issues.list`).
+        public var name: String
+        /// The template it came from (`repos.{collection}.list`); the name itself when it has no
+        /// parameter, and then it is never folded.
+        public var template: String
+        /// What a value past the budget is named (`repos.other.list`).
+        public var overflow: String
 
-    /// Creates a naming from a function of the method and the path (without the query).
+        /// Creates a templated name.
+        /// - Parameters:
+        ///   - name: The name.
+        ///   - template: Its template; `name` when nil.
+        ///   - overflow: The overflow name; `template` when nil.
+        public init(_ name: String, template: String? = nil, overflow: String? = nil) {
+            self.name = name
+            self.template = template ?? name
+            self.overflow = overflow ?? template ?? name
+        }
+    }
+
+    private let name: @Sendable (HTTPRequest.Method, String) -> TemplatedName
+    private let budget: EndpointNameBudget
+
+    /// Creates a naming from a function of the method and the path (without the query). Each name
+    /// it returns is its own template: it is cut to ``EndpointNameBudget/maximumNameBytes`` but never
+    /// folded, so a function of your own should give a bounded set of names (or use
+    /// ``init(templated:budget:)``).
     /// - Parameter name: Returns the endpoint name.
     public init(_ name: @escaping @Sendable (HTTPRequest.Method, String) -> String) {
+        self.init(templated: { method, path in TemplatedName(name(method, path)) })
+    }
+
+    /// Creates a naming whose names come from templates, each bounded by `budget`.
+    /// - Parameters:
+    ///   - name: Returns the name, its template and its overflow name.
+    ///   - budget: How many distinct names each template may give; 100 by default.
+    public init(
+        templated name: @escaping @Sendable (HTTPRequest.Method, String) -> TemplatedName,
+        budget: EndpointNameBudget = EndpointNameBudget()
+    ) {
         self.name = name
+        self.budget = budget
     }
 
     /// The endpoint name of a request.
@@ -22,7 +64,8 @@ public struct EndpointNaming: Sendable {
     /// - Parameter request: The request.
     /// - Returns: Its name, such as `videos.list` or `GET /api/activities`.
     public func endpoint(for request: HTTPRequest) -> String {
-        name(request.method, Self.pathWithoutParameters(request.path ?? "/"))
+        let named = name(request.method, Self.pathWithoutParameters(request.path ?? "/"))
+        return budget.admit(named.name, template: named.template, overflow: named.overflow)
     }
 
     /// A request target's path without its query, fragment and path parameters (`;name=value`
@@ -41,12 +84,26 @@ public struct EndpointNaming: Sendable {
         return String(decoding: kept, as: UTF8.self)
     }
 
-    /// `METHOD /path`, for any API.
-    public static let methodAndPath = EndpointNaming { method, path in "\(method.rawValue) \(path)" }
+    /// `METHOD /path`, for any API: at most 100 distinct paths per method, then `METHOD (other paths)`.
+    public static let methodAndPath = EndpointNaming(templated: { method, path in
+        byPath(method: method, path: path)
+    })
 
     /// The YouTube Data API v3's method names, falling back to `METHOD /path`.
-    public static let youTubeDataAPIv3 = EndpointNaming { method, path in
-        youTubeMethodName(method: method, path: path) ?? "\(method.rawValue) \(path)"
+    public static let youTubeDataAPIv3 = EndpointNaming(templated: { method, path in
+        youTubeMethodName(method: method, path: path).map {
+            TemplatedName($0, template: "youtube \(method.rawValue)", overflow: "\(method.rawValue) (other YouTube methods)")
+        } ?? byPath(method: method, path: path)
+    })
+
+    /// `METHOD /path`, templated by method: a fallback that names any path a client sends.
+    /// - Parameters:
+    ///   - method: The request's method.
+    ///   - path: Its path.
+    /// - Returns: The name, bounded per method.
+    public static func byPath(method: HTTPRequest.Method, path: String) -> TemplatedName {
+        TemplatedName("\(method.rawValue) \(path)", template: "\(method.rawValue) /{path}",
+                      overflow: "\(method.rawValue) (other paths)")
     }
 
     private static func youTubeMethodName(method: HTTPRequest.Method, path: String) -> String? {

@@ -78,9 +78,11 @@ extension Gate {
         }
     }
 
-    /// The refusal for a server's "daily quota exceeded" answer when nothing stored can stand in.
+    /// The refusal for a server's "quota spent" answer when nothing stored can stand in, timed and
+    /// worded by the spent bucket's own window: an hourly bucket reopens within the hour, not at
+    /// the Pacific midnight.
     func serverQuotaRefusal(_ request: GateRequest) -> TollgateError {
         .quotaExceeded(endpoint: request.endpoint, cost: request.options.cost ?? quota.price(of: request.endpoint).units,
-                       remaining: 0, resetsAt: quota.resetInstant)
+                       remaining: 0, resetsAt: request.account.totals.quotaSpentUntil ?? quota.resetInstant)
     }
 }

@@ -61,7 +61,11 @@ extension Gate {
                                  metadata: ["gate.endpoint": "\(request.endpoint)", "quota.source": "\(rule.source)"])
             return []
         }
-        return [QuotaActualCost(reservationID: reservation.id, bucket: rule.bucket ?? reservation.bucket, units: units,
+        let bucket = rule.bucket ?? reservation.bucket
+        // A cost past the bucket's whole limit settles as the limit: the window is spent either
+        // way, and the client still gets the 200 the server sent.
+        let limit = (try? quota.configuredLimit(of: bucket)) ?? QuotaLimits.maximumUnits
+        return [QuotaActualCost(reservationID: reservation.id, bucket: bucket, units: min(units, max(limit, 0)),
                                 source: rule.source.description)]
     }
 
@@ -113,7 +117,7 @@ extension Gate {
             request.totals.refunded(units)
         }
         if let exhaustion = settlement.exhaustion {
-            quota.report(exhaustion, endpoint: endpoint)
+            request.totals.quotaSpentUntil = quota.report(exhaustion, endpoint: endpoint)
         }
         for (cost, settled) in zip(pending.settlement.actualCosts, settlement.costs) {
             guard case .settled(let difference, let actual, let overLimit) = settled else { continue }

@@ -63,6 +63,9 @@ struct GateRequest: Sendable {
         var unitsCharged = 0
         /// Requests sent to the server.
         var attempts = 0
+        /// When the bucket the server said is spent opens again: the end of that bucket's own
+        /// window (an hour, GitHub's announced reset…), not always the Pacific midnight.
+        var quotaSpentUntil: Date?
         /// Counts a charge.
         mutating func charged(_ units: Int) { unitsCharged += units }
         /// Counts a refund.

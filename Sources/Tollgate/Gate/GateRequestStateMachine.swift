@@ -319,7 +319,7 @@ struct GateRequestStateMachine {
     /// - Parameter retryAfter: When a request would pass, in seconds.
     mutating func throttled(retryAfter: TimeInterval) -> AdmissionAction {
         guard case .admitting(let admission, let waited) = state else { preconditionFailure("throttled in \(state)") }
-        let delay = Duration.milliseconds(Int64((retryAfter * 1000).rounded(.up)))
+        let delay = Duration.milliseconds(SaturatingConversion.int64((retryAfter * 1000).rounded(.up)))
         guard !admission.canServeStale, waited + delay <= policies.maximumThrottleWait else {
             return refused(.throttled(retryAfter: retryAfter))
         }

@@ -43,6 +43,10 @@ extension QuotaConfiguration {
         }
 
         /// The actual cost in an answer, or nil when the answer does not say (the estimate stands).
+        ///
+        /// A compressed body (`Content-Encoding: gzip`, `deflate`, `br`) is decoded first, up to
+        /// ``ContentDecoding/defaultLimit``. A number past ``QuotaLimits/maximumUnits`` reads as
+        /// that maximum (the gate settles it at the bucket's limit), never as a failure.
         /// - Parameters:
         ///   - fields: The answer's fields.
         ///   - body: The answer's body, when it was read whole.
@@ -51,9 +55,10 @@ extension QuotaConfiguration {
             let number: Int?
             switch source {
             case .header(let name):
-                number = fields[name].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+                number = fields[name].flatMap { Self.wholeNumber($0.trimmingCharacters(in: .whitespaces)) }
             case .jsonBody(let path):
-                guard let body, !body.isEmpty, var node = try? JSONDecoder().decode(JSONNode.self, from: body) else {
+                guard let body, !body.isEmpty, let decoded = ContentDecoding.decoded(body, fields: fields),
+                      var node = try? JSONDecoder().decode(JSONNode.self, from: decoded) else {
                     return nil
                 }
                 for key in path {
@@ -63,8 +68,16 @@ extension QuotaConfiguration {
                 guard case .integer(let value) = node else { return nil }
                 number = value
             }
-            guard let number, QuotaLimits.allowedUnits.contains(number) else { return nil }
-            return number
+            guard let number, number >= 0 else { return nil }
+            return min(number, QuotaLimits.maximumUnits)
+        }
+
+        /// A whole number of digits, saturating at `Int.max` rather than failing on a long one.
+        private static func wholeNumber(_ text: String) -> Int? {
+            guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+                return Int(text)
+            }
+            return Int(text) ?? .max
         }
 
         /// Just enough of JSON to walk a path of keys to a whole number.
@@ -75,9 +88,12 @@ extension QuotaConfiguration {
 
             init(from decoder: any Decoder) throws {
                 let container = try decoder.singleValueContainer()
-                // Int refuses true, false and 12.5: only a whole number is a cost.
+                // Int refuses true, false and 12.5: only a whole number is a cost. One too large
+                // for Int (a hostile 1e30 written out) reads as the largest.
                 if let integer = try? container.decode(Int.self) {
                     self = .integer(integer)
+                } else if let large = try? container.decode(Double.self), large >= 9.2e18, large == large.rounded() {
+                    self = .integer(.max)
                 } else if let members = try? container.decode([String: JSONNode].self) {
                     self = .object(members)
                 } else {

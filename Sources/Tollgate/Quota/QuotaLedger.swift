@@ -264,7 +264,7 @@ public final class QuotaLedger: Sendable {
     public func report(_ exhaustion: QuotaExhaustion, endpoint: String?) -> Date {
         if exhaustion.isNew {
             logger.notice(
-                "The server says quota bucket \(exhaustion.bucket) is spent for today; refusing its reservations until \(PacificDay.localTimeDescription(of: exhaustion.until))",
+                "The server says quota bucket \(exhaustion.bucket) is spent; refusing its reservations until \(PacificDay.localTimeDescription(of: exhaustion.until))",
                 metadata: ["quota.bucket": "\(exhaustion.bucket)", "quota.endpoint": "\(endpoint ?? "-")"]
             )
         }

@@ -188,7 +188,7 @@ public struct RetryPolicy: Sendable, Hashable {
     }
 
     private static func duration(_ seconds: TimeInterval) -> Duration {
-        .nanoseconds(Int64((seconds * 1_000_000_000).rounded()))
+        SaturatingConversion.duration(seconds: seconds)
     }
 }
 
@@ -229,8 +229,8 @@ public enum RetryStopReason: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .retriesExhausted(let retries): "\(retries) \(retries == 1 ? "retry" : "retries") spent"
         case .retryAfterExceedsMaximum(let retryAfter, let maximum):
-            "Retry-After \(Int(retryAfter.timeInterval.rounded(.up)))s exceeds the maximum delay "
-                + "\(Int(maximum.timeInterval.rounded(.up)))s"
+            "Retry-After \(SaturatingConversion.int64(retryAfter.timeInterval.rounded(.up)))s exceeds the maximum delay "
+                + "\(SaturatingConversion.int64(maximum.timeInterval.rounded(.up)))s"
         case .notRetryable: "not retryable"
         case .notIdempotent: "method not idempotent"
         case .circuitOpen: "circuit open"

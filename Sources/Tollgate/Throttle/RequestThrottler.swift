@@ -113,7 +113,7 @@ public final class RequestThrottler: Sendable {
             let admission = try await admit(endpoint: endpoint)
             if admission.allowed { return waited }
             let retryAfter = admission.retryAfter ?? configuration.limit(for: endpoint).window.timeInterval
-            let delay = Duration.milliseconds(Int64((retryAfter * 1000).rounded(.up)))
+            let delay = Duration.milliseconds(SaturatingConversion.int64((retryAfter * 1000).rounded(.up)))
             guard waited + delay <= maximumWait else { throw TollgateError.throttled(retryAfter: retryAfter) }
             logger.debug("Waiting \(Self.wholeSeconds(retryAfter))s for \(endpoint)", metadata: ["throttle.endpoint": "\(endpoint)"])
             try await clock.sleep(for: delay)

@@ -88,6 +88,6 @@ public struct CircuitPolicy: Sendable, Hashable {
         guard let growth = openDurationGrowth, failedProbes > 0, growth.multiplier > 1 else { return base }
         let cap = max(growth.maximum, base).timeInterval
         let grown = base.timeInterval * pow(growth.multiplier, Double(min(failedProbes, 1_000)))
-        return .milliseconds(Int64(min(grown, cap) * 1000))
+        return .milliseconds(SaturatingConversion.milliseconds(min(grown, cap)))
     }
 }

@@ -227,7 +227,7 @@ public struct CircuitStateMachine: Sendable {
         if openUntil.timeIntervalSince(now) > duration {
             record.openedAt = now
             record.openUntil = now.addingTimeInterval(duration)
-            record.openDuration = .milliseconds(Int64((duration * 1000).rounded()))
+            record.openDuration = .milliseconds(SaturatingConversion.int64((duration * 1000).rounded()))
             touch(now)
         }
     }

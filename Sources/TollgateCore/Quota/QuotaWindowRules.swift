@@ -15,7 +15,7 @@ extension QuotaRules {
         in window: QuotaWindow, at now: Date, announcedKey: String?, announcedResetMs: Int64?
     ) -> QuotaPeriod {
         let announced = announcedKey.flatMap { key in
-            announcedResetMs.map { (key: key, at: Date(timeIntervalSince1970: TimeInterval($0) / 1000)) }
+            announcedResetMs.map { (key: key, at: Date(millisecondsSince1970: $0)) }
         }
         return QuotaPeriod.current(in: window, at: now, announcedReset: announced)
     }
@@ -35,15 +35,19 @@ extension QuotaRules {
     }
 
     /// Whether a reset the server announced moves the end of `period`: it is still ahead, more
-    /// than a second from the end the ledger has, and the window has an end to move (a rolling
-    /// window has none).
+    /// than a second from the end the ledger has, no further than one more window past that end,
+    /// and the window has an end to move (a rolling window has none).
+    ///
+    /// A reset further ahead (`X-RateLimit-Reset: 9999999999999999`) is no reading of this window:
+    /// it is ignored, so it is neither stored, shown nor relayed.
     /// - Parameters:
     ///   - reset: The announced reset, if the server said one.
     ///   - period: The window in force.
     ///   - now: The time of the answer.
     /// - Returns: True when the window's end becomes `reset`.
     public static func announcedResetMovesEnd(_ reset: Date?, of period: QuotaPeriod, now: Date) -> Bool {
-        guard let reset, reset > now, !period.spansSeveralKeys else { return false }
+        guard let reset, reset > now, !period.spansSeveralKeys,
+              reset <= period.end.addingTimeInterval(max(period.length, 0)) else { return false }
         return abs(reset.timeIntervalSince(period.end)) >= 1
     }
 
@@ -144,6 +148,6 @@ extension QuotaRules {
     }
 
     private static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        date.millisecondsSince1970
     }
 }

@@ -152,7 +152,7 @@ extension PostgresStore {
     }
 
     static func milliseconds(_ date: Date) -> Int {
-        Int((date.timeIntervalSince1970 * 1000).rounded())
+        SaturatingConversion.int((date.timeIntervalSince1970 * 1000).rounded())
     }
 
     static func milliseconds(_ duration: Duration) -> Int {

@@ -360,8 +360,8 @@ extension PostgresStore: QuotaStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func quotaBurn(since: Date, until: Date) async throws -> [QuotaBurn] {
         let windowSeconds = max(1, Int(until.timeIntervalSince(since).rounded()))
-        let sinceMs = Int((since.timeIntervalSince1970 * 1000).rounded(.down))
-        let untilMs = Int((until.timeIntervalSince1970 * 1000).rounded(.down))
+        let sinceMs = Int(since.millisecondsSince1970)
+        let untilMs = Int(until.millisecondsSince1970)
         return try await withConnection("reading the burn rate") { [self] connection in
             try await connection.rows("""
                 SELECT bucket, GREATEST(COALESCE(SUM(units), 0), 0)::bigint FROM quota_events

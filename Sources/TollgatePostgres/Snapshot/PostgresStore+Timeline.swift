@@ -14,7 +14,7 @@ extension PostgresStore: QuotaTimelineStorage {
     ///   when the server fails.
     public func quotaTimeline(on day: PacificDay, stepSeconds: Int) async throws -> [QuotaTimelineStep] {
         guard stepSeconds >= 1 else { throw StoreRefusal.invalidArgument("a timeline step must be at least one second") }
-        let startMs = Int((day.start.timeIntervalSince1970 * 1000).rounded())
+        let startMs = SaturatingConversion.int((day.start.timeIntervalSince1970 * 1000).rounded())
         let stepMs = stepSeconds * 1000
         let dayKey = day.key
         return try await withConnection("reading the quota timeline") { [self] connection in

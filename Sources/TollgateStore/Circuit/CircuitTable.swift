@@ -129,7 +129,7 @@ enum CircuitTable {
     // MARK: Time
 
     static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded())
+        SaturatingConversion.int64((date.timeIntervalSince1970 * 1000).rounded())
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {

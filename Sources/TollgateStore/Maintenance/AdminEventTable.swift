@@ -38,6 +38,6 @@ enum AdminEventTable {
     }
 
     static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        date.millisecondsSince1970
     }
 }

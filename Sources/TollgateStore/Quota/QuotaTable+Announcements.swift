@@ -7,7 +7,7 @@ extension QuotaTable {
     static func announce(_ db: Database, _ announcement: QuotaAnnouncement) throws -> QuotaAnnouncementOutcome {
         try QuotaRules.validateAnnouncement(announcement)
         let now = announcement.at
-        let nowMs = now.quotaMilliseconds
+        let nowMs = now.millisecondsSince1970
         let row = try synchronizeBucket(db, announcement.bucket, configuredLimit: announcement.configuredLimit,
                                         window: announcement.window, nowMs: nowMs)
         var period = row.period(in: announcement.window, at: now)
@@ -16,7 +16,7 @@ extension QuotaTable {
         if let reset = announcement.resetsAt, QuotaRules.announcedResetMovesEnd(reset, of: period, now: now) {
             period = QuotaPeriod(key: period.key, start: period.start, end: reset)
             movedReset = true
-            try db.cachedStatement(sql: "UPDATE quota_buckets SET announced_key = ?, announced_reset_ms = ? WHERE bucket = ?").execute(arguments: [period.key, reset.quotaMilliseconds, announcement.bucket])
+            try db.cachedStatement(sql: "UPDATE quota_buckets SET announced_key = ?, announced_reset_ms = ? WHERE bucket = ?").execute(arguments: [period.key, reset.millisecondsSince1970, announcement.bucket])
         }
         try noteWindow(db, announcement.bucket, row: row, period: period)
         let used = try bucketUnits(db, bucket: announcement.bucket, in: period)

@@ -8,11 +8,11 @@ extension QuotaTable {
         _ db: Database, bucket: String, used: Int, configuredLimit: Int, day: PacificDay, at: Date
     ) throws -> QuotaReconciliation {
         try QuotaRules.validateReconciledCount(used)
-        _ = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, window: nil, nowMs: at.quotaMilliseconds)
+        _ = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, window: nil, nowMs: at.millisecondsSince1970)
         let before = try bucketUnits(db, bucket: bucket, day: day)
         let adjustment = used - before   // both within ±maximumUnits: no overflow
         try appendEvent(
-            db, atMs: at.quotaMilliseconds, day: day, bucket: bucket, endpoint: "*",
+            db, atMs: at.millisecondsSince1970, day: day, bucket: bucket, endpoint: "*",
             kind: adjustment >= 0 ? .charge : .reset, units: adjustment,
             detail: "reconciled with the provider's count: \(used) units used (the ledger had \(before))"
         )
@@ -33,8 +33,8 @@ extension QuotaTable {
             SELECT bucket, MAX(COALESCE(SUM(MIN(MAX(units, -?), ?)), 0), 0) AS units FROM quota_events
             WHERE at_ms >= ? AND at_ms <= ? AND kind IN ('charge', 'refund', 'settle') AND endpoint <> '*'
             GROUP BY bucket ORDER BY bucket
-            """, arguments: [QuotaLimits.maximumUnits, QuotaLimits.maximumUnits, since.quotaMilliseconds,
-                  until.quotaMilliseconds]
+            """, arguments: [QuotaLimits.maximumUnits, QuotaLimits.maximumUnits, since.millisecondsSince1970,
+                  until.millisecondsSince1970]
         ).map { row in
             QuotaBurn(bucket: try row.decode(String.self, forColumn: "bucket"),
                       units: try row.decode(Int.self, forColumn: "units"), windowSeconds: windowSeconds)

@@ -31,7 +31,7 @@ extension QuotaTable {
         let estimate = try charge.decode(Int.self, forColumn: "units")
         let difference = actualUnits - estimate
         try appendEvent(
-            db, atMs: at.quotaMilliseconds, key: key, bucket: bucket, endpoint: endpoint, kind: .settle,
+            db, atMs: at.millisecondsSince1970, key: key, bucket: bucket, endpoint: endpoint, kind: .settle,
             units: difference, reservationID: reservationID,
             detail: QuotaRules.settledDetail(actualUnits: actualUnits, estimate: estimate, source: detail)
         )

@@ -55,7 +55,7 @@ enum QuotaTable {
         try QuotaRules.validateCost(request.cost, endpoint: request.endpoint)
         try QuotaRules.validateEndpoint(request.endpoint)
         let day = PacificDay(containing: request.at)
-        let nowMs = request.at.quotaMilliseconds
+        let nowMs = request.at.millisecondsSince1970
         // The natural window's usage is read with the row, in one statement; an announced reset,
         // rare, moves the window and costs one more read.
         let natural = request.window == .pacificDay ? QuotaPeriod(day) : request.window.naturalPeriod(containing: request.at)
@@ -80,7 +80,7 @@ enum QuotaTable {
         guard !overflow, usedAfter <= bucket.limit else { return refusal(.overBudget) }
         var paced = false
         if let pacing = request.pacing {
-            let lastPaced = bucket.pacedKey == period.key ? bucket.pacedAtMs.map { Date(quotaMilliseconds: $0) } : nil
+            let lastPaced = bucket.pacedKey == period.key ? bucket.pacedAtMs.map { Date(millisecondsSince1970: $0) } : nil
             switch pacing.decide(cost: request.cost, used: used, limit: bucket.limit, period: period, now: request.at,
                                  lastPacedCharge: lastPaced) {
             case .wait(let until): return refusal(.paced, retryAt: until)
@@ -149,7 +149,7 @@ enum QuotaTable {
             throw QuotaRules.unknownReservation(reservationID)
         }
         let dateKey = try charge.decode(String.self, forColumn: "pacific_date")
-        let chargedAt = Date(quotaMilliseconds: try charge.decode(Int64.self, forColumn: "at_ms"))
+        let chargedAt = Date(millisecondsSince1970: try charge.decode(Int64.self, forColumn: "at_ms"))
         let day = PacificDay(key: dateKey) ?? PacificDay(containing: chargedAt)
         let bucket = try charge.decode(String.self, forColumn: "bucket")
         let endpoint = try charge.decode(String.self, forColumn: "endpoint")
@@ -163,7 +163,7 @@ enum QuotaTable {
         let bucketTotal = try bucketUnits(db, bucket: bucket, key: dateKey)
         let units = max(min(cost, current, bucketTotal), 0)
         try appendEvent(
-            db, atMs: at.quotaMilliseconds, key: dateKey, bucket: bucket, endpoint: endpoint, kind: .refund,
+            db, atMs: at.millisecondsSince1970, key: dateKey, bucket: bucket, endpoint: endpoint, kind: .refund,
             units: -units, reservationID: reservationID, detail: reason
         )
         if units != 0 {
@@ -177,13 +177,13 @@ enum QuotaTable {
     static func markExhausted(
         _ db: Database, bucket: String, configuredLimit: Int, endpoint: String?, at: Date
     ) throws -> QuotaExhaustion {
-        let nowMs = at.quotaMilliseconds
+        let nowMs = at.millisecondsSince1970
         let row = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, window: nil, nowMs: nowMs)
         let period = row.period(in: row.storedWindow, at: at)
         if row.isExhausted(in: period, nowMs: nowMs) {
             return QuotaExhaustion(bucket: bucket, until: period.end, isNew: false)
         }
-        try db.cachedStatement(sql: "UPDATE quota_buckets SET exhausted_until_ms = ?, updated_at_ms = ? WHERE bucket = ?").execute(arguments: [period.end.quotaMilliseconds, nowMs, bucket])
+        try db.cachedStatement(sql: "UPDATE quota_buckets SET exhausted_until_ms = ?, updated_at_ms = ? WHERE bucket = ?").execute(arguments: [period.end.millisecondsSince1970, nowMs, bucket])
         try appendEvent(
             db, atMs: nowMs, key: period.key, bucket: bucket, endpoint: endpoint ?? "*", kind: .exhausted, units: 0,
             detail: QuotaRules.exhaustedDetail(window: row.storedWindow, until: period.end)
@@ -214,7 +214,7 @@ enum QuotaTable {
             bucket: bucket, day: PacificDay(containing: at), limit: row?.limit ?? configuredLimit,
             limitSource: row?.limitSource ?? .configuration,
             unitsUsed: try bucketUnits(db, bucket: bucket, in: period),
-            isExhausted: row?.isExhausted(in: period, nowMs: at.quotaMilliseconds) ?? false,
+            isExhausted: row?.isExhausted(in: period, nowMs: at.millisecondsSince1970) ?? false,
             window: window, period: period
         )
     }
@@ -235,7 +235,7 @@ enum QuotaTable {
         let newLimit = limit ?? configuredLimit
         try QuotaRules.validateNewLimit(newLimit)
         let source: QuotaBucketStatus.LimitSource = limit == nil ? .configuration : .admin
-        let nowMs = at.quotaMilliseconds
+        let nowMs = at.millisecondsSince1970
         let previous = try bucketRow(db, bucket, configuredLimit: configuredLimit)
         try db.cachedStatement(sql: """
             INSERT INTO quota_buckets (bucket, daily_limit, limit_source, updated_at_ms) VALUES (?, ?, ?, ?)
@@ -255,7 +255,7 @@ enum QuotaTable {
     /// A bucket counted over another window than the Pacific day has its current window reset
     /// when `day` is today.
     static func resetDay(_ db: Database, _ day: PacificDay, bucket: String, at: Date) throws -> QuotaDayReset {
-        let nowMs = at.quotaMilliseconds
+        let nowMs = at.millisecondsSince1970
         let isToday = day == PacificDay(containing: at)
         let row = try bucketRow(db, bucket, configuredLimit: 0)
         let window = row?.storedWindow ?? .pacificDay
@@ -390,7 +390,7 @@ enum QuotaTable {
         unitsIn period: QuotaPeriod? = nil
     ) throws -> BucketRow {
         try QuotaRules.validateLimit(configuredLimit, bucket: bucket)
-        let now = Date(quotaMilliseconds: nowMs)
+        let now = Date(millisecondsSince1970: nowMs)
         guard var row = try bucketRow(db, bucket, configuredLimit: configuredLimit, unitsIn: period) else {
             let window = window ?? .pacificDay
             try db.cachedStatement(sql: "INSERT INTO quota_buckets (bucket, daily_limit, limit_source, updated_at_ms, window_spec) VALUES (?, ?, 'configuration', ?, ?)").execute(arguments: [bucket, configuredLimit, nowMs, window.specification])
@@ -435,7 +435,7 @@ enum QuotaTable {
     /// Keeps the window the bucket charges in on its row, for the `quota_windows` view: written
     /// when the window changes (once a day for a daily bucket), not on every charge.
     static func noteWindow(_ db: Database, _ bucket: String, row: BucketRow, period: QuotaPeriod) throws {
-        let endMs = period.end.quotaMilliseconds
+        let endMs = period.end.millisecondsSince1970
         guard row.windowKey != period.key || row.windowFirstKey != period.firstKey || row.windowEndMs != endMs else { return }
         try db.cachedStatement(sql: "UPDATE quota_buckets SET window_key = ?, window_first_key = ?, window_end_ms = ? WHERE bucket = ?").execute(arguments: [period.key, period.firstKey, endMs, bucket])
     }
@@ -495,17 +495,5 @@ enum QuotaTable {
         guard let highest = crossed.last else { return [] }
         try db.cachedStatement(sql: "UPDATE quota_buckets SET warned_date = ?, warned_percent = ? WHERE bucket = ?").execute(arguments: [period.key, highest, bucket])
         return crossed
-    }
-}
-
-extension Date {
-    /// Milliseconds since 1970, as the quota tables store times.
-    var quotaMilliseconds: Int64 {
-        Int64((timeIntervalSince1970 * 1000).rounded(.down))
-    }
-
-    /// The instant `milliseconds` after 1970, as the quota tables store times.
-    init(quotaMilliseconds milliseconds: Int64) {
-        self.init(timeIntervalSince1970: TimeInterval(milliseconds) / 1000)
     }
 }

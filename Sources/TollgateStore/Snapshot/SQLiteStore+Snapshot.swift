@@ -26,7 +26,7 @@ extension SQLiteStore: DashboardSnapshotStorage {
 enum SnapshotQueries {
     static func snapshot(_ db: Database, now: Date, recentEvents: Int) throws -> DashboardSnapshot {
         let day = PacificDay(containing: now)
-        let nowMs = Int64((now.timeIntervalSince1970 * 1000).rounded())
+        let nowMs = SaturatingConversion.int64((now.timeIntervalSince1970 * 1000).rounded())
         let usage = try db.fetchAll(sql: """
             SELECT bucket, endpoint, units, calls FROM quota_usage
             WHERE pacific_date = ? ORDER BY bucket, units DESC, endpoint

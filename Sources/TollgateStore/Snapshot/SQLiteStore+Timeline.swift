@@ -3,7 +3,7 @@ import Foundation
 extension SQLiteStore: QuotaTimelineStorage {
     public func quotaTimeline(on day: PacificDay, stepSeconds: Int) async throws -> [QuotaTimelineStep] {
         guard stepSeconds >= 1 else { throw StoreRefusal.invalidArgument("a timeline step must be at least one second") }
-        let startMs = Int64((day.start.timeIntervalSince1970 * 1000).rounded())
+        let startMs = SaturatingConversion.int64((day.start.timeIntervalSince1970 * 1000).rounded())
         let stepMs = Int64(stepSeconds) * 1000
         return try await read { db in
             // quota_events has no index by day (schema 4 dropped it): one scan, as the audit makes.

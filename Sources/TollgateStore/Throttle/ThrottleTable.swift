@@ -46,7 +46,7 @@ enum ThrottleTable {
     /// Reads an endpoint's window, without writing.
     static func evaluate(_ db: Database, endpoint: String, limit: ThrottleLimit, at: Date) throws -> Window {
         try limit.validate(endpoint: endpoint)
-        let nowMs = at.throttleMilliseconds
+        let nowMs = at.millisecondsSince1970
         let windowMs = limit.windowMilliseconds
         guard let row = try db.cachedStatement(
             sql: "SELECT request_limit, window_ms, admitted_at_ms FROM throttle_limits WHERE endpoint = ?"
@@ -103,7 +103,7 @@ enum ThrottleTable {
         } else {
             try db.cachedStatement(sql: "UPDATE throttle_limits SET admitted_at_ms = '[]'").execute()
         }
-        try db.cachedStatement(sql: "INSERT INTO admin_events (at_ms, subject, target, action, detail) VALUES (?, 'throttle', ?, 'reset', ?)").execute(arguments: [at.throttleMilliseconds, endpoint,
+        try db.cachedStatement(sql: "INSERT INTO admin_events (at_ms, subject, target, action, detail) VALUES (?, 'throttle', ?, 'reset', ?)").execute(arguments: [at.millisecondsSince1970, endpoint,
              "forgot \(removed) recorded \(removed == 1 ? "request" : "requests")"])
         return removed
     }
@@ -186,12 +186,5 @@ enum AdmittedTimes {
             if !ascending { times.sort() }
             return times
         }
-    }
-}
-
-extension Date {
-    /// Milliseconds since 1970, as the throttle tables store times.
-    fileprivate var throttleMilliseconds: Int64 {
-        Int64((timeIntervalSince1970 * 1000).rounded(.down))
     }
 }

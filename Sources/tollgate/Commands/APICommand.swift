@@ -28,7 +28,9 @@ struct APICommand: AsyncParsableCommand {
                 description = try APIDescription.named(file)
                 _ = try description.gateConfiguration()
             } catch {
-                throw ValidationError(error.description)
+                // One line with the file, line, column and key, exit 64: no usage text after it.
+                CommandErrors.report(error)
+                throw ExitCode(CommandErrors.usageStatus)
             }
             for line in description.deprecations {
                 FileHandle.standardError.write(Data("warning: \(line)\n".utf8))

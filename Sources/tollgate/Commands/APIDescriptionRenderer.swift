@@ -4,7 +4,7 @@ import TollgateAPIDescription
 /// The lines `tollgate api show` prints.
 enum APIDescriptionRenderer {
     static func render(_ description: APIDescription) -> [String] {
-        var lines = ["\(description.name)" + (description.upstream.map { " · \($0.absoluteString)" } ?? "")]
+        var lines = ["\(description.name)" + (description.upstream.map { " · \($0.absoluteStringWithoutCredentials)" } ?? "")]
         lines.append("")
         lines.append("Buckets")
         for (name, bucket) in description.buckets.sorted(by: { $0.key < $1.key }) {
@@ -67,6 +67,11 @@ enum APIDescriptionRenderer {
                 if let reason = rule.reason { parts.append("with reason \(reason)") }
                 lines.append("  " + parts.joined(separator: " "))
             }
+        }
+        if !description.rewriteURLs.bodies.isEmpty {
+            lines.append("")
+            lines.append("Links pointed at the proxy: Link, Location, Content-Location and the JSON bodies of "
+                         + description.rewriteURLs.bodies.joined(separator: ", "))
         }
         return lines
     }

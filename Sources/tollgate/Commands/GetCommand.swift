@@ -114,7 +114,7 @@ struct GetCommand: AsyncParsableCommand {
         if body != nil, request.headerFields[.contentType] == nil {
             request.headerFields[.contentType] = "application/x-www-form-urlencoded"
         }
-        let endpoint = endpoint ?? api.naming.endpoint(for: request)
+        let endpoint = try endpoint ?? api.naming().endpoint(for: request)
         // AsyncHTTPClient, like curl, sends the request as written and returns the bytes as sent.
         try await tls.withTransport { transport in
             let (gate, opened) = try await database.openGate(

@@ -18,7 +18,9 @@ struct ProxyCommand: AsyncParsableCommand {
             X-Tollgate-Source and X-Tollgate-Units; refusals are 429 (throttled, quota spent) or 503 \
             (circuit open) with Retry-After, and 502 when the upstream cannot be reached (or its \
             certificate does not verify: trust a private CA with --cacert FILE, SSL_CERT_FILE or \
-            SSL_CERT_DIR). The first line printed is the address it listens on. Ctrl-C or SIGTERM stops it.
+            SSL_CERT_DIR). Links to the upstream in Link, Location and Content-Location (and in JSON bodies \
+            when the --api description's rewrite_urls lists their media type) are pointed at the proxy as the \
+            client addressed it, so following them stays behind the gate. The first line printed is the address it listens on. Ctrl-C or SIGTERM stops it.
             """
     )
 
@@ -64,7 +66,7 @@ struct ProxyCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("--listen: \(error.description) The proxy spends your quota for anyone who can reach it.")
         }
-        guard let upstream = upstream ?? api.chosen?.upstream?.absoluteString else {
+        guard let upstream = try upstream ?? api.chosen()?.upstream?.absoluteString else {
             throw ValidationError("Missing --upstream: the API's base URL (or an --api description that names one).")
         }
         guard let url = URL(string: upstream), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
@@ -100,16 +102,17 @@ struct ProxyCommand: AsyncParsableCommand {
             metrics: processMetrics?.factory ?? MetricsSystem.factory
         )
         // validate() made sure there is one.
-        let upstream = upstream ?? api.chosen?.upstream?.absoluteString ?? ""
+        let upstream = try upstream ?? api.chosen()?.upstream?.absoluteString ?? ""
         try await opened.closing {
             let proxy = try await GateProxy.start(
-                gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen), naming: api.naming,
-                transport: transport, idleTimeout: .seconds(idleTimeout),
+                gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen), naming: try api.naming(),
+                rewrittenBodyTypes: Set(try api.chosen()?.rewriteURLs.bodies ?? []), transport: transport,
+                idleTimeout: .seconds(idleTimeout),
                 maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
             )
             // Written straight to the file descriptor, unbuffered: a script waits for this line.
             FileHandle.standardOutput.write(Data(
-                "tollgate proxy listening on \(proxy.baseURL.absoluteString) → \(upstream) (database \(opened.name))\n".utf8
+                "tollgate proxy listening on \(proxy.baseURL.absoluteString) → \(URL(string: upstream)?.absoluteStringWithoutCredentials ?? upstream) (database \(opened.name))\n".utf8
             ))
             var adminServer: AdminServer?
             if let admin {

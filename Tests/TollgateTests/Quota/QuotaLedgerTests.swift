@@ -177,7 +177,7 @@ struct QuotaLedgerTests {
         try await fixture.ledger.reserve(endpoint: "videos.list")
         let until = try await fixture.ledger.markExhausted(endpoint: "videos.list")
         #expect(until == utc("2026-11-22T08:00:00Z"))
-        #expect(fixture.log.messages(at: .notice).contains { $0.contains("quota bucket youtube is spent for today") })
+        #expect(fixture.log.messages(at: .notice).contains { $0.contains("quota bucket youtube is spent; refusing its reservations until") })
         // A second mark the same day changes nothing and logs nothing.
         try await fixture.ledger.markExhausted(bucket: "youtube")
         #expect(fixture.log.messages(at: .notice).count == 1)

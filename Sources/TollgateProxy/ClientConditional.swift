@@ -1,0 +1,43 @@
+import Foundation
+import HTTPTypes
+
+/// A client's own `If-None-Match`, evaluated by the proxy on the answer it is about to give (RFC
+/// 9111 §4.3.2: a cache answers a client's conditional request itself). The gate passes a client's
+/// conditional upstream and, when the upstream's `304` confirms what is stored, returns the stored
+/// `200`; the client, which holds that representation (under its own links), is owed the `304`.
+/// Pure.
+enum ClientConditional {
+    /// Whether the answer goes to the client as `304 Not Modified`: a `GET` or `HEAD` whose
+    /// `If-None-Match` is `*` or names the answer's entity tag (weak comparison, RFC 9110 §13.1.2),
+    /// on a `200` that has one.
+    /// - Parameters:
+    ///   - method: The client's method.
+    ///   - requestFields: The client's fields.
+    ///   - status: The answer's status.
+    ///   - responseFields: The answer's fields.
+    /// - Returns: Whether to answer `304`.
+    static func isNotModified(
+        method: HTTPRequest.Method, requestFields: HTTPFields, status: HTTPResponse.Status, responseFields: HTTPFields
+    ) -> Bool {
+        guard method == .get || method == .head, status == .ok, let etag = responseFields[.eTag] else { return false }
+        let conditions = requestFields[values: .ifNoneMatch]
+        guard !conditions.isEmpty, let current = opaqueTags(etag).first else { return false }
+        return conditions.contains { value in
+            value.trimmingCharacters(in: CharacterSet(charactersIn: " \t")) == "*" || opaqueTags(value).contains(current)
+        }
+    }
+
+    /// The opaque tags (`"…"`, without `W/`) of a list of entity tags, in order; a tag not closed
+    /// ends the list.
+    static func opaqueTags(_ value: String) -> [Substring] {
+        var tags: [Substring] = []
+        var rest = value[...]
+        while let open = rest.firstIndex(of: "\"") {
+            let after = rest.index(after: open)
+            guard let close = rest[after...].firstIndex(of: "\"") else { break }
+            tags.append(rest[open...close])
+            rest = rest[rest.index(after: close)...]
+        }
+        return tags
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import HTTPTypes
+
+extension UpstreamLinkRewriter {
+    /// Rewrites a body the client is about to get, when its media type is one of `mediaTypes` and
+    /// it is held whole: the answer's status is not `206` (a part of a representation cannot be
+    /// rewritten), and its `Content-Encoding` is none or `identity` (a gzip body passes as the
+    /// upstream sent it: rewriting it would mean decoding it). The stored body is never touched —
+    /// this runs on the copy going out — so one cache entry serves clients that reached the proxy
+    /// under different names, each getting its own.
+    ///
+    /// The answer's `ETag` stays the upstream's: a client's `If-None-Match` is sent upstream (the
+    /// cache passes a client's own conditional through), where only the upstream's tag can match, and
+    /// the `304` it earns tells the client to use what it holds — the rewritten body it got under the
+    /// same URL, host included. Digests of the content (`Content-Digest`, `Repr-Digest`, `Digest`,
+    /// `Content-MD5`) no longer hold and are removed. `Content-Length` is the new body's (the
+    /// responder drops the upstream's).
+    /// - Parameters:
+    ///   - body: The body, rewritten in place.
+    ///   - fields: The answer's fields, which describe the body; digests are removed when it changes.
+    ///   - status: The answer's status.
+    ///   - mediaTypes: The media types (`application/json`, lowercased) to rewrite.
+    func rewriteBody(_ body: inout Data, fields: inout HTTPFields, status: HTTPResponse.Status, mediaTypes: Set<String>) {
+        guard !mediaTypes.isEmpty, !body.isEmpty, status != .partialContent,
+              let contentType = fields[.contentType], mediaTypes.contains(Self.mediaType(of: contentType)),
+              fields[values: .contentEncoding].allSatisfy({ Self.isIdentity($0) }),
+              let rewritten = rewrittenJSON(body)
+        else { return }
+        body = rewritten
+        for name in Self.contentDigests { fields[name] = nil }
+    }
+
+    /// Fields that hash the content, wrong once it is rewritten.
+    static let contentDigests: [HTTPField.Name] = [
+        HTTPField.Name("Content-Digest")!, HTTPField.Name("Repr-Digest")!, HTTPField.Name("Digest")!,
+        HTTPField.Name("Content-MD5")!,
+    ]
+
+    /// `type/subtype` of a `Content-Type` value, lowercased, without parameters.
+    static func mediaType(of contentType: String) -> String {
+        String(contentType.prefix { $0 != ";" }).trimmingCharacters(in: .whitespaces).lowercased()
+    }
+
+    /// Whether a `Content-Encoding` value names no coding but `identity`.
+    static func isIdentity(_ value: String) -> Bool {
+        value.split(separator: ",").allSatisfy { $0.trimmingCharacters(in: .whitespaces).lowercased() == "identity" }
+    }
+
+    /// JSON text with every string value that is an absolute URL to the upstream pointed at the proxy
+    /// (``proxied(_:_:)``), or nil when none is. Object keys, and strings that merely mention the
+    /// upstream inside other text, are left alone. One pass over the bytes, JSON's own escape `\/`
+    /// understood (and kept) in a URL; a string with any other escape is left as it is. The text is
+    /// not checked to be JSON: a string is whatever lies between unescaped quotes.
+    ///
+    /// Bounded: the result holds at most twice the body plus 64 KiB (every rewrite adds at most the
+    /// length of the client's authority, itself capped); past that the body is passed on unchanged.
+    /// - Parameter body: The body's bytes.
+    /// - Returns: The rewritten body, or nil.
+    func rewrittenJSON(_ body: Data) -> Data? {
+        let bytes = [UInt8](body)
+        let quote = UInt8(ascii: "\"")
+        let backslash = UInt8(ascii: "\\")
+        let limit = bytes.count * 2 + 64 * 1024
+        var output: [UInt8] = []
+        var copiedUpTo = 0
+        var index = 0
+        while let open = bytes[index...].firstIndex(of: quote) {
+            var close = open + 1
+            var escaped = false
+            while close < bytes.count, bytes[close] != quote {
+                if bytes[close] == backslash {
+                    escaped = true
+                    close += 1
+                }
+                close += 1
+            }
+            guard close < bytes.count else { break }
+            index = close + 1
+            // A string followed by `:` is an object's key.
+            let next = bytes[index...].first { !Self.isJSONWhitespace($0) }
+            guard next != UInt8(ascii: ":"), let target = proxiedJSONString(bytes[(open + 1)..<close], escaped: escaped)
+            else { continue }
+            if output.isEmpty { output.reserveCapacity(bytes.count + 1024) }
+            output += bytes[copiedUpTo...open]
+            output += target
+            copiedUpTo = close
+            guard output.count <= limit else { return nil }
+        }
+        guard copiedUpTo > 0 else { return nil }
+        output += bytes[copiedUpTo...]
+        return Data(output)
+    }
+
+    /// A JSON string's contents pointed at the proxy, or nil. `\/` escapes are read as `/` and
+    /// written back as `\/`; any other escape leaves the string alone.
+    private func proxiedJSONString(_ contents: ArraySlice<UInt8>, escaped: Bool) -> [UInt8]? {
+        // Cheap refusal first: an absolute URL starts with its scheme's letter.
+        guard let first = contents.first, Self.lowercased(first) == upstreamScheme.first else { return nil }
+        guard escaped else { return proxied(contents, .body) }
+        var unescaped: [UInt8] = []
+        var index = contents.startIndex
+        while index < contents.endIndex {
+            if contents[index] == UInt8(ascii: "\\") {
+                guard index + 1 < contents.endIndex, contents[index + 1] == UInt8(ascii: "/") else { return nil }
+                index += 1
+            }
+            unescaped.append(contents[index])
+            index += 1
+        }
+        guard let target = proxied(unescaped[...], .body) else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(target.count + 8)
+        for byte in target {
+            if byte == UInt8(ascii: "/") { output.append(UInt8(ascii: "\\")) }
+            output.append(byte)
+        }
+        return output
+    }
+
+    private static func isJSONWhitespace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
+    }
+}
