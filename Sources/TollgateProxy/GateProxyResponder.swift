@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import Tollgate
+import TollgateSimulation
 
 /// Answers each request by sending it upstream through the gate.
 struct GateProxyResponder: HTTPResponder {
@@ -20,6 +21,8 @@ struct GateProxyResponder: HTTPResponder {
     let rewrittenBodyTypes: Set<String>
     let maximumBodySize: Int
     let clock: any TollgateClock
+    /// Where exchanges are written as HAR (`--record`), if anywhere.
+    let recorder: HTTPArchiveRecorder?
     let logger: Logger
 
     func respond(to request: Request, context: Context) async throws -> Response {
@@ -55,8 +58,12 @@ struct GateProxyResponder: HTTPResponder {
             ProxyHeaders.limitAcceptEncoding(&outgoing.headerFields, to: ContentDecoding.supportedCodings)
         }
         let bodyData = body.readableBytes == 0 ? nil : Data(body.readableBytesView)
+        let startedAt = clock.now()
         do {
             let answer = try await sendForClient(outgoing, body: bodyData, endpoint: endpoint, context: context)
+            await recorder?.record(request: outgoing, requestBody: bodyData, startedAt: startedAt,
+                                   duration: clock.now().timeIntervalSince(startedAt), response: answer.response,
+                                   body: answer.bodyStream == nil ? answer.body : nil)
             logger.info("\(outgoing.method.rawValue) \(request.uri.path) → \(answer.status.code)", metadata: [
                 "proxy.endpoint": "\(endpoint)", "proxy.source": "\(answer.source)", "proxy.units": "\(answer.unitsCharged)",
             ])
@@ -100,6 +107,8 @@ struct GateProxyResponder: HTTPResponder {
                 try await writer.finish(nil)
             })
         } catch {
+            await recorder?.record(request: outgoing, requestBody: bodyData, startedAt: startedAt,
+                                   duration: clock.now().timeIntervalSince(startedAt), response: nil, body: nil)
             return failure(error.error, unitsCharged: error.unitsCharged, request: request, outgoing: outgoing,
                            endpoint: endpoint)
         }

@@ -6,6 +6,7 @@ import Tollgate
 import TollgateAdmin
 import TollgateAsyncHTTPClient
 import TollgateProxy
+import TollgateSimulation
 
 /// `tollgate proxy`: a loopback reverse proxy that puts any HTTP client behind the gate.
 struct ProxyCommand: AsyncParsableCommand {
@@ -57,6 +58,14 @@ struct ProxyCommand: AsyncParsableCommand {
 
     @OptionGroup var adminToken: AdminTokenOption
 
+    @Option(help: ArgumentHelp(
+        "Write every exchange to this HAR file, secrets redacted as the store redacts them (replay it with tollgate simulate).",
+        valueName: "file"))
+    var record: String?
+
+    @Flag(help: "With --record: write bodies too (they can be large, and hold personal data).")
+    var recordBodies = false
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -103,12 +112,17 @@ struct ProxyCommand: AsyncParsableCommand {
         )
         // validate() made sure there is one.
         let upstream = try upstream ?? api.chosen()?.upstream?.absoluteString ?? ""
+        let recorder = try record.map {
+            try HTTPArchiveRecorder(path: $0, redaction: SecretRedaction(gate.configuration.cache), recordsBodies: recordBodies)
+        }
         try await opened.closing {
+            // However the proxy stops, the HAR file is closed whole.
+            defer { if let recorder { Task { await recorder.close() } } }
             let proxy = try await GateProxy.start(
                 gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen), naming: try api.naming(),
                 rewrittenBodyTypes: Set(try api.chosen()?.rewriteURLs.bodies ?? []), transport: transport,
                 idleTimeout: .seconds(idleTimeout),
-                maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
+                maximumConnections: maxConnections, stopsOnSignals: true, recorder: recorder, logger: logger
             )
             // Written straight to the file descriptor, unbuffered: a script waits for this line.
             FileHandle.standardOutput.write(Data(
@@ -129,6 +143,7 @@ struct ProxyCommand: AsyncParsableCommand {
             }
             try await proxy.waitUntilStopped()
             await adminServer?.stop()
+            await recorder?.close()
             try await gate.flush()
         }
     }
