@@ -179,9 +179,10 @@ struct GateProxyResponder: HTTPResponder {
     /// (draft-ietf-httpapi-ratelimit-headers §5).
     private func addRateLimitFields(to fields: inout HTTPFields, endpoint: String, answer: GateResponse) {
         if let age = fields[.age].flatMap(Int.init), age > 0 { return }
-        // A 304 the endpoint does not pay for is refunded after the answer: its units are left.
+        // A 304 that costs less than the call is settled after the answer: the difference is left.
         let price = gate.quota.price(of: endpoint)
-        let refunded = answer.source == .revalidated && price.refundsNotModified && answer.unitsCharged == 0 ? price.units : 0
+        let notModified = price.notModifiedCost.units(ofCallPriced: price.units)
+        let refunded = answer.source == .revalidated && answer.unitsCharged == notModified ? price.units - notModified : 0
         guard let rate = RateLimitFields.fields(gate: gate, endpoint: endpoint, refundedUnits: refunded, now: clock.now())
         else { return }
         fields[RateLimitFields.policy] = rate.policy

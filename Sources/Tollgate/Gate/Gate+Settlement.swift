@@ -31,11 +31,22 @@ extension Gate {
             exhaustedBucket: settlement.quotaSpent
                 ? .init(bucket: bucket, configuredLimit: try quota.configuredLimit(of: bucket))
                 : nil,
-            actualCosts: settlement.refunds ? [] : actualCosts(of: reservation, answer: answer, request),
+            actualCosts: settlement.refunds ? [] : settledCosts(settlement, of: reservation)
+                ?? actualCosts(of: reservation, answer: answer, request),
             announcements: try announcements(in: answer, endpoint: endpoint),
             at: clock.now()
         )
         return PendingSettlement(settlement: record, reservation: reservation, refundReason: refundReason)
+    }
+
+    /// A `304` that costs fewer units than the call: its charge settled at them.
+    func settledCosts(
+        _ settlement: GateRequestStateMachine.Settlement, of reservation: QuotaReservation?
+    ) -> [QuotaActualCost]? {
+        guard let units = settlement.settledUnits else { return nil }
+        guard let reservation else { return [] }
+        return [QuotaActualCost(reservationID: reservation.id, bucket: reservation.bucket, units: units,
+                                source: QuotaLedger.notModifiedReason)]
     }
 
     /// The actual cost a successful answer tells, for an endpoint whose price is an estimate: in a

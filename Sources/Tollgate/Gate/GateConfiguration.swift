@@ -26,6 +26,13 @@ public struct GateConfiguration: Sendable {
     /// Endpoints that retry by a policy of their own (an upload that must not be repeated, a
     /// search that may wait longer); every other endpoint follows ``retry``.
     public var endpointRetries: [String: RetryPolicy] = [:]
+    /// The freshness the app chooses for every endpoint's stored answers (`fresh_for` in a
+    /// description's `defaults`): served without asking for that long after they were fetched or
+    /// revalidated, whatever `max-age=0` or `no-cache` said (see ``ChosenFreshness``). Nil, the
+    /// default, leaves the cache exactly RFC 9111.
+    public var freshFor: ChosenFreshness? = nil
+    /// Endpoints whose chosen freshness differs from ``freshFor``.
+    public var endpointFreshFor: [String: ChosenFreshness] = [:]
 
     /// Creates a configuration.
     /// - Parameters:

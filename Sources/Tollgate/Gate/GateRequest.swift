@@ -19,6 +19,8 @@ struct GateRequest: Sendable {
     /// The endpoint, its logger and the running totals: the part the writes after the answer
     /// keep (never the transport, which may be the caller's for this call only).
     var account: Account
+    /// The freshness lifetime chosen for it (``Gate/chosenFreshness(for:)``), resolved at its lookup.
+    var freshFor: Duration?
 
     /// The endpoint it is counted and charged under (already free of secrets).
     var endpoint: String { account.endpoint }

@@ -23,6 +23,11 @@ public struct GateRequestOptions: Sendable, Hashable {
     /// return bodies whole.
     public var streamsBodies: Bool
 
+    /// How long a stored answer may be served for this request without asking the server, since it
+    /// was fetched or revalidated, whatever its `max-age=0` or `no-cache` said; nil follows the
+    /// configuration (``GateConfiguration/freshFor``). An answer marked `no-store` is never stored.
+    public var freshFor: Duration?
+
     /// Creates options.
     /// - Parameters:
     ///   - cost: Units to charge instead of the table's price.
@@ -31,8 +36,11 @@ public struct GateRequestOptions: Sendable, Hashable {
     ///   - redirects: Which redirects to follow; the configuration's policy by default.
     ///   - streamsLargeBodies: Whether answers too large for the cache come back as a stream.
     ///   - streamsBodies: Whether every answer from the server comes back as a stream.
+    ///   - freshFor: How long a stored answer is served without asking; the configuration's by default.
     public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true,
-                redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false, streamsBodies: Bool = false) {
+                redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false, streamsBodies: Bool = false,
+                freshFor: Duration? = nil) {
+        self.freshFor = freshFor
         self.cost = cost
         self.markedIdempotent = markedIdempotent
         self.allowsStale = allowsStale

@@ -101,8 +101,10 @@ struct GateRequestStateMachine {
         /// The cache added conditions the caller did not send: a `304` that selects nothing
         /// stored means nothing to the caller.
         var cacheAddedConditions = false
-        /// The endpoint's `304` is refunded.
-        var refundsNotModified = true
+        /// What the endpoint's `304` costs.
+        var notModifiedCost = NotModifiedCost.full
+        /// The units each attempt is charged on admission.
+        var price = 0
     }
 
     // MARK: Actions
@@ -153,13 +155,16 @@ struct GateRequestStateMachine {
         var refunds: Bool
         /// Why, for the ledger's event.
         var refundReason: RefundReason?
+        /// The attempt's charge is settled at these units, fewer than charged (a `304` that costs
+        /// less than the call).
+        var settledUnits: Int? = nil
         /// The server said the daily quota is spent: the endpoint's buckets are marked exhausted.
         var quotaSpent: Bool
     }
 
     /// Why an attempt's charge is given back.
     enum RefundReason: Sendable, Hashable {
-        /// A `304 Not Modified` of an endpoint that does not charge it.
+        /// A `304 Not Modified` of an endpoint that charges it less than the call.
         case notModified
         /// The request never left the machine; the transport's error, described.
         case neverSent(because: String)
@@ -388,9 +393,13 @@ struct GateRequestStateMachine {
         // A spent quota says nothing of the server's health, whatever its status (GitHub's 429 with
         // X-RateLimit-Remaining: 0 included).
         let outcome = quotaSpent ? .neutral : policies.classifier.outcome(status: status, body: body)
-        let refunds = status == 304 && sending.refundsNotModified
-        let settlement = Settlement(outcome: outcome, refunds: refunds, refundReason: refunds ? .notModified : nil,
-                                    quotaSpent: quotaSpent)
+        // The core's one rule of what a 304 costs, as the ledger's own settle follows it.
+        let charge = sending.notModifiedCost.charge(forStatus: status, price: sending.price)
+        let refunds = charge == .refunded
+        let settledUnits: Int? = if case .settled(let units) = charge { units } else { nil }
+        let settlement = Settlement(outcome: outcome, refunds: refunds,
+                                    refundReason: refunds || settledUnits != nil ? .notModified : nil,
+                                    settledUnits: settledUnits, quotaSpent: quotaSpent)
         state = .settling(attempt: attempt, .response(status: status, retryAfter: retryAfter, quotaSpent: quotaSpent,
                                                       isStreamed: isStreamed))
         // A success that is neither the half-open probe nor "quota spent" cannot open the circuit:

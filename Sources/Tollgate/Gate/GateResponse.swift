@@ -8,6 +8,10 @@ public enum ResponseSource: Sendable, Hashable, CustomStringConvertible {
     case network
     /// A stored response still fresh under its own `max-age`/`Expires`: nothing was sent.
     case cache
+    /// A stored response past its own freshness but within the freshness the app chose
+    /// (``GateConfiguration/freshFor``, ``GateRequestOptions/freshFor``, a URLSession cache policy):
+    /// nothing was sent. Its `Age` says how old it is.
+    case fresh
     /// The server answered `304 Not Modified` and the stored body was reused.
     case revalidated
     /// A stored response served because the gate would not, or could not, reach the server.
@@ -23,6 +27,7 @@ public enum ResponseSource: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .network: "network"
         case .cache: "cache"
+        case .fresh: "fresh"
         case .revalidated: "revalidated"
         case .stale(let reason): "stale (\(reason.rawValue))"
         case .notCached: "not cached"

@@ -130,19 +130,30 @@ struct GateRequestStateMachineTests {
 
     // MARK: 5–6. Attempts and settlement
 
-    @Test("a 304 is refunded, settled with the answer's write, and answered with the stored response revised")
+    @Test("a free 304 is refunded, settled with the answer's write, and answered with the stored response revised")
     func notModifiedRefund() {
-        var machine = Self.attempting(Machine.Sending(revalidates: true, refundsNotModified: true))
+        var machine = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .free, price: 1))
         #expect(describe(machine.responseReceived(status: 304, body: Data(), retryAfter: nil))
             == "settleWithAnswer success refund(notModified)")
         var generator = Self.generator
         #expect(describe(machine.settlementDeferred(now: Self.now, using: &generator)) == "answer revise(inMemory: true)")
     }
 
-    @Test("a 304 of an endpoint that charges it keeps the charge")
+    @Test("a 304 of an endpoint that charges it in full, or as much as the call, keeps the charge")
     func notModifiedCharged() {
-        var machine = Self.attempting(Machine.Sending(revalidates: true, refundsNotModified: false))
-        #expect(describe(machine.responseReceived(status: 304, body: Data(), retryAfter: nil)) == "settleWithAnswer success")
+        var full = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .full, price: 50))
+        #expect(describe(full.responseReceived(status: 304, body: Data(), retryAfter: nil)) == "settleWithAnswer success")
+        var youTube = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .units(1), price: 1))
+        #expect(describe(youTube.responseReceived(status: 304, body: Data(), retryAfter: nil)) == "settleWithAnswer success")
+    }
+
+    @Test("a 304 that costs less than the call settles the charge at its units, as the ledger's settle does")
+    func notModifiedSettled() {
+        var machine = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .units(1), price: 100))
+        #expect(describe(machine.responseReceived(status: 304, body: Data(), retryAfter: nil))
+            == "settleWithAnswer success settle(1)")
+        var ok = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .units(1), price: 100))
+        #expect(describe(ok.responseReceived(status: 200, body: Data(), retryAfter: nil)) == "settleWithAnswer success")
     }
 
     @Test("the half-open probe's success is settled at once: it closes the circuit")
@@ -393,6 +404,7 @@ func describe(_ action: GateRequestStateMachine.AdmissionAction?) -> String {
 func describe(_ action: GateRequestStateMachine.SettlementAction) -> String {
     func settlement(_ settlement: GateRequestStateMachine.Settlement) -> String {
         "\(settlement.outcome)" + (settlement.refunds ? " refund(\(settlement.refundReason.map { "\($0)" } ?? "?"))" : "")
+            + (settlement.settledUnits.map { " settle(\($0))" } ?? "")
             + (settlement.quotaSpent ? " quotaSpent" : "")
     }
     return switch action {
