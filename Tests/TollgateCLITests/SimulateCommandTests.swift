@@ -150,6 +150,45 @@ struct SimulateCommandTests {
         #expect(preset.unrecorded == 0)
         #expect(preset.runsOutAt == nil)
         #expect(!run.stdout.contains("SECRET-KEY-1") && !run.stdout.contains("secret-token-2"))
+
+        // The same recording spread over an hour, one refresh every 12 s, then replayed under the
+        // preset and under the preset with fresh_for: 10m on videos.list.
+        let hour = directory.path("hour.har")
+        try Self.respaced(harPath, every: 12, to: hour)
+        let fresh = directory.path("fresh-for.yaml")
+        let freshText = try String(contentsOfFile: described, encoding: .utf8)
+            .replacingOccurrences(of: "  videos.list: {cost: 1}\n", with: "  videos.list: {cost: 1, fresh_for: 10m}\n")
+        #expect(freshText.contains("fresh_for: 10m"))
+        try Data(freshText.utf8).write(to: URL(fileURLWithPath: fresh))
+        let (compared, comparison) = try Self.simulate(["--api", described, "--api", fresh, "--har", hour])
+        let columns = try #require(compared?.results, "\(comparison.stderr)")
+        let (asRecorded, chosen) = (columns[0], columns[1])
+        // YouTube charges a 304 a unit: every refresh costs one under the preset.
+        #expect(asRecorded.units == 300)
+        #expect(asRecorded.sent == 300)
+        // Asking each video again only after ten minutes: six times an hour each, ten videos.
+        #expect((50...70).contains(chosen.units), "\(chosen.units) units")
+        #expect(chosen.sent == chosen.units)
+        #expect((chosen.hitRate ?? 0) > 0.75, "\(String(describing: chosen.hitRate))")
+        let text = try CommandRunner.run(CommandRunner.tollgate, ["simulate", "--api", described, "--api", fresh, "--har", hour])
+        print(text.stdout)
+    }
+
+    /// `source` with its entries' start times rewritten to one every `seconds`, from the first.
+    static func respaced(_ source: String, every seconds: TimeInterval, to destination: String) throws {
+        var archive = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: source))) as? [String: Any])
+        var log = try #require(archive["log"] as? [String: Any])
+        let entries = try #require(log["entries"] as? [[String: Any]])
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let start = Date(timeIntervalSince1970: 1_795_000_000)
+        log["entries"] = entries.enumerated().map { index, entry in
+            var entry = entry
+            entry["startedDateTime"] = formatter.string(from: start.addingTimeInterval(Double(index) * seconds))
+            return entry
+        }
+        archive["log"] = log
+        try JSONSerialization.data(withJSONObject: archive).write(to: URL(fileURLWithPath: destination))
     }
 
     @Test("--scale 40 on a recording that fits the day for one user: the report says when the bucket runs out and what is refused after, by endpoint")

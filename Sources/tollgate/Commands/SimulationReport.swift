@@ -4,6 +4,8 @@ import TollgateSimulation
 /// `tollgate simulate`'s text: one column per description, a row per number.
 enum SimulationReport {
     static func render(_ results: [SimulationResult], exchanges: Int, file: String) -> [String] {
+        // A description given as a path is headed by its file's name: the columns stay narrow.
+        let names = results.map { URL(fileURLWithPath: $0.api).lastPathComponent }
         var rows: [(String, [String])] = []
         func row(_ label: String, _ value: (SimulationResult) -> String) { rows.append((label, results.map(value))) }
         row("requests") { "\($0.requests)" }
@@ -33,24 +35,24 @@ enum SimulationReport {
         row("not in recording") { "\($0.unrecorded)" }
         let labelWidth = max(18, rows.map(\.0.count).max() ?? 0)
         let widths = results.indices.map { index in
-            max(results[index].api.count, rows.map { $0.1[index].count }.max() ?? 0)
+            max(names[index].count, rows.map { $0.1[index].count }.max() ?? 0)
         }
         func line(_ label: String, _ cells: [String]) -> String {
             label.padding(toLength: labelWidth, withPad: " ", startingAt: 0) + "  "
                 + zip(cells, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "   ")
         }
-        var lines = ["\(file): \(exchanges) recorded requests", line("", results.map(\.api))]
+        var lines = ["\(file): \(exchanges) recorded requests", line("", names)]
         lines += rows.map { line($0.0, $0.1) }
         for result in results where !result.refusalsByEndpoint.isEmpty {
             lines.append("")
-            lines.append("\(result.api): refusals by endpoint")
+            lines.append("\(URL(fileURLWithPath: result.api).lastPathComponent): refusals by endpoint")
             for (endpoint, kinds) in result.refusalsByEndpoint.sorted(by: { $0.key < $1.key }) {
                 lines.append("  \(endpoint): " + kinds.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))
             }
         }
         for result in results {
             lines.append("")
-            lines.append("\(result.api): top endpoints by units")
+            lines.append("\(URL(fileURLWithPath: result.api).lastPathComponent): top endpoints by units")
             for top in result.topEndpoints.prefix(5) {
                 lines.append("  \(top.endpoint): \(top.units) units, \(top.requests) requests")
             }
