@@ -12,14 +12,6 @@ struct StreamingProxyTests {
     /// back until its end is plain to see.
     static let eventInterval = Duration.milliseconds(300)
 
-    /// Starts `tollgate proxy` and returns it with its base URL.
-    private static func proxy(_ arguments: [String]) throws -> (BackgroundCommand, String) {
-        let proxy = try BackgroundCommand(CommandRunner.tollgate, ["proxy", "--listen", "127.0.0.1:0"] + arguments)
-        let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
-        let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
-        return (proxy, base)
-    }
-
     /// Whether python3 with the OpenAI SDK, and sqlite3, are installed; records an issue when not.
     private static func toolsInstalled(openAI: Bool = true) -> Bool {
         guard CommandRunner.isInstalled("python3"), CommandRunner.isInstalled("sqlite3") else {
@@ -37,18 +29,6 @@ struct StreamingProxyTests {
         try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3"] + arguments)
     }
 
-    private static func sqlite(_ database: String, _ sql: String) throws -> String {
-        try CommandRunner.sqlite3(database, sql).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    /// How many usage totals differ from the sum of their events, as sqlite3 counts them.
-    private static func totalsDifferingFromEvents(_ database: String) throws -> String {
-        try sqlite(database, """
-            SELECT COUNT(*) FROM (SELECT pacific_date, bucket, endpoint, SUM(units) AS units FROM quota_events
-                                  GROUP BY 1, 2, 3) AS sums
-            JOIN quota_usage USING (pacific_date, bucket, endpoint) WHERE sums.units <> quota_usage.units
-            """)
-    }
 
     /// The OpenAI SDK's streamed chat completion: one JSON line per chunk, with its arrival time.
     static let streamingClient = """
@@ -94,7 +74,7 @@ struct StreamingProxyTests {
         defer { Task { await llm.stop() } }
         let directory = try TemporaryDirectory()
         let database = directory.path("llm.sqlite")
-        let (proxy, base) = try Self.proxy(["--upstream", llm.baseURL.absoluteString, "--db", database, "--api", "openai-chat"])
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", llm.baseURL.absoluteString, "--db", database, "--api", "openai-chat"])
         let prompt = "Stream a short greeting through the gate"
         let result = try await offPool {
             try Self.python(["-c", Self.streamingClient, base, prompt, "4", "0"])
@@ -119,11 +99,11 @@ struct StreamingProxyTests {
         #expect(spread > 1.5, "the events arrived within \(spread) s of each other")
 
         #expect(proxy.interrupt().status == 0)
-        let settled = try Self.sqlite(database, "SELECT units || ' ' || detail FROM quota_events WHERE kind = 'settle' AND bucket = 'tokens'")
+        let settled = try CommandRunner.sqliteValue(database, "SELECT units || ' ' || detail FROM quota_events WHERE kind = 'settle' AND bucket = 'tokens'")
         #expect(settled == "\(expected - 1_000) actual cost \(expected) for an estimate of 1000 (body usage.total_tokens)")
-        #expect(try Self.sqlite(database, "SELECT SUM(units) FROM quota_usage WHERE bucket = 'tokens' AND endpoint = 'chat.completions'")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT SUM(units) FROM quota_usage WHERE bucket = 'tokens' AND endpoint = 'chat.completions'")
             == "\(expected)")
-        #expect(try Self.totalsDifferingFromEvents(database) == "0")
+        #expect(try CommandRunner.totalsDifferingFromEvents(database) == "0")
     }
 
     @Test("A client that goes after two events: the origin sees the connection closed within a second, and the ledger keeps the estimate, saying why")
@@ -136,7 +116,7 @@ struct StreamingProxyTests {
         defer { Task { await llm.stop() } }
         let directory = try TemporaryDirectory()
         let database = directory.path("llm.sqlite")
-        let (proxy, base) = try Self.proxy(["--upstream", llm.baseURL.absoluteString, "--db", database, "--api", "openai-chat"])
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", llm.baseURL.absoluteString, "--db", database, "--api", "openai-chat"])
         let result = try await offPool {
             try Self.python(["-c", Self.streamingClient, base, "Tell a long story", "8", "2"])
         }
@@ -151,9 +131,9 @@ struct StreamingProxyTests {
 
         #expect(proxy.interrupt().status == 0)
         // No usage before the cut: the estimate stands, and the settle event says so.
-        #expect(try Self.sqlite(database, "SELECT units || ' ' || detail FROM quota_events WHERE kind = 'settle' AND bucket = 'tokens'")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT units || ' ' || detail FROM quota_events WHERE kind = 'settle' AND bucket = 'tokens'")
             == "0 actual cost 1000 for an estimate of 1000 (a stream cut short before it told body usage.total_tokens: the estimate stands)")
-        #expect(try Self.totalsDifferingFromEvents(database) == "0")
+        #expect(try CommandRunner.totalsDifferingFromEvents(database) == "0")
     }
 
     /// A slow origin: one GET answer of `size` bytes in twenty parts over `seconds`, with an ETag
@@ -218,7 +198,7 @@ struct StreamingProxyTests {
         let directory = try TemporaryDirectory()
         // Past the cache's 5 MiB a body (20 MB, say), the cache is told to keep it.
         let larger = size > 5 << 20 ? ["--cache-max-body", String(size)] : []
-        let (proxy, base) = try Self.proxy(["--upstream", "http://127.0.0.1:\(port)", "--db", directory.path("slow.sqlite")] + larger)
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", "http://127.0.0.1:\(port)", "--db", directory.path("slow.sqlite")] + larger)
         let url = "\(base)/files/large.bin"
 
         let first = try await offPool { try Self.python(["-c", Self.timedReader, url]) }

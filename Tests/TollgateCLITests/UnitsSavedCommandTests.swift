@@ -7,25 +7,6 @@ import TollgateTestSupport
 /// costs, and a description's `fresh_for` answering without asking, checked with curl and sqlite3.
 @Suite("Units saved for real: a 304's cost and fresh_for through the proxy")
 struct UnitsSavedCommandTests {
-    private static func proxy(_ arguments: [String]) throws -> (BackgroundCommand, String) {
-        let proxy = try BackgroundCommand(CommandRunner.tollgate, ["proxy", "--listen", "127.0.0.1:0"] + arguments)
-        let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
-        let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
-        return (proxy, base)
-    }
-
-    private static func toolsInstalled() -> Bool {
-        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
-            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
-            return false
-        }
-        return true
-    }
-
-    private static func sqlite(_ database: String, _ sql: String) throws -> String {
-        try CommandRunner.sqlite3(database, sql).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     /// The shipped YouTube description, as a file a user would copy.
     private static var youTubeDescription: String {
         get throws {
@@ -37,12 +18,12 @@ struct UnitsSavedCommandTests {
 
     @Test("YouTube: a 200 then a 304 for the same URL are charged 1 + 1 units, and quota_today agrees; on GitHub the 304 costs 0")
     func notModifiedCharged() async throws {
-        guard Self.toolsInstalled() else { return }
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
         let directory = try TemporaryDirectory()
         let youtube = try await FakeYouTubeAPI.start()
         defer { Task { await youtube.stop() } }
         let database = directory.path("youtube.sqlite")
-        let (proxy, base) = try Self.proxy(["--upstream", youtube.baseURL.absoluteString, "--db", database])
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", youtube.baseURL.absoluteString, "--db", database])
         let url = "\(base)/youtube/v3/videos?id=v1&part=snippet"
         let first = try await offPool { try CurlResponse.fetch(url) }
         #expect(first.headers["x-tollgate-units"] == "1")
@@ -51,13 +32,13 @@ struct UnitsSavedCommandTests {
         #expect(second.headers["x-tollgate-units"] == "1", "Google charges every request at least one unit")
         #expect(youtube.receivedRequests.map(\.status) == [200, 304])
         #expect(proxy.interrupt().status == 0)
-        #expect(try Self.sqlite(database, "SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'") == "2|2")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'") == "2|2")
         #expect(youtube.unitsUsed == 2, "what the fake YouTube counted")
 
         let github = try await FakeGitHubAPI.start()
         defer { Task { await github.stop() } }
         let githubDatabase = directory.path("github.sqlite")
-        let (gitHubProxy, gitHubBase) = try Self.proxy(["--upstream", github.baseURL.absoluteString, "--db", githubDatabase,
+        let (gitHubProxy, gitHubBase) = try BackgroundCommand.proxy(["--upstream", github.baseURL.absoluteString, "--db", githubDatabase,
                                                          "--api", "github-rest"])
         let repository = try await offPool { try CurlResponse.fetch("\(gitHubBase)/repos/apple/swift") }
         #expect(repository.headers["x-tollgate-units"] == "1")
@@ -67,13 +48,13 @@ struct UnitsSavedCommandTests {
         #expect(again.headers["x-tollgate-units"] == "0", "GitHub does not count a 304")
         #expect(github.receivedRequests.map(\.status) == [200, 304])
         #expect(gitHubProxy.interrupt().status == 0)
-        #expect(try Self.sqlite(githubDatabase, "SELECT SUM(units), SUM(calls) FROM quota_usage WHERE endpoint = 'repos.get'")
+        #expect(try CommandRunner.sqliteValue(githubDatabase, "SELECT SUM(units), SUM(calls) FROM quota_usage WHERE endpoint = 'repos.get'")
             == "1|2")
     }
 
     @Test("a description with fresh_for: 5m on videos.list: 20 GETs within a minute reach the origin once and cost 1 unit")
     func freshFor() async throws {
-        guard Self.toolsInstalled() else { return }
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
         let directory = try TemporaryDirectory()
         let file = directory.path("youtube-fresh.yaml")
         let text = try Self.youTubeDescription
@@ -86,7 +67,7 @@ struct UnitsSavedCommandTests {
         let youtube = try await FakeYouTubeAPI.start()
         defer { Task { await youtube.stop() } }
         let database = directory.path("fresh.sqlite")
-        let (proxy, base) = try Self.proxy(["--upstream", youtube.baseURL.absoluteString, "--db", database, "--api", file])
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", youtube.baseURL.absoluteString, "--db", database, "--api", file])
         let url = "\(base)/youtube/v3/videos?id=v1&part=snippet"
         var sources: [String] = []
         for _ in 0..<20 {
@@ -102,7 +83,7 @@ struct UnitsSavedCommandTests {
         #expect(youtube.receivedRequests.count == 1, "the origin's max-age=0, must-revalidate is not asked again")
         #expect(youtube.receivedRequests.first?.headers["cache-control"] == nil)
         #expect(proxy.interrupt().status == 0)
-        #expect(try Self.sqlite(database, "SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'") == "1|1")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'") == "1|1")
         let quota = try CommandRunner.tollgate("quota", "show", "--db", database, "--api", file)
         #expect(quota.stdout.contains("videos.list: fresh for 300 s now · fresh_for 300s · fixed"), "\(quota.stdout)")
 
