@@ -7,7 +7,7 @@ import Tollgate
 /// the gate without a line of Swift.
 ///
 /// ```yaml
-/// api: Seeds backend
+/// api: Tiered app backend
 /// upstream: https://api.example.com
 /// buckets:
 ///   server: {limit: 10000, window: day}

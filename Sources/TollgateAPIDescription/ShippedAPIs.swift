@@ -115,11 +115,11 @@ quota_exhausted:
   - {status: 429, header: "x-ratelimit-remaining-tokens: 0"}
 
 """#,
-        "seeds-backend": #"""
-# The seeds' own backend (seed 003): the client throttles /api/activities to 10 requests a minute,
+        "tiered-backend": #"""
+# An app's own backend with tiered limits: the client throttles /api/activities to 10 requests a minute,
 # /api/streams to 20 and everything else to 30, under the server's limit of 100 to 300 requests an
-# hour by tier (100 here, the lowest; for a higher tier: `tollgate quota set-limit server 300 --api seeds-backend`).
-api: Seeds backend
+# hour by tier (100 here, the lowest; for a higher tier: `tollgate quota set-limit server 300 --api tiered-backend`).
+api: Tiered app backend
 upstream: http://127.0.0.1:8080
 
 buckets:
@@ -128,7 +128,7 @@ buckets:
 defaults:
   bucket: server
   cost: 1
-  not_modified_cost: 0      # the seeds' backend does not charge a 304 (seed 002)
+  not_modified_cost: 0      # this backend does not charge a 304
   throttle: {requests: 30, per: 60s}
   circuit: {failures: 5, open: 60s, rate_limit_open: 1h}
   retry: {max_retries: 3, initial_delay: 1s, multiplier: 2, max_delay: 60s, jitter: 0.2}
@@ -145,7 +145,7 @@ endpoints:
 
 """#,
         "youtube-v3-single-pool": #"""
-# The YouTube Data API v3 as it was metered until 2025 and as the seed documents describe it: one
+# The YouTube Data API v3 as it was metered until 2025: one
 # 10,000-unit daily bucket, search.list 100 units, videos.insert 1,600.
 api: YouTube Data API v3 (single pool)
 upstream: https://www.googleapis.com

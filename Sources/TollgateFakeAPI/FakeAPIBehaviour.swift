@@ -46,7 +46,7 @@ public struct FakeAPIBehaviour: Sendable, Hashable {
         /// ``FakeAPIBehaviour/searchCallsPerDay`` and ``FakeAPIBehaviour/uploadCallsPerDay`` calls
         /// at 1 unit each; every other method is charged against ``FakeAPIBehaviour/dailyQuota``.
         case separateSearchAndUpload
-        /// Until 2025, and in the seeds: one pool of ``FakeAPIBehaviour/dailyQuota`` units for
+        /// Until 2025 (as the apps Tollgate grew from knew it): one pool of ``FakeAPIBehaviour/dailyQuota`` units for
         /// every method, `search.list` 100 units, `videos.insert` 1,600.
         case singlePool
     }

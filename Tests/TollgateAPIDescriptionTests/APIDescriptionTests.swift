@@ -56,10 +56,10 @@ struct APIDescriptionTests {
         }
     }
 
-    @Test("a seeds' backend description gives per-endpoint throttles and costs without Swift")
-    func seedsBackendShape() throws {
+    @Test("a tiered backend's description gives per-endpoint throttles and costs without Swift")
+    func tieredBackendShape() throws {
         let yaml = """
-            api: Seeds backend
+            api: Tiered app backend
             upstream: https://api.example.com
             buckets:
               server: {limit: 300, window: day}
@@ -172,7 +172,7 @@ struct APIDescriptionTests {
         #expect(configuration.endpointRetries["chat"] == nil)
     }
 
-    @Test("the shipped GitHub, seeds backend and OpenAI descriptions are valid and say what their pages say")
+    @Test("the shipped GitHub, tiered backend and OpenAI descriptions are valid and say what their pages say")
     func shippedNonYouTube() throws {
         let github = try APIDescription.named("github-rest")
         #expect(github.endpointName(method: "GET", path: "/repos/apple/swift") == "repos.get")
@@ -186,7 +186,7 @@ struct APIDescriptionTests {
         // Its JSON names api.github.com: the proxy points those URLs at itself.
         #expect(github.rewriteURLs.bodies == ["application/json"])
 
-        let backend = try APIDescription.named("seeds-backend")
+        let backend = try APIDescription.named("tiered-backend")
         let configuration = try backend.gateConfiguration()
         #expect(configuration.throttle.limit(for: "activities") == ThrottleLimit(requests: 10, per: .seconds(60)))
         #expect(configuration.throttle.limit(for: "streams") == ThrottleLimit(requests: 20, per: .seconds(60)))

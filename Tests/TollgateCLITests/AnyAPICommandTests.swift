@@ -5,7 +5,7 @@ import TollgateTestSupport
 
 /// Issue 32's "done when", as a user meets it: `tollgate proxy --api` in front of APIs that are not
 /// YouTube, from the shipped description files alone, checked with curl and sqlite3.
-@Suite("Any API without Swift: GitHub, an LLM API and the seeds' backend through the proxy")
+@Suite("Any API without Swift: GitHub, an LLM API and a tiered app backend through the proxy")
 struct AnyAPICommandTests {
     @Test("GitHub: named by the routes, charged in core and search, following X-RateLimit-Remaining down, paced, and a second proxy sees the same window")
     func gitHub() async throws {
@@ -122,14 +122,14 @@ struct AnyAPICommandTests {
         #expect(try CommandRunner.totalsDifferingFromEvents(database) == "0")
     }
 
-    @Test("The seeds' backend from its shipped file alone: throttles 10/20/30 a minute and an hourly bucket, in throttle show and quota show")
-    func seedsBackend() async throws {
+    @Test("The tiered app backend from its shipped file alone: throttles 10/20/30 a minute and an hourly bucket, in throttle show and quota show")
+    func tieredBackend() async throws {
         guard CommandRunner.curlAndSQLiteInstalled() else { return }
         let origin = try ScriptedHTTPServer { _ in .init(status: 200, headers: [(name: "Cache-Control", value: "no-store")], body: "[]") }
         defer { origin.stop() }
         let directory = try TemporaryDirectory()
         let database = directory.path("backend.sqlite")
-        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", origin.baseURL, "--db", database, "--api", "seeds-backend"])
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", origin.baseURL, "--db", database, "--api", "tiered-backend"])
         for path in ["/api/activities", "/api/activities", "/api/streams/7", "/api/profile"] {
             let answer = try await offPool { try CurlResponse.fetch("\(base)\(path)") }
             #expect(answer.status == 200)
@@ -143,11 +143,11 @@ struct AnyAPICommandTests {
         #expect(throttles.stdout.contains("activities: 2/10 in the last 60s · 8 left"), "\(throttles.stdout)")
         #expect(throttles.stdout.contains("streams: 1/20 in the last 60s · 19 left"), "\(throttles.stdout)")
         #expect(throttles.stdout.contains("GET /api/profile: 1/30 in the last 60s · 29 left"), "\(throttles.stdout)")
-        let quota = try CommandRunner.tollgate("quota", "show", "--db", database, "--api", "seeds-backend")
+        let quota = try CommandRunner.tollgate("quota", "show", "--db", database, "--api", "tiered-backend")
         #expect(quota.stdout.contains("server: 4/100 units used · 96 left · limit from configuration · per hour"), "\(quota.stdout)")
         #expect(try CommandRunner.sqliteValue(database, "SELECT window || ' ' || units FROM quota_windows") == "hour 4")
         // A higher tier, as the file's comment says.
-        let raised = try CommandRunner.tollgate("quota", "set-limit", "server", "300", "--db", database, "--api", "seeds-backend")
+        let raised = try CommandRunner.tollgate("quota", "set-limit", "server", "300", "--db", database, "--api", "tiered-backend")
         #expect(raised.stdout.contains("server: limit per hour 300 (admin); 4 used, 296 left in this window"), "\(raised.stdout)\(raised.stderr)")
     }
 

@@ -48,7 +48,7 @@ public final class ETagCache: Sendable {
     /// Creates a cache over a store.
     /// - Parameters:
     ///   - storage: Where entries and statistics live, such as an `SQLiteStore`.
-    ///   - configuration: The rules; the seed's defaults when omitted.
+    ///   - configuration: The rules; the defaults when omitted.
     ///   - clock: The wall clock for freshness, expiry and LRU times.
     ///   - logger: Where the cache logs; the task's current logger by default.
     /// - Throws: ``CacheError/invalidConfiguration(_:)`` for a limit it cannot use.

@@ -64,7 +64,7 @@ public struct GateConfiguration: Sendable {
         self.redirects = redirects
     }
 
-    /// The YouTube Data API v3 after the seeds, with Google's current quota model
+    /// The YouTube Data API v3 with Google's current quota model
     /// (``QuotaConfiguration/youTubeDataAPIv3``: 10,000 units a day, and 100 calls each for
     /// `search.list` and `videos.insert`), a 304 free of charge, 30 requests a minute per endpoint, 5 failures open a circuit
     /// for 60 s (1 hour after 5 rate limits), retries after 1, 2 and 4 s.

@@ -36,7 +36,7 @@ extension QuotaConfiguration {
     /// requests, incur a quota cost of at least one point").
     public static let youTubeNotModifiedCost = NotModifiedCost.units(1)
 
-    /// The YouTube Data API v3 as it was metered until 2025 and as the seed documents describe it:
+    /// The YouTube Data API v3 as it was metered until 2025:
     /// one 10,000-unit daily bucket for every method, `search.list` 100 units and `videos.insert`
     /// 1,600, the other costs as in ``youTubeDataAPIv3``. For projects still on that model.
     public static let youTubeDataAPIv3SinglePool: QuotaConfiguration = {

@@ -9,7 +9,7 @@ import Synchronization
 /// limits in force are written to `throttle_limits`, where the `throttle_status` view shows them.
 ///
 /// ```swift
-/// let throttler = try RequestThrottler(storage: store, configuration: .seedDefaults, clock: SystemClock())
+/// let throttler = try RequestThrottler(storage: store, configuration: .tieredBackend, clock: SystemClock())
 /// let (allowed, retryAfter) = try await throttler.shouldAllowRequest(endpoint: "/api/activities")
 /// guard allowed else { throw TollgateError.throttled(retryAfter: retryAfter ?? 60) }
 /// ```

@@ -226,7 +226,7 @@ struct DemoStory {
             + " (\(Self.units(result.unitsWithoutGate)) without the gate)")
         print("   answers: \(sources)")
         if let rate = result.hitRate, rate > 0 {
-            print("   cache hit rate \(Self.percent(rate)) (answered from the cache or by a 304; the seed's goal: over 90 %)")
+            print("   cache hit rate \(Self.percent(rate)) (answered from the cache or by a 304; the goal: over 90 %)")
         }
         print("   \(moral)\n")
         results.append(result)

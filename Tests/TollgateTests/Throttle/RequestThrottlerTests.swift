@@ -11,7 +11,7 @@ private struct Fixture {
     let log = LogCapture()
     let throttler: RequestThrottler
 
-    init(configuration: ThrottleConfiguration = .seedDefaults, now: Date = utc("2026-11-21T18:00:00Z")) throws {
+    init(configuration: ThrottleConfiguration = .tieredBackend, now: Date = utc("2026-11-21T18:00:00Z")) throws {
         directory = try TemporaryDirectory()
         store = try SQLiteStore(path: directory.path("throttle.sqlite"))
         clock = ManualClock(now: now)
