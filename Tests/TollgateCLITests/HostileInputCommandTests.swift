@@ -140,4 +140,36 @@ struct HostileInputCommandTests {
         #expect(shown.stdout.contains("api.example.com/v1"))
         #expect(!shown.stdout.contains("hunter2") && !shown.stdout.contains("alice"), "\(shown.stdout)")
     }
+
+    @Test("A usage of a trillion tokens, gzip-compressed as OpenAI's SDKs ask for it: the client gets the 200 as it came, and the tokens bucket settles at its limit")
+    func hugeCostSettlesAtTheLimit() async throws {
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
+        let body = Data(#"{"id": "c1", "usage": {"total_tokens": 1000000000000}}"#.utf8)
+        let directory = try TemporaryDirectory()
+        // Compressed by the system's gzip, as a server would.
+        let plain = directory.path("answer.json")
+        try body.write(to: URL(fileURLWithPath: plain))
+        #expect(try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["gzip", "-k", "-n", plain]).status == 0)
+        let compressed = try Data(contentsOf: URL(fileURLWithPath: plain + ".gz"))
+        let origin = try ScriptedHTTPServer { request in
+            // The proxy asks only for codings the gate can decode: gzip stays, zstd goes.
+            let gzip = request.header("Accept-Encoding") == "gzip"
+            return .init(status: 200, headers: [("Content-Type", "application/json")] + (gzip ? [("Content-Encoding", "gzip")] : []),
+                         body: gzip ? compressed : body)
+        }
+        defer { origin.stop() }
+        let database = directory.path("tokens.sqlite")
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", origin.baseURL, "--db", database, "--api", "openai-chat"])
+        let answer = try await offPool {
+            try CurlResponse.fetch("\(base)/v1/chat/completions", ["--compressed", "-H", "Accept-Encoding: gzip, zstd",
+                                                                  "-H", "Content-Type: application/json", "-d", "{}"])
+        }
+        #expect(answer.status == 200)
+        #expect(answer.body.contains("1000000000000"), "\(answer.body)")
+        #expect(proxy.interrupt().status == 0)
+        #expect(origin.requests.first?.header("Accept-Encoding") == "gzip")
+        // Charged the 1,000-token estimate, settled up to the bucket's 30,000 and no further.
+        #expect(try CommandRunner.sqliteValue(database, "SELECT units FROM quota_events WHERE kind = 'settle'") == "29000")
+        #expect(try CommandRunner.totalsDifferingFromEvents(database) == "0")
+    }
 }

@@ -64,10 +64,7 @@ extension Gate {
             return []
         }
         let bucket = rule.bucket ?? reservation.bucket
-        // A cost past the bucket's whole limit settles as the limit: the window is spent either
-        // way, and the client still gets the 200 the server sent.
-        let limit = (try? quota.configuredLimit(of: bucket)) ?? QuotaLimits.maximumUnits
-        return [QuotaActualCost(reservationID: reservation.id, bucket: bucket, units: min(units, max(limit, 0)),
+        return [QuotaActualCost(reservationID: reservation.id, bucket: bucket, units: quota.settleable(units, in: bucket),
                                 source: rule.source.description)]
     }
 

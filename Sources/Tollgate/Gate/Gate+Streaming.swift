@@ -69,7 +69,8 @@ extension Gate {
         let source = rule.source.description
         if let units = ending.reportedCost {
             let read = ending.cutShort == nil ? source : "\(source), the last a stream cut short reported"
-            return [QuotaActualCost(reservationID: reservation.id, bucket: bucket, units: units, source: read)]
+            return [QuotaActualCost(reservationID: reservation.id, bucket: bucket, units: quota.settleable(units, in: bucket),
+                                    source: read)]
         }
         guard ending.cutShort != nil else {
             account.logger.debug("the answer does not tell its actual cost; the estimate stands",

@@ -447,6 +447,17 @@ public final class QuotaLedger: Sendable {
         }
     }
 
+    /// An actual cost as it is settled: one past the bucket's whole limit settles as the limit (the
+    /// window is spent either way, and the caller still gets the answer the server sent), however
+    /// the cost was read — from a body held whole or from a stream at its end.
+    /// - Parameters:
+    ///   - units: The cost the answer reported.
+    ///   - bucket: The bucket it is settled in.
+    /// - Returns: The units to settle.
+    func settleable(_ units: Int, in bucket: String) -> Int {
+        min(units, max((try? configuredLimit(of: bucket)) ?? QuotaLimits.maximumUnits, 0))
+    }
+
     func configuredLimit(of bucket: String) throws(QuotaLedgerError) -> Int {
         guard let limit = configuration.bucketLimits[bucket] else { throw .unknownBucket(bucket) }
         return limit
