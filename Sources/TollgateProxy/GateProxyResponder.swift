@@ -4,7 +4,6 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
-import Synchronization
 import Tollgate
 import TollgateSimulation
 
@@ -68,11 +67,11 @@ struct GateProxyResponder: HTTPResponder {
                 // A body whose links are rewritten is needed whole: read it here (the gate still
                 // stores and settles it as it passes), within the proxy's body limit.
                 do {
-                    switch try await Self.collect(stream, upTo: maximumBodySize) {
-                    case .whole(let whole):
+                    switch try await stream.collected(upTo: maximumBodySize) {
+                    case .complete(let whole):
                         answer.body = whole
                         answer.bodyStream = nil
-                    case .tooLarge(let rest):
+                    case .streaming(let rest):
                         answer.bodyStream = rest
                     }
                 } catch {
@@ -147,31 +146,6 @@ struct GateProxyResponder: HTTPResponder {
             return failure(error.error, unitsCharged: error.unitsCharged, request: request, outgoing: outgoing,
                            endpoint: endpoint)
         }
-    }
-
-    /// A body read to its end, or, past the limit, the stream again from its first byte.
-    private enum Collected {
-        case whole(Data)
-        case tooLarge(HTTPBodyStream)
-    }
-
-    /// Reads `stream` whole when it holds at most `limit` bytes; past that, hands it back as a stream
-    /// that gives the bytes already read first, so nothing is lost.
-    private static func collect(_ stream: HTTPBodyStream, upTo limit: Int) async throws -> Collected {
-        var whole = Data()
-        var iterator = stream.makeAsyncIterator()
-        while let chunk = try await iterator.next() {
-            whole.append(chunk)
-            guard whole.count <= limit else {
-                let prefix = Mutex<Data?>(whole)
-                return .tooLarge(HTTPBodyStream {
-                    if let first = prefix.withLock({ value -> Data? in defer { value = nil }; return value }) { return first }
-                    var rest = stream.makeAsyncIterator()
-                    return try await rest.next()
-                })
-            }
-        }
-        return .whole(whole)
     }
 
     /// Adds `RateLimit-Policy` and `RateLimit` from what the admission read (``RateLimitFields``),

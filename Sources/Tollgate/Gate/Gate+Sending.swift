@@ -1,6 +1,5 @@
 import Foundation
 import HTTPTypes
-import Synchronization
 
 extension Gate {
     /// One answer from the server.
@@ -45,7 +44,7 @@ extension Gate {
                     // that disconnected) does not cut short the answer of the attempt in flight, which
                     // is settled as any other.
                     let limit = configuration.cache.maxBodySize
-                    switch try await Task(operation: { try await Self.collect(rest, upTo: limit) }).value {
+                    switch try await Task(operation: { try await rest.collected(upTo: limit) }).value {
                     case .complete(let data): responseBody = data
                     case .streaming(let large): stream = large
                     }
@@ -70,41 +69,5 @@ extension Gate {
             isStreamed: stream != nil
         )
         return (settling, Exchange(response: response, body: responseBody, stream: stream, sentAt: sentAt))
-    }
-
-    /// Reads a streamed body whole when it ends within `limit` bytes; else returns what was read
-    /// and the rest as one stream.
-    static func collect(_ stream: HTTPBodyStream, upTo limit: Int) async throws -> HTTPResponseBody {
-        var iterator = stream.makeAsyncIterator()
-        var collected = Data()
-        while let chunk = try await iterator.next() {
-            collected.append(chunk)
-            if collected.count > limit {
-                let first = StreamPrefix(collected)
-                return .streaming(HTTPBodyStream {
-                    if let first = first.take() { return first }
-                    // An iterator of this stream reads where the last one stopped: it pulls from one source.
-                    var rest = stream.makeAsyncIterator()
-                    return try await rest.next()
-                })
-            }
-        }
-        return .complete(collected)
-    }
-}
-
-/// The bytes already read of a body streamed on, given out once, before the rest.
-private final class StreamPrefix: Sendable {
-    private let bytes: Mutex<Data?>
-
-    init(_ bytes: Data) {
-        self.bytes = Mutex(bytes)
-    }
-
-    func take() -> Data? {
-        bytes.withLock { bytes in
-            defer { bytes = nil }
-            return bytes
-        }
     }
 }
