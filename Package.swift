@@ -9,18 +9,24 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "TollgateCore", targets: ["TollgateCore"]),
-        .library(name: "TollgateStore", targets: ["TollgateStore"]),
+        .library(name: "TollgateSQLite", targets: ["TollgateSQLite"]),
         .library(name: "Tollgate", targets: ["Tollgate"]),
         .library(name: "TollgateAsyncHTTPClient", targets: ["TollgateAsyncHTTPClient"]),
         .library(name: "TollgateOpenAPI", targets: ["TollgateOpenAPI"]),
-        .library(name: "TollgateFakeAPI", targets: ["TollgateFakeAPI"]),
         .library(name: "TollgateProxy", targets: ["TollgateProxy"]),
-        .library(name: "TollgateDashboard", targets: ["TollgateDashboard"]),
+        .library(name: "TollgateSwiftUI", targets: ["TollgateSwiftUI"]),
         .library(name: "TollgateAPIDescription", targets: ["TollgateAPIDescription"]),
         .library(name: "TollgateSimulation", targets: ["TollgateSimulation"]),
         .library(name: "TollgatePostgres", targets: ["TollgatePostgres"]),
         .library(name: "TollgateAdmin", targets: ["TollgateAdmin"]),
         .executable(name: "tollgate", targets: ["tollgate"]),
+    ],
+    // `SQLite` (on by default): `import Tollgate` brings the SQLite store with it. An app that runs
+    // the gate over PostgreSQL or its own storage depends on the package with `traits: []`, and the
+    // gate then links no database.
+    traits: [
+        .trait(name: "SQLite", description: "The SQLite store, re-exported by `import Tollgate`."),
+        .default(enabledTraits: ["SQLite"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
@@ -59,7 +65,7 @@ let package = Package(
         ),
         // The one SQLite storage module: connection, transactions, migrator and every table's operations.
         .target(
-            name: "TollgateStore",
+            name: "TollgateSQLite",
             dependencies: [
                 "TollgateCore",
                 "CSQLite",
@@ -78,11 +84,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The services and the gate. Depends on nothing heavier than the store.
+        // The services and the gate, over the core's store protocols only: no database. The SQLite
+        // store comes along (re-exported) under the default `SQLite` trait.
         .target(
             name: "Tollgate",
             dependencies: [
-                "TollgateStore",
+                "TollgateCore",
+                .target(name: "TollgateSQLite", condition: .when(traits: ["SQLite"])),
                 "CZlib",
                 .target(name: "CBrotli", condition: .when(platforms: [.linux])),
                 .product(name: "Logging", package: "swift-log"),
@@ -124,11 +132,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The seeds' debug dashboard: an @Observable snapshot model, and a SwiftUI view behind
-        // #if canImport(SwiftUI). Depends on the store alone.
+        // An app's own view of its ledger: an @Observable snapshot model over any store that gives a
+        // snapshot, and a SwiftUI view behind #if canImport(SwiftUI). Depends on the core alone.
         .target(
-            name: "TollgateDashboard",
-            dependencies: ["TollgateStore"]
+            name: "TollgateSwiftUI",
+            dependencies: ["TollgateCore"]
         ),
         // Replays of recorded traffic (HAR files) through a real gate per description: `tollgate simulate`.
         .target(
@@ -173,8 +181,7 @@ let package = Package(
             name: "TollgateAdmin",
             dependencies: [
                 "Tollgate",
-                "TollgateStore",
-                "TollgateProxy",
+                "TollgateSQLite",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -192,7 +199,7 @@ let package = Package(
                 "Tollgate",
                 "TollgateAPIDescription",
                 "TollgateSimulation",
-                "TollgateStore",
+                "TollgateSQLite",
                 "TollgateFakeAPI",
                 "TollgateProxy",
                 "TollgateAdmin",
@@ -211,7 +218,7 @@ let package = Package(
             name: "TollgateWorker",
             dependencies: [
                 "Tollgate",
-                "TollgateStore",
+                "TollgateSQLite",
                 "TollgatePostgres",
                 "TollgateTestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -223,7 +230,7 @@ let package = Package(
         .target(
             name: "TollgateTestSupport",
             dependencies: [
-                "TollgateStore",
+                "TollgateSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 // TLSTestServer: an HTTPS origin on loopback with a self-signed certificate.
@@ -238,7 +245,7 @@ let package = Package(
             name: "TollgateTests",
             dependencies: [
                 "Tollgate",
-                "TollgateStore",
+                "TollgateSQLite",
                 "TollgateTestSupport",
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ]
@@ -260,15 +267,15 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "TollgateStoreTests",
-            dependencies: ["TollgateStore", "TollgateCore", "CSQLite", "TollgateTestSupport"]
+            name: "TollgateSQLiteTests",
+            dependencies: ["TollgateSQLite", "TollgateCore", "CSQLite", "TollgateTestSupport"]
         ),
         // Crashes, contention, faults, hostile input and secrets; sized by TOLLGATE_STRESS_SCALE.
         .testTarget(
             name: "TollgateReliabilityTests",
             dependencies: [
                 "Tollgate",
-                "TollgateStore",
+                "TollgateSQLite",
                 "TollgateAsyncHTTPClient",
                 "TollgateProxy",
                 "TollgateFakeAPI",
@@ -287,7 +294,7 @@ let package = Package(
             name: "TollgateAdminTests",
             dependencies: [
                 "Tollgate",
-                "TollgateStore",
+                "TollgateSQLite",
                 "TollgateAdmin",
                 "TollgateProxy",
                 "TollgateFakeAPI",
@@ -305,7 +312,7 @@ let package = Package(
                 "TollgateFakeAPI",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 "TollgatePostgres",
-                "TollgateStore",
+                "TollgateSQLite",
                 "Tollgate",
                 "TollgateTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -314,8 +321,8 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "TollgateDashboardTests",
-            dependencies: ["TollgateDashboard", "TollgateStore", "Tollgate", "TollgateTestSupport"]
+            name: "TollgateSwiftUITests",
+            dependencies: ["TollgateSwiftUI", "TollgateSQLite", "Tollgate", "TollgateTestSupport"]
         ),
         .testTarget(
             name: "TollgateAPIDescriptionTests",
@@ -323,7 +330,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgateCLITests",
-            dependencies: ["tollgate", "Tollgate", "TollgateStore", "TollgateFakeAPI", "TollgateSimulation",
+            dependencies: ["tollgate", "Tollgate", "TollgateSQLite", "TollgateFakeAPI", "TollgateSimulation",
                            "TollgateTestSupport"]
         ),
     ],
@@ -334,7 +341,7 @@ let package = Package(
 // the main actor does not hop to the global executor and back for each store operation.
 // Adapters that conform to other packages' protocols (OpenAPI middleware, Hummingbird responders)
 // keep those packages' semantics.
-let callerIsolatedTargets: Set<String> = ["TollgateCore", "TollgateStore", "Tollgate", "TollgateAsyncHTTPClient"]
+let callerIsolatedTargets: Set<String> = ["TollgateCore", "TollgateSQLite", "Tollgate", "TollgateAsyncHTTPClient"]
 for target in package.targets where callerIsolatedTargets.contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
 }

@@ -23,7 +23,7 @@ let package = Package(
             dependencies: [
                 "CSQLiteFloor",
                 .product(name: "Tollgate", package: "Tollgate"),
-                .product(name: "TollgateStore", package: "Tollgate"),
+                .product(name: "TollgateSQLite", package: "Tollgate"),
                 .product(name: "TollgateFakeAPI", package: "Tollgate"),
                 .product(name: "TollgatePostgres", package: "Tollgate"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

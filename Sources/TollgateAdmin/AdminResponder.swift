@@ -3,8 +3,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import Tollgate
 import NIOCore
-import TollgateProxy
 
 /// Answers the operators' listener's requests: `/metrics`, `/` (the web dashboard), `/fragment`
 /// (its refreshed content) and `/api/snapshot`. Every answer is read from the store at the
@@ -103,7 +103,7 @@ struct AdminResponder: HTTPResponder {
         guard let bound = loopbackOnly else { return true }
         guard let authority = request.head.authority else { return true }
         let host = Self.hostName(ofAuthority: authority)
-        return host == bound.lowercased() || LoopbackAddress.isLoopback(host)
+        return host == bound.lowercased() || HostAndPort.isLoopback(host)
     }
 
     /// The host of `host[:port]` or `[v6]:port`, lowercased, without brackets.

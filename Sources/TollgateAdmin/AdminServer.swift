@@ -5,7 +5,8 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import Synchronization
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// The operators' listener: `/metrics` in the Prometheus text format, the web dashboard at `/`
 /// and its data at `/api/snapshot`, all read from the store at each request, so that every

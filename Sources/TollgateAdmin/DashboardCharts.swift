@@ -1,5 +1,6 @@
 import Foundation
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// The web dashboard's charts as SVG drawn on the server: no script is needed to see them, and
 /// each mark carries its data (`data-*` attributes) so that a test reading the rendered page can

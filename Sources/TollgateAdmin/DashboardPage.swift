@@ -1,5 +1,6 @@
 import Foundation
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// The web dashboard: the terminal dashboard's tables and the charts, one self-contained page
 /// (no external script, style or font) that refreshes its content from `/fragment` every few seconds.

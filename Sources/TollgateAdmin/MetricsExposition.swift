@@ -1,6 +1,7 @@
 import Foundation
 import Logging
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// `/metrics`: this process's counters and histograms, then the shared state read from the
 /// store at this scrape, in the Prometheus text format (version 0.0.4).

@@ -1,5 +1,6 @@
 import Foundation
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// Everything the web dashboard draws, as `/api/snapshot` serves it: the terminal dashboard's
 /// ``DashboardSnapshot`` plus the series behind each chart. Its JSON keys are stable.

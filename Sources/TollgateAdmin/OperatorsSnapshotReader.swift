@@ -1,6 +1,6 @@
 import Foundation
 import Tollgate
-import TollgateStore
+import TollgateSQLite
 
 /// Reads what the operators' listener shows from a store, at the instant the store decides (a
 /// PostgreSQL store's own clock): every process and machine over the same store reads the same.

@@ -1,5 +1,6 @@
 import Foundation
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// The shared state as Prometheus gauges, read from the store at scrape time: every process (and
 /// every machine of a fleet) over the same store reports the same values.

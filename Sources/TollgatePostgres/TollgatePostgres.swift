@@ -1,3 +1,2 @@
-// The PostgreSQL store works over the domain's types: a module that imports TollgatePostgres gets
-// them (the records, the store protocols, PacificDay, the clocks) without a second import.
-@_exported import TollgateCore
+// The PostgreSQL store for fleets, over the domain's types and store protocols (TollgateCore).
+import TollgateCore

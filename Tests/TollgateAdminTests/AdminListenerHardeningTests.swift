@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Tollgate
 import TollgateAdmin
-import TollgateStore
+import TollgateSQLite
 import TollgateTestSupport
 
 #if canImport(Glibc)

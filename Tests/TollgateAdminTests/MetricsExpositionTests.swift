@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Tollgate
 import TollgateAdmin
-import TollgateStore
+import TollgateSQLite
 import TollgateTestSupport
 
 @Suite("/metrics, read by Prometheus's own text parser")

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import Tollgate
-import TollgateStore
+import TollgateSQLite
 import TollgateTestSupport
 
 @Suite("The proxy's RateLimit-Policy and RateLimit fields")

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 import TollgateAdmin
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 import TollgateTestSupport
 
 @Suite("The web dashboard, in a real browser", .serialized)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Tollgate
 import TollgateFakeAPI
-import TollgateStore
+import TollgateSQLite
 import TollgateTestSupport
 
 /// Every `tollgate` error goes one way: one line on stderr starting `tollgate: `, and the exit

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 import TollgateFakeAPI
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 import TollgateTestSupport
 
 @Suite("tollgate get and tollgate demo")

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 import TollgateTestSupport
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 @Suite("tollgate migrate")
 struct MigrateCommandTests {

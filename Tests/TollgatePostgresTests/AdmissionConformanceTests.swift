@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// The gate's composed admission and settlement, written once and run against every available store.
 @Suite("Admission store conformance")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// An entry to store, with enough defaults that each test names only what it checks.
 private func newEntry(

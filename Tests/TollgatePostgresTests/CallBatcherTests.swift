@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import TollgateCore
 @testable import TollgatePostgres
 
 /// The client side of group commit: calls that arrive while one runs share the next batch.

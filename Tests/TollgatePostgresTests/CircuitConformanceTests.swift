@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// The circuit breaker's store operations, written once and run against every available store.
 /// Durations are real (PostgresStore's "now" is the database's clock, not `at`), and long enough

@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
 import Testing
+import TollgateCore
 import TollgatePostgres
-import TollgateStore
+import TollgateSQLite
 import TollgateTestSupport
 #if canImport(Glibc)
 import Glibc

@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 import Tollgate
 import TollgatePostgres
-import TollgateStore
+import TollgateSQLite
 
 /// The services run over either store unchanged: the gate, with its cache, circuit, throttle and
 /// quota ledger, takes requests through a scripted origin.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// The maintenance operations, written once and run against every available store.
 @Suite("Maintenance store conformance")

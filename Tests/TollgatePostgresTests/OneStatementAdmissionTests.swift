@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+import TollgateCore
 import TollgatePostgres
-import TollgateStore
+import TollgateSQLite
 import TollgateTestSupport
 
 /// `tollgate_admit_batch`, the usual admission in one statement (migration 0003): taken whenever it

@@ -1,4 +1,5 @@
 import Testing
+import TollgateCore
 import TollgatePostgres
 
 @Suite("PostgreSQL URLs")

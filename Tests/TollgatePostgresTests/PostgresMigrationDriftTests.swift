@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+import TollgateCore
 import TollgatePostgres
-import TollgateStore
+import TollgateSQLite
 
 @Suite("Embedded PostgreSQL migrations")
 struct PostgresMigrationDriftTests {

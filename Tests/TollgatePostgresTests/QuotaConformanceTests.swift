@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 import TollgateTestSupport
 
 /// The quota ledger's store operations, written once and run against every available store

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// The burn chart's timeline, written once and run against every available store.
 @Suite("Quota timeline conformance")

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+import TollgateCore
 import TollgatePostgres
-import TollgateStore
+import TollgateSQLite
 import TollgateTestSupport
 
 /// Windows beyond the Pacific day, announced limits, pacing and settled costs (issue 32), written

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+import TollgateCore
 import TollgatePostgres
-import TollgateStore
+import TollgateSQLite
 import TollgateTestSupport
 
 /// What the stores share from the core — the stored-header codec, the rules and their messages —

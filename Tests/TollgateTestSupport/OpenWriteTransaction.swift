@@ -1,6 +1,7 @@
 import Dispatch
 import Synchronization
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// A write transaction held open on a dispatch thread, to show what other connections and
 /// processes see meanwhile. Blocking happens on that thread, never on a cooperative one.

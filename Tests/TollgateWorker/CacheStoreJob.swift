@@ -1,5 +1,6 @@
 import Foundation
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// `cache-store PATH WORKER COUNT MAX_ENTRIES`: stores COUNT cache entries of its own (with
 /// eviction at MAX_ENTRIES) and prints how many it stored and how many its writes evicted.

@@ -1,4 +1,5 @@
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// `migrate PATH`: opens the store (which migrates) and prints the versions this process applied.
 enum MigrateJob {

@@ -6,7 +6,8 @@ import Benchmark
 import BenchmarkScenarios
 import Foundation
 import Synchronization
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// A fresh file for each benchmark, in a folder of this process's own under the temporary directory.
 func temporaryFile(_ name: String) -> String {

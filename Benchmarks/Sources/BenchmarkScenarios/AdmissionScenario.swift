@@ -1,6 +1,6 @@
 import Foundation
 import Tollgate
-import TollgateStore
+import TollgateSQLite
 
 /// The gate's admission as its store operation: circuit check, throttle and quota reservation in
 /// one `BEGIN IMMEDIATE` transaction (`SQLiteStore.admit`), and the settlement that follows an

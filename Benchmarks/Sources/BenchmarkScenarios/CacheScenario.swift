@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Tollgate
-import TollgateStore
+import TollgateSQLite
 
 /// The ETag cache on a file: hits on fresh entries with 10 KiB bodies, and stores of new 200s at
 /// capacity, each evicting the least recently used entry.

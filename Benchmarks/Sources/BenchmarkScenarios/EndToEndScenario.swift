@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Tollgate
 import TollgateFakeAPI
-import TollgateStore
+import TollgateSQLite
 
 /// A revalidated request over loopback against the fake API: once through the gate (cache lookup,
 /// admission, the conditional request, settlement, the cache's 304 revision) and once as the bare

@@ -1,7 +1,7 @@
 import Foundation
 import Tollgate
 import TollgatePostgres
-import TollgateStore
+import TollgateSQLite
 
 /// The gate's admission over PostgreSQL (`PostgresStore.admit`: circuit, throttle and quota in one
 /// transaction), many clients of one process against one hot bucket: one machine of a fleet, with

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import TollgateCore
 import TollgatePostgres
 
 /// The floor through the client library the store uses: a bare `UPDATE … RETURNING` of one row,

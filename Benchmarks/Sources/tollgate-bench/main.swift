@@ -3,7 +3,8 @@
 import BenchmarkScenarios
 import Foundation
 import Logging
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 // The services log state changes at info (a hit-rate line every 100 uses, each applied
 // migration); a benchmark keeps warnings and errors only, as a busy production setup would.

@@ -1,4 +1,4 @@
-import TollgateStore
+import TollgateCore
 
 extension CacheEntryMetadata {
     /// Whether `other` is this entry as no one has revised or replaced it since: the same row,

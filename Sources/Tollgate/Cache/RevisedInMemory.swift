@@ -1,4 +1,4 @@
-import TollgateStore
+import TollgateCore
 
 /// A caller's answer to a `304`, revised in memory from the stored entry it was built from, and
 /// the revision the write after the answer applies to that entry.

@@ -1,5 +1,5 @@
 import HTTPTypes
-import TollgateStore
+import TollgateCore
 
 /// A stored entry's header fields as the cache serves them, parsed once: answers from the same
 /// entry differ only by their `Age`, so a hit copies these and sets that one field.

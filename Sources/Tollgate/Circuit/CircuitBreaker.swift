@@ -24,7 +24,7 @@ public struct CircuitBreaker: Sendable {
 
     /// Creates a circuit breaker over a store.
     /// - Parameters:
-    ///   - storage: Where circuits are kept: an ``SQLiteStore``.
+    ///   - storage: Where circuits are kept: an `SQLiteStore`.
     ///   - configuration: Policies and classifier.
     ///   - clock: The wall clock for open-until times and leases.
     ///   - logger: Where state changes are logged; the task's current logger by default.

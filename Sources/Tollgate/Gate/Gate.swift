@@ -76,7 +76,7 @@ public final class Gate: Sendable {
 
     /// Creates a gate over a store.
     /// - Parameters:
-    ///   - store: The SQLite file that holds every service's state.
+    ///   - store: Where every service's state lives: an `SQLiteStore` file, or any other store.
     ///   - transport: How requests reach the network.
     ///   - configuration: The services' rules; the YouTube Data API v3 preset by default.
     ///   - clock: The wall clock and sleeper every service uses.
@@ -85,7 +85,7 @@ public final class Gate: Sendable {
     ///     bootstrapped `MetricsSystem` by default.
     /// - Throws: A configuration error from a service (an inconsistent cost table, a bad limit).
     public convenience init(
-        store: SQLiteStore,
+        store: any GateStorage,
         transport: any HTTPTransport = URLSessionTransport(),
         configuration: GateConfiguration = .youTubeDataAPIv3,
         clock: any TollgateClock = SystemClock(),

@@ -28,7 +28,7 @@ public final class QuotaLedger: Sendable {
 
     /// Creates a ledger over a store.
     /// - Parameters:
-    ///   - storage: Where usage and events live, such as an ``SQLiteStore``.
+    ///   - storage: Where usage and events live, such as an `SQLiteStore`.
     ///   - configuration: The cost table; the YouTube Data API v3's by default.
     ///   - clock: The wall clock that decides the Pacific day.
     ///   - logger: Where the ledger logs; the task's current logger by default.

@@ -24,7 +24,7 @@ public final class RequestThrottler: Sendable {
 
     /// Creates a throttle over a store.
     /// - Parameters:
-    ///   - storage: Where the windows live, such as an ``SQLiteStore``.
+    ///   - storage: Where the windows live, such as an `SQLiteStore`.
     ///   - configuration: The limits; 30 requests a minute per endpoint by default.
     ///   - clock: The wall clock that times requests, and how waits sleep.
     ///   - logger: Where the throttle logs; the task's current logger by default.

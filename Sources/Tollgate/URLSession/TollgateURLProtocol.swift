@@ -78,12 +78,11 @@ public final class TollgateURLProtocol: URLProtocol {
             ]))
             return
         }
-        if let store = route.gate.storage as? SQLiteStore, store.isSuspended {
+        if let store = route.gate.storage as? any SuspendableStorage, let suspension = store.suspensionError {
             // The app is suspended (its store too): nothing is admitted, whatever the gate's
             // ledger-failure policy, so that no request goes out uncharged meanwhile.
-            let path = if case .file(let path) = store.location { path } else { ":memory:" }
             client?.urlProtocol(self, didFailWithError: Self.urlError(
-                for: StoreError.suspended(path: path), endpoint: route.naming.endpoint(for: httpRequest)
+                for: suspension, endpoint: route.naming.endpoint(for: httpRequest)
             ))
             return
         }
@@ -191,7 +190,8 @@ public final class TollgateURLProtocol: URLProtocol {
     /// ``gateErrorKey`` holds the gate's own error.
     static func urlError(for error: any Error, endpoint: String) -> URLError {
         let code: URLError.Code = switch error {
-        case is TollgateError, StoreError.suspended: .resourceUnavailable
+        case is TollgateError: .resourceUnavailable
+        case let failure as any StorageFailure where failure.isSuspension: .resourceUnavailable
         case HTTPTransportError.timedOut: .timedOut
         case HTTPTransportError.connectionRefused: .cannotConnectToHost
         case HTTPTransportError.tlsFailure: .secureConnectionFailed

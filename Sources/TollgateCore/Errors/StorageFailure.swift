@@ -9,4 +9,13 @@ public protocol StorageFailure: Error {
     /// Whether the store could not do its work although the request itself was valid: what a
     /// gate's ledger-failure policy applies to.
     var isStorageFailure: Bool { get }
+
+    /// Whether the store refused because the app suspended it (see ``SuspendableStorage``): nothing
+    /// is admitted meanwhile, whatever the ledger-failure policy.
+    var isSuspension: Bool { get }
+}
+
+extension StorageFailure {
+    /// A store that cannot be suspended never refuses for it.
+    public var isSuspension: Bool { false }
 }

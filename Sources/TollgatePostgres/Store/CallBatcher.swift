@@ -1,4 +1,5 @@
 import Synchronization
+import TollgateCore
 
 /// Calls of one kind that arrive while another of that kind is running wait for it, then run
 /// together as one batch: one round trip and one commit for all of them. A call that finds none

@@ -1,5 +1,6 @@
 import PostgresNIO
 import Synchronization
+import TollgateCore
 
 /// One operation's outcome, decided once by whichever comes first: its work, the wait for a
 /// connection running out, or its connection closing under a statement that never ends.

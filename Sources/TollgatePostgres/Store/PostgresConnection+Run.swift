@@ -1,5 +1,6 @@
 import Logging
 import PostgresNIO
+import TollgateCore
 
 extension PostgresConnection {
     /// Runs a statement and returns its rows, refusing a connection that is already closed.

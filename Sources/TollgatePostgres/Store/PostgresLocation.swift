@@ -1,4 +1,5 @@
 import Foundation
+import TollgateCore
 
 /// Where a ``PostgresStore`` connects: a server, a user and a database, read from a
 /// `postgresql://` (or `postgres://`) URL as `psql` reads it.

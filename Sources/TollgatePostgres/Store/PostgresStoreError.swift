@@ -1,3 +1,5 @@
+import TollgateCore
+
 /// Why a ``PostgresStore`` could not do what it was asked.
 ///
 /// Descriptions name the server (`host:port/database`) and say what to check, and never carry a

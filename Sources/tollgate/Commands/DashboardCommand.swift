@@ -1,7 +1,8 @@
 import ArgumentParser
 import Dispatch
 import Foundation
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

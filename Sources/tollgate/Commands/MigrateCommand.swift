@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
+import TollgateCore
 import TollgatePostgres
-import TollgateStore
+import TollgateSQLite
 
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

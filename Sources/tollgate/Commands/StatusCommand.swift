@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

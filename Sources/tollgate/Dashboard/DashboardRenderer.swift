@@ -1,5 +1,6 @@
 import Foundation
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// Draws a ``DashboardSnapshot`` as lines of text that fit a terminal (80×24 by default), with
 /// ANSI colours when the output is a terminal and plain text otherwise.

@@ -4,7 +4,7 @@ import Logging
 import Tollgate
 import TollgatePostgres
 import TollgateProxy
-import TollgateStore
+import TollgateSQLite
 
 /// The services an admin command works through, over the database `--db` names, built from the
 /// YouTube Data API v3 preset's parts and the system clock: the same rules the gate follows.

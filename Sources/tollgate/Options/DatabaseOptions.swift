@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import Tollgate
 import TollgatePostgres
-import TollgateStore
+import TollgateSQLite
 
 /// The `--db` option every command shares.
 struct DatabaseOptions: ParsableArguments {

@@ -1,4 +1,5 @@
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 
 /// What the commands need of a store: the gate's state, maintenance, the dashboard's snapshot
 /// and the day's timeline (the web dashboard). `SQLiteStore` and `PostgresStore` both provide it.

@@ -1,6 +1,6 @@
 import Foundation
 import Tollgate
-import TollgateStore
+import TollgateSQLite
 import TollgateTestSupport
 
 /// A SQLite ledger with known contents on one Pacific day, read at 15:00 PT that day:

@@ -3,7 +3,7 @@ import Logging
 import Tollgate
 import TollgateAdmin
 import TollgateProxy
-import TollgateStore
+import TollgateSQLite
 import TollgateTestSupport
 
 /// A proxy and its admin listener over one SQLite file, as `tollgate proxy --admin` runs them.

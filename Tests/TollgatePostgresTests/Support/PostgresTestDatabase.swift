@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import TollgateCore
 import TollgatePostgres
 
 /// A fresh database per test on the server named by `TOLLGATE_POSTGRES_URL`, dropped afterwards,

@@ -2,7 +2,8 @@ import Foundation
 import Testing
 // @testable for PostgresStore's window clock, the test-only stand-in for the database's now.
 @testable import TollgatePostgres
-import TollgateStore
+import TollgateCore
+import TollgateSQLite
 import TollgateTestSupport
 
 /// What both stores implement, as the conformance tests use them.
