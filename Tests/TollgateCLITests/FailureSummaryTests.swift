@@ -58,7 +58,7 @@ struct GetFailureTests {
         let db = directory.path("i.sqlite")
         let get = try BackgroundCommand(CommandRunner.tollgate, ["get", "\(origin.baseURL)/youtube/v3/videos?id=1", "--db", db])
         #expect(waitUntil { origin.requests.count == 1 }, "the first attempt")
-        Thread.sleep(forTimeInterval: 0.5)  // its settlement written, the 30 s wait begun
+        #expect(waitUntil { failuresRecorded(db) == 1 }, "its outcome written: the 30 s wait comes next")
         let (status, inTime, stderr) = get.signal(SIGINT, within: 10)
         #expect(inTime)
         #expect(status == 130, "\(stderr)")
@@ -90,7 +90,7 @@ struct ProxyShutdownTests {
         }
         client.start()
         #expect(waitUntil { origin.requests.count == 1 }, "the first attempt")
-        Thread.sleep(forTimeInterval: 0.5)  // its settlement written, the 30 s wait begun
+        #expect(waitUntil { failuresRecorded(db) == 1 }, "its outcome written: the 30 s wait comes next")
         let (status, inTime, stderr) = proxy.signal(SIGTERM, within: 10)
         #expect(inTime, "exits within the grace period, not after the retries")
         #expect(status == 0, "\(stderr)")
@@ -101,4 +101,11 @@ struct ProxyShutdownTests {
         #expect(origin.requests.count == 1)
         #expect(try CommandRunner.sqliteValue(db, "SELECT units FROM quota_today WHERE endpoint = 'videos.list'") == "1")
     }
+}
+
+/// The circuit's failure count for `videos.list` in the ledger at `db`, read as another process
+/// would; nil while there is none.
+private func failuresRecorded(_ db: String) -> Int? {
+    (try? CommandRunner.sqliteValue(db, "SELECT consecutive_failures FROM circuit_status WHERE endpoint = 'videos.list'"))
+        .flatMap { Int($0) }
 }

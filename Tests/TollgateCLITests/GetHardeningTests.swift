@@ -143,6 +143,20 @@ struct GetShellTests {
         #expect(entries.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
     }
 
+    @Test("--retry counts the retries after the first attempt, as curl's does: 0 sends one request; out of range is a usage error")
+    func retryCount() throws {
+        let origin = try ScriptedHTTPServer { _ in .init(status: 503, body: "down") }
+        defer { origin.stop() }
+        let directory = try TemporaryDirectory()
+        let db = directory.path("retry.sqlite")
+        let once = try CommandRunner.tollgate("get", "\(origin.baseURL)/youtube/v3/videos?id=1", "--db", db, "--retry", "0")
+        #expect(once.stdout == "down")
+        #expect(origin.requests.count == 1, "no retry: the default policy would have sent 4")
+        let negative = try CommandRunner.tollgate("get", "\(origin.baseURL)/youtube/v3/videos?id=1", "--db", db, "--retry", "101")
+        #expect(negative.status == 64)
+        #expect(negative.stderr.contains("--retry must be between 0 and 100"), "\(negative.stderr)")
+    }
+
     @Test("a must-revalidate answer is not served stale when the server is down, unless --stale-despite-directives")
     func staleDespiteDirectives() throws {
         let origin = try ScriptedHTTPServer { _ in
@@ -156,10 +170,11 @@ struct GetShellTests {
         #expect(first.stdout == "stored answer")
         origin.stop()
 
-        let strict = try CommandRunner.tollgate("get", url, "--db", db)
+        // --retry 0: the server is gone, and waiting out three retries would prove nothing more.
+        let strict = try CommandRunner.tollgate("get", url, "--db", db, "--retry", "0")
         #expect(strict.status == 6, "RFC 9111 §4.2.4: \(strict.stderr)")
         #expect(strict.stdout.isEmpty)
-        let lenient = try CommandRunner.tollgate("get", url, "--db", db, "--stale-despite-directives")
+        let lenient = try CommandRunner.tollgate("get", url, "--db", db, "--stale-despite-directives", "--retry", "0")
         #expect(lenient.status == 0, "\(lenient.stderr)")
         #expect(lenient.stdout == "stored answer")
         #expect(lenient.stderr.contains("source stale (upstreamFailure)"))

@@ -102,16 +102,23 @@ struct AfterAnswerWriteTests {
 
     @Test("a 304 that makes the entry fresh again: the very next request is a fresh hit, not another revalidation")
     func freshRightAfterRevalidation() async throws {
-        // max-age=2 on the wall clock (the Date has whole seconds, so up to one of them is age
-        // already), and two real seconds and a bit between rounds to let the entry go stale.
+        // max-age=2, and a manual clock stepped 2.1 s between rounds to let the entry go stale. The
+        // fake API's Date header is the real time; the gate's clock runs 30 s behind it, so a Date
+        // "from the future" adds no age (RFC 9111 §4.2.3: apparent age is never negative) and the
+        // entry's age is what the gate's own clock says.
         var behaviour = FakeAPIBehaviour()
         behaviour.maxAge = 2
         let harness = try await GateHarness(behaviour: behaviour)
         try await withStopping(harness, stop: { await $0.stop() }) { harness in
-            let gate = try Self.wallClockGate(harness)
+            let clock = ManualClock(now: Date().addingTimeInterval(-30))
+            let gate = try Gate(store: harness.store, transport: URLSessionTransport(),
+                                configuration: GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000),
+                                clock: clock)
             _ = try await gate.send(harness.video("v1"), endpoint: "videos.list")
             for _ in 0..<2 {
-                try await Task.sleep(for: .milliseconds(2_100))
+                let fresh = try await gate.send(harness.video("v1"), endpoint: "videos.list")
+                #expect(fresh.source == .cache, "fresh for 2 s on the gate's clock")
+                clock.advance(by: .milliseconds(2_100))
                 let revalidated = try await gate.send(harness.video("v1"), endpoint: "videos.list")
                 #expect(revalidated.source == .revalidated)
                 // Sent while the revision may still be on its way to the file: the lookup waits for it.

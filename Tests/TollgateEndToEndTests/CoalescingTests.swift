@@ -41,7 +41,7 @@ struct CoalescingTests {
     @Test("a waiter whose leader got nothing storable sends its own request")
     func leaderWithoutStorableAnswer() async throws {
         let origin = try ScriptedHTTPServer { _ in
-            usleep(200_000)
+            usleep(100_000)
             return .init(headers: [("Cache-Control", "no-store")], body: "not for keeping")
         }
         defer { origin.stop() }

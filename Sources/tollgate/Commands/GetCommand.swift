@@ -63,6 +63,13 @@ struct GetCommand: AsyncParsableCommand {
     ))
     var location = false
 
+    @Option(help: ArgumentHelp(
+        "The most retries after the first attempt, for every endpoint, as curl --retry counts them. "
+            + "Default: the description's policy (3, waiting 1, 2 and 4 seconds). 0 never retries.",
+        valueName: "num"
+    ))
+    var retry: Int?
+
     @OptionGroup var api: APIOptions
 
     @OptionGroup var secrets: SecretOptions
@@ -72,6 +79,15 @@ struct GetCommand: AsyncParsableCommand {
     @OptionGroup var tls: TLSOptions
 
     @OptionGroup var logging: LoggingOptions
+
+    /// `configuration` with `--retry`'s count on every endpoint's retry policy, when it is given.
+    private func retryApplied(to configuration: GateConfiguration) -> GateConfiguration {
+        guard let retry else { return configuration }
+        var configuration = configuration
+        configuration.retry.maximumRetries = retry
+        for endpoint in configuration.endpointRetries.keys { configuration.endpointRetries[endpoint]?.maximumRetries = retry }
+        return configuration
+    }
 
     func validate() throws {
         _ = try api.configuration()
@@ -91,6 +107,7 @@ struct GetCommand: AsyncParsableCommand {
             throw ValidationError("--request '\(method)' is not an HTTP method token.")
         }
         if let output, output.isEmpty { throw ValidationError("--output needs a file path.") }
+        if let retry, !(0...100).contains(retry) { throw ValidationError("--retry must be between 0 and 100, not \(retry).") }
         if data != nil, let method, ["GET", "HEAD"].contains(method.uppercased()) {
             throw ValidationError("--data with -X \(method.uppercased()): a \(method.uppercased()) body has no meaning (RFC 9110 §9.3.1) and the cache could not tell such requests apart.")
         }
@@ -119,7 +136,7 @@ struct GetCommand: AsyncParsableCommand {
         try await tls.withTransport { transport in
             let (gate, opened) = try await database.openGate(
                 transport: transport,
-                configuration: stalePolicy.applied(to: secrets.applied(to: try api.configuration())), logger: logger
+                configuration: retryApplied(to: stalePolicy.applied(to: secrets.applied(to: try api.configuration()))), logger: logger
             )
             try await opened.closing { try await send(request, body: body, endpoint: endpoint, through: gate) }
         }

@@ -159,7 +159,7 @@ struct ProxyClientGoneTests {
             client.disconnect()
             #expect(await eventually { clock.sleeperCount == 0 }, "the client's close cancels the wait")
             clock.advance(by: .seconds(60))
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .milliseconds(100))
             #expect(upstream.requests.count == 1, "no attempt after the client left")
             #expect(try await harness.gate.gate.quota.remaining() == 9_999, "one unit, for the one attempt")
         }
@@ -179,13 +179,13 @@ struct ProxyClientGoneTests {
             client.send("GET /youtube/v3/videos?id=1 HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(await eventually { upstream.requests.count == 1 })
             client.disconnect()
-            try await Task.sleep(for: .milliseconds(200))
+            try await Task.sleep(for: .milliseconds(100))
             release.signal()
             #expect(await eventually { try await harness.gate.gate.circuit.failureCount(for: "videos.list") == 1 },
                     "the attempt in flight got its answer and recorded it")
             #expect(clock.sleeperCount == 0, "and no retry wait followed")
             clock.advance(by: .seconds(60))
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .milliseconds(100))
             #expect(upstream.requests.count == 1)
             #expect(try await harness.gate.gate.quota.remaining() == 9_999)
         }
