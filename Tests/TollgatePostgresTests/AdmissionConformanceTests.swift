@@ -8,13 +8,13 @@ import TollgateSQLite
 struct AdmissionConformanceTests {
     private func request(
         cost: Int = 10, bucketLimit: Int = 100, throttle: Int = 5, token: String = "token",
-        policy: CircuitPolicy = CircuitPolicy()
+        policy: CircuitPolicy = CircuitPolicy(), at now: Date = Date()
     ) -> AdmissionRequest {
         AdmissionRequest(
             endpoint: "videos.list", circuitPolicy: policy, probeToken: token,
             throttleLimit: ThrottleLimit(requests: throttle, per: .seconds(60)),
             quota: QuotaReservationRequest(bucket: "youtube", endpoint: "videos.list", cost: cost,
-                                           configuredLimit: bucketLimit, warningPercents: [], at: Date())
+                                           configuredLimit: bucketLimit, warningPercents: [], at: now)
         )
     }
 
@@ -71,15 +71,17 @@ struct AdmissionConformanceTests {
           arguments: StoreBackend.available)
     func refusedProbeReleasesLease(backend: StoreBackend) async throws {
         let policy = CircuitPolicy(openDuration: .milliseconds(300))
+        let time = ConformanceTime(for: backend)
         try await backend.withStore { store in
-            _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .milliseconds(300), policy: policy, at: Date())
-            try await Task.sleep(for: .milliseconds(350))
-            guard case .refusedByQuota(let circuit, _) = try await store.admit(request(cost: 500, token: "first", policy: policy)) else {
+            _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .milliseconds(300), policy: policy, at: time.now())
+            try await time.pass(.milliseconds(350))
+            guard case .refusedByQuota(let circuit, _) = try await store.admit(request(cost: 500, token: "first", policy: policy,
+                                                                                       at: time.now())) else {
                 Issue.record("expected a quota refusal")
                 return
             }
             #expect(circuit.decision.probe?.token == "first")
-            guard case .admitted(let next, _, _) = try await store.admit(request(token: "second", policy: policy)) else {
+            guard case .admitted(let next, _, _) = try await store.admit(request(token: "second", policy: policy, at: time.now())) else {
                 Issue.record("expected the second caller to be admitted")
                 return
             }

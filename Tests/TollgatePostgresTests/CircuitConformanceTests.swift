@@ -12,9 +12,9 @@ struct CircuitConformanceTests {
         failureThreshold: 3, openDuration: .milliseconds(1_500), probeLeaseDuration: .milliseconds(1_500)
     )
 
-    private func trip(_ store: any ConformingStore, endpoint: String = "e") async throws {
+    private func trip(_ store: any ConformingStore, endpoint: String = "e", at now: Date = Date()) async throws {
         for _ in 0..<policy.failureThreshold {
-            _ = try await store.recordCircuitOutcome(.failure, endpoint: endpoint, probeToken: nil, policy: policy, at: Date())
+            _ = try await store.recordCircuitOutcome(.failure, endpoint: endpoint, probeToken: nil, policy: policy, at: now)
         }
     }
 
@@ -44,15 +44,16 @@ struct CircuitConformanceTests {
     @Test("after the open duration one caller gets the probe, the next is refused, and a successful probe closes it",
           arguments: StoreBackend.available)
     func probesOnce(backend: StoreBackend) async throws {
+        let time = ConformanceTime(for: backend)
         try await backend.withStore { store in
-            try await trip(store)
-            try await Task.sleep(for: .milliseconds(1_600))
-            let probe = try await store.admitCircuitRequest(endpoint: "e", policy: policy, probeToken: "p1", at: Date())
+            try await trip(store, at: time.now())
+            try await time.pass(.milliseconds(1_600))
+            let probe = try await store.admitCircuitRequest(endpoint: "e", policy: policy, probeToken: "p1", at: time.now())
             let token = try #require(probe.decision.probe?.token)
             #expect(token == "p1")
-            let second = try await store.admitCircuitRequest(endpoint: "e", policy: policy, probeToken: "p2", at: Date())
+            let second = try await store.admitCircuitRequest(endpoint: "e", policy: policy, probeToken: "p2", at: time.now())
             #expect(!second.decision.isAllowed)
-            let recording = try await store.recordCircuitOutcome(.success, endpoint: "e", probeToken: token, policy: policy, at: Date())
+            let recording = try await store.recordCircuitOutcome(.success, endpoint: "e", probeToken: token, policy: policy, at: time.now())
             #expect(recording.record.state == .closed)
             let history = try await store.circuitTransitions(endpoint: "e", limit: 10)
             #expect(history.map(\.to) == [.closed, .halfOpen, .open])
@@ -61,13 +62,14 @@ struct CircuitConformanceTests {
 
     @Test("an expired probe lease lets the next caller probe", arguments: StoreBackend.available)
     func expiredLease(backend: StoreBackend) async throws {
+        let time = ConformanceTime(for: backend)
         try await backend.withStore { store in
-            try await trip(store)
-            try await Task.sleep(for: .milliseconds(1_600))
-            let first = try await store.admitCircuitRequest(endpoint: "e", policy: policy, probeToken: "dead", at: Date())
+            try await trip(store, at: time.now())
+            try await time.pass(.milliseconds(1_600))
+            let first = try await store.admitCircuitRequest(endpoint: "e", policy: policy, probeToken: "dead", at: time.now())
             #expect(first.decision.probe != nil)
-            try await Task.sleep(for: .milliseconds(1_600))
-            let next = try await store.admitCircuitRequest(endpoint: "e", policy: policy, probeToken: "alive", at: Date())
+            try await time.pass(.milliseconds(1_600))
+            let next = try await store.admitCircuitRequest(endpoint: "e", policy: policy, probeToken: "alive", at: time.now())
             #expect(next.decision.probe?.token == "alive")
         }
     }
@@ -75,19 +77,20 @@ struct CircuitConformanceTests {
     @Test("many tasks on several stores admitted at once to a half-open circuit get one probe between them",
           arguments: StoreBackend.available)
     func oneProbeFleetWide(backend: StoreBackend) async throws {
+        let time = ConformanceTime(for: backend)
         let slowLease = CircuitPolicy(
             failureThreshold: 3, openDuration: .milliseconds(400), probeLeaseDuration: .seconds(30)
         )
         try await backend.withStores(count: 4) { stores in
             for _ in 0..<3 {
-                _ = try await stores[0].recordCircuitOutcome(.failure, endpoint: "e", probeToken: nil, policy: slowLease, at: Date())
+                _ = try await stores[0].recordCircuitOutcome(.failure, endpoint: "e", probeToken: nil, policy: slowLease, at: time.now())
             }
-            try await Task.sleep(for: .milliseconds(450))
+            try await time.pass(.milliseconds(450))
             let decisions = try await withThrowingTaskGroup(of: CircuitDecision.self) { group in
                 for index in 0..<24 {
                     let store = stores[index % stores.count]
                     group.addTask {
-                        try await store.admitCircuitRequest(endpoint: "e", policy: slowLease, probeToken: "t\(index)", at: Date()).decision
+                        try await store.admitCircuitRequest(endpoint: "e", policy: slowLease, probeToken: "t\(index)", at: time.now()).decision
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }

@@ -9,26 +9,27 @@ struct ThrottleConformanceTests {
     @Test("admits up to the limit in the window, refuses the next with the time until room, and admits after it",
           arguments: StoreBackend.available)
     func slidingWindow(backend: StoreBackend) async throws {
+        let time = ConformanceTime(for: backend)
         // Long enough that a loaded machine reads the window before the first admission leaves it.
         let limit = ThrottleLimit(requests: 3, per: .seconds(4))
         try await backend.withStore { store in
             for expected in 1...3 {
-                let admission = try await store.admitRequest(endpoint: "e", limit: limit, at: Date())
+                let admission = try await store.admitRequest(endpoint: "e", limit: limit, at: time.now())
                 #expect(admission.allowed)
                 #expect(admission.count == expected)
             }
-            let refused = try await store.admitRequest(endpoint: "e", limit: limit, at: Date())
+            let refused = try await store.admitRequest(endpoint: "e", limit: limit, at: time.now())
             #expect(!refused.allowed)
             #expect(refused.count == 3)
             let wait = try #require(refused.retryAfter)
             #expect(wait > 0 && wait <= 4)
-            let window = try await store.throttleWindow(endpoint: "e", limit: limit, at: Date())
+            let window = try await store.throttleWindow(endpoint: "e", limit: limit, at: time.now())
             #expect(window.count == 3)
             #expect(window.remaining == 0)
-            try await Task.sleep(for: .milliseconds(4_100))
-            #expect(try await store.admitRequest(endpoint: "e", limit: limit, at: Date()).allowed)
+            try await time.pass(.milliseconds(4_100))
+            #expect(try await store.admitRequest(endpoint: "e", limit: limit, at: time.now()).allowed)
             // Other endpoints have windows of their own.
-            #expect(try await store.admitRequest(endpoint: "other", limit: limit, at: Date()).allowed)
+            #expect(try await store.admitRequest(endpoint: "other", limit: limit, at: time.now()).allowed)
         }
     }
 

@@ -68,3 +68,23 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
         }
     }
 }
+
+/// The time a conformance test stamps its operations with, and how it lets time pass. SQLite
+/// decides by the time it is given, so there the test steps a manual clock and waits for nothing;
+/// PostgreSQL decides by the database server's clock (every process of a fleet agrees on it), which
+/// a test cannot step, so there it waits for real.
+struct ConformanceTime: Sendable {
+    private let clock: ManualClock?
+
+    init(for backend: StoreBackend) {
+        clock = backend == .sqlite ? ManualClock(now: Date()) : nil
+    }
+
+    /// The instant to pass as an operation's `at:`.
+    func now() -> Date { clock?.now() ?? Date() }
+
+    /// Lets `duration` pass: at once on a manual clock, for real on the server's.
+    func pass(_ duration: Duration) async throws {
+        if let clock { clock.advance(by: duration) } else { try await Task.sleep(for: duration) }
+    }
+}
