@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Tollgate
 
 /// A client's own `If-None-Match`, evaluated by the proxy on the answer it is about to give (RFC
 /// 9111 §4.3.2: a cache answers a client's conditional request itself). The gate passes a client's
@@ -21,23 +22,6 @@ enum ClientConditional {
     ) -> Bool {
         guard method == .get || method == .head, status == .ok, let etag = responseFields[.eTag] else { return false }
         let conditions = requestFields[values: .ifNoneMatch]
-        guard !conditions.isEmpty, let current = opaqueTags(etag).first else { return false }
-        return conditions.contains { value in
-            value.trimmingCharacters(in: CharacterSet(charactersIn: " \t")) == "*" || opaqueTags(value).contains(current)
-        }
-    }
-
-    /// The opaque tags (`"…"`, without `W/`) of a list of entity tags, in order; a tag not closed
-    /// ends the list.
-    static func opaqueTags(_ value: String) -> [Substring] {
-        var tags: [Substring] = []
-        var rest = value[...]
-        while let open = rest.firstIndex(of: "\"") {
-            let after = rest.index(after: open)
-            guard let close = rest[after...].firstIndex(of: "\"") else { break }
-            tags.append(rest[open...close])
-            rest = rest[rest.index(after: close)...]
-        }
-        return tags
+        return !conditions.isEmpty && EntityTags.ifNoneMatch(conditions, names: etag)
     }
 }

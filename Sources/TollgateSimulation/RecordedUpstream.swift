@@ -77,28 +77,16 @@ public final class RecordedUpstream: HTTPTransport {
     /// Whether a conditional request names the recorded answer (weak comparison of entity tags,
     /// RFC 9110 §13.1.2; else the date).
     static func isNotModified(_ request: HTTPRequest, _ fields: HTTPFields) -> Bool {
-        if let condition = request.headerFields[.ifNoneMatch] {
+        let conditions = request.headerFields[values: .ifNoneMatch]
+        if !conditions.isEmpty {
             guard let tag = fields[.eTag] else { return false }
-            func opaque(_ tag: Substring) -> Substring {
-                let trimmed = tag.trimmingCharacters(in: .whitespaces)
-                return Substring(trimmed.hasPrefix("W/") ? String(trimmed.dropFirst(2)) : trimmed)
-            }
-            return condition.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == "*"
-                || opaque($0) == opaque(Substring(tag)) }
+            return EntityTags.ifNoneMatch(conditions, names: tag)
         }
-        if let since = request.headerFields[.ifModifiedSince].flatMap(Self.httpDate),
-           let modified = fields[.lastModified].flatMap(Self.httpDate) {
+        if let since = request.headerFields[.ifModifiedSince].flatMap({ HTTPDate.parse($0) }),
+           let modified = fields[.lastModified].flatMap({ HTTPDate.parse($0) }) {
             return modified <= since
         }
         return false
-    }
-
-    private static func httpDate(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: text)
     }
 
     /// Method and URL, as recorded and as the gate sends them.

@@ -93,13 +93,9 @@ enum CacheHeaders {
         return trimmed.startIndex == value.startIndex && trimmed.endIndex == value.endIndex ? value : String(trimmed)
     }
 
-    /// Weak comparison of entity tags (RFC 9110 §8.8.3.2): equal opaque tags, `W/` or not.
+    /// Weak comparison of entity tags (RFC 9110 §8.8.3.2): ``EntityTags/weaklyMatch(_:_:)``.
     static func weaklyMatch(_ first: String, _ second: String) -> Bool {
-        func opaque(_ tag: String) -> Substring {
-            let trimmed = tag.trimmingOptionalWhitespace
-            return trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed
-        }
-        return opaque(first) == opaque(second)
+        EntityTags.weaklyMatch(first, second)
     }
 
     /// Until when a response received at `now` stays fresh, or nil when it is not fresh at `now`:

@@ -5,7 +5,7 @@ import Foundation
 /// which a recipient must accept. Anything else is nil: a two-digit year in the IMF form, a missing
 /// comma, dashes, doubled spaces, a one-digit hour, lowercase names, another time zone, `0`. A cache
 /// reads an invalid `Expires` as a time in the past (RFC 9111 §5.3), so nil means "already expired".
-enum HTTPDate {
+package enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
     private static let monthNames: [[UInt8]] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
                                                 "Nov", "Dec"].map { Array($0.utf8) }
@@ -19,7 +19,7 @@ enum HTTPDate {
     ///   - now: The current time, for the century of an RFC 850 two-digit year (RFC 9110 §5.6.7:
     ///     more than 50 years ahead means the past century).
     /// - Returns: The instant, or nil when the text is not exactly one of the three forms.
-    static func parse(_ text: String, now: Date? = nil) -> Date? {
+    package static func parse(_ text: String, now: Date? = nil) -> Date? {
         let value = Array(text.trimmingOptionalWhitespace.utf8)
         return imfFixdate(value) ?? rfc850(value, now: now) ?? asctime(value)
     }

@@ -27,7 +27,7 @@ public enum RetryAfter: Sendable, Hashable {
             self = .seconds(Int(value) ?? Int.max)
             return
         }
-        guard let date = Self.parseHTTPDate(value) else { return nil }
+        guard let date = HTTPDate.parse(value) else { return nil }
         self = .date(date)
     }
 
@@ -43,26 +43,6 @@ public enum RetryAfter: Sendable, Hashable {
             guard interval > 0 else { return .zero }
             return .milliseconds(Int64(min(interval, Double(Int64.max / 1000)) * 1000))
         }
-    }
-
-    private static let formats = [
-        "EEE, dd MMM yyyy HH:mm:ss zzz",  // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
-        "EEEE, dd-MMM-yy HH:mm:ss zzz",   // RFC 850: Sunday, 06-Nov-94 08:49:37 GMT
-        "EEE MMM d HH:mm:ss yyyy",        // asctime: Sun Nov  6 08:49:37 1994
-    ]
-
-    private static func parseHTTPDate(_ value: String) -> Date? {
-        // DateFormatter is not Sendable, and Retry-After is rare: one formatter per parse.
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.isLenient = false
-        let collapsed = value.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
-        for format in formats {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: collapsed) { return date }
-        }
-        return nil
     }
 }
 
