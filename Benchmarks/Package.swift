@@ -13,10 +13,24 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.21.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0", traits: []),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.0.0"),
     ],
     targets: [
         // The system SQLite3, called bare by the end-to-end floor (EndToEndFloor).
         .systemLibrary(name: "CSQLiteFloor", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // The fake YouTube API the end-to-end scenario revalidates against: the main package's
+        // TollgateFakeAPI sources (a symbolic link), compiled here under a name of its own, because
+        // the fakes are a target of that package, not a product anyone depends on.
+        .target(
+            name: "BenchmarkFakeAPI",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The scenarios, shared by the package-benchmark suite and the comparison harness.
         .target(
             name: "BenchmarkScenarios",
@@ -24,7 +38,7 @@ let package = Package(
                 "CSQLiteFloor",
                 .product(name: "Tollgate", package: "Tollgate"),
                 .product(name: "TollgateSQLite", package: "Tollgate"),
-                .product(name: "TollgateFakeAPI", package: "Tollgate"),
+                "BenchmarkFakeAPI",
                 .product(name: "TollgatePostgres", package: "Tollgate"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Tollgate
-import TollgateFakeAPI
+import BenchmarkFakeAPI
 import TollgateSQLite
 
 /// A revalidated request over loopback against the fake API: once through the gate (cache lookup,

@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+import TollgateTestSupport
+
+/// `Benchmarks/compare.sh --check` is the guard each change meets before it lands: its report,
+/// given one run's RESULT lines, must pass a run like the baseline and fail one whose ratio drifted.
+/// The benchmarks themselves are not run here (they are timed in Benchmarks/, never in tests):
+/// the report reads a run's results as compare.sh would write them.
+@Suite("compare.sh --check: ratios guarded against Benchmarks/baseline.json")
+struct BenchmarkCheckTests {
+    static let benchmarks = ReadmeTests.root.appending(path: "Benchmarks")
+
+    /// A run's RESULT lines, with the admission `admissionFactor` times the usual.
+    static func results(admissionFactor: Double) -> String {
+        let values: [(String, Double)] = [
+            ("floor.txn", 10_000), ("tollgate.admission", 15_000 * admissionFactor), ("floor.admission_statements", 9_000),
+            ("floor.design_admission", 10_000), ("floor.blob", 3_000), ("tollgate.hit.main_actor", 5_000),
+            ("tollgate.hit.nonisolated", 5_100), ("peer.read", 60_000), ("tollgate.gate_hit.main_actor", 9_000),
+            ("tollgate.gate_hit.nonisolated", 9_100), ("floor.upsert", 30_000), ("tollgate.store", 45_000),
+            ("floor.store_statements", 35_000), ("floor.design_store", 30_000), ("peer.store", 400_000),
+            ("scale.1000.hit", 5_000), ("scale.1000.store", 40_000), ("scale.1000.peak_rss_bytes", 20_000_000),
+            ("contention.single_ops_per_s", 20_000), ("contention.aggregate_ops_per_s", 19_000),
+            ("floor.contention.single_ops_per_s", 40_000), ("floor.contention.aggregate_ops_per_s", 38_000),
+            ("contention.busy", 0), ("floor.contention.busy", 0), ("e2e.gate", 1_300_000), ("e2e.bare", 1_160_000),
+            ("e2e.floor_path", 1_200_000),
+        ]
+        return values.map { "RESULT \($0.0) \($0.1)" }.joined(separator: "\n") + "\n"
+    }
+
+    /// Runs the report on `results` in `directory`, with `options`.
+    static func report(_ results: String, in directory: TemporaryDirectory, _ options: [String]) throws -> CommandResult {
+        let file = directory.path("results.txt")
+        try results.write(toFile: file, atomically: true, encoding: .utf8)
+        return try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"),
+                                     ["python3", benchmarks.appending(path: "report.py").path, file, "1000"] + options)
+    }
+
+    @Test("a run like the baseline passes; one whose admission ratio is 20 % worse fails, naming the row")
+    func guardsRatios() throws {
+        let directory = try TemporaryDirectory()
+        let baseline = directory.path("baseline.json")
+        let written = try Self.report(Self.results(admissionFactor: 1), in: directory, ["--write-baseline", baseline])
+        #expect(written.status == 0, "\(written.stderr)")
+        let stored = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: baseline))) as? [String: Double]
+        #expect(stored?["admission/bare_tx"] == 1.5)
+        #expect(stored?["e2e.gate/bare"] != nil)
+
+        let same = try Self.report(Self.results(admissionFactor: 1.05), in: directory, ["--check", baseline])
+        #expect(same.status == 0, "5 % is within the tolerance: \(same.stdout)")
+        let slower = try Self.report(Self.results(admissionFactor: 1.2), in: directory, ["--check", baseline])
+        #expect(slower.status == 1)
+        #expect(slower.stderr.contains("admission/bare_tx"), "\(slower.stderr)")
+        #expect(!slower.stderr.contains("store/blob_upsert"), "only the rows that drifted are named")
+    }
+
+    @Test("the committed baseline.json names ratios the report measures")
+    func committedBaseline() throws {
+        let data = try Data(contentsOf: Self.benchmarks.appending(path: "baseline.json"))
+        let baseline = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Double])
+        for key in ["admission/bare_tx", "admission/design_admission", "store/design_store", "gate_hit.main_actor/blob_read",
+                    "e2e.gate/bare"] {
+            #expect(baseline[key] != nil, "\(key) is not guarded")
+        }
+    }
+}
