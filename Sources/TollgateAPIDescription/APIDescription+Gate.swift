@@ -111,6 +111,7 @@ extension APIDescription {
         configuration.circuit.endpointPolicies = endpoints.compactMapValues(\.circuit)
         configuration.retry = defaults.retry
         configuration.endpointRetries = endpoints.compactMapValues(\.retry)
+        configuration.batching = endpoints.compactMapValues(\.batch)
         configuration.cache.sensitiveQueryParameters.formUnion(secrets.parameters)
         configuration.cache.sensitiveHeaders.formUnion(secrets.headers.compactMap { HTTPField.Name($0) })
         try validate(configuration, invalid: invalid)

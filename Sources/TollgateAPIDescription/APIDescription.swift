@@ -111,6 +111,8 @@ public struct APIDescription: Sendable, Hashable {
         public var actualCost: QuotaConfiguration.ActualCost?
         /// Its own retry policy.
         public var retry: RetryPolicy?
+        /// How its single-ID requests are batched, when it takes several IDs in one parameter.
+        public var batch: BatchPolicy?
     }
 
     /// `METHOD /path/{param}` → an endpoint name, which may use the path's parameters

@@ -24,10 +24,13 @@ struct APIDescriptionTests {
         #expect(described.retry == preset.retry)
         #expect(described.cache.sensitiveQueryParameters == preset.cache.sensitiveQueryParameters)
         #expect(described.cache.sensitiveHeaders == preset.cache.sensitiveHeaders)
+        #expect(described.batching == preset.batching)
+        #expect(described.batching.keys.sorted() == ["channels.list", "playlists.list", "videos.list"])
 
         var single = try APIDescription.named("youtube-v3-single-pool").gateConfiguration()
         single.quota.chargesUnlistedEndpointsTheDefault = false
         #expect(single.quota == QuotaConfiguration.youTubeDataAPIv3SinglePool)
+        #expect(single.batching == BatchPolicy.youTubeDataAPIv3)
     }
 
     @Test("the shipped YouTube routes name requests as the Swift naming does", arguments: [

@@ -89,6 +89,8 @@ extension Gate {
     func forward(
         _ request: inout GateRequest, lookup: CacheLookup, machine: GateRequestStateMachine, flight: Flight? = nil
     ) async throws -> GateResponse {
+        // A request for one ID of a batchable endpoint goes in a batch, unless it is alone in it.
+        if let batched = try await batchedAnswer(request, lookup: lookup) { return batched }
         var machine = machine
         let http = request.request
         let revalidating = if case .revalidate(let cached, _) = lookup { cached } else { CachedResponse?.none }
@@ -98,7 +100,7 @@ extension Gate {
         let sending = GateRequestStateMachine.Sending(
             hasServableStale: stored != nil,
             revalidates: revalidating != nil,
-            storesAnswer: !request.isSafeWithBody,
+            storesAnswer: !request.isSafeWithBody && request.batchedIDs == nil,
             cacheAddedConditions: outgoing != http && !http.headerFields.contains(.ifNoneMatch)
                 && !http.headerFields.contains(.ifModifiedSince),
             refundsNotModified: quota.price(of: request.endpoint).refundsNotModified

@@ -1,0 +1,163 @@
+import Foundation
+import HTTPTypes
+import Logging
+
+extension Gate {
+    /// Batching (DESIGN.md, "Batching"): a request the cache could not answer, for one ID of an
+    /// endpoint that takes several (``GateConfiguration/batching``), joins the open batch of
+    /// requests equal to it but for the ID. The batch waits ``BatchPolicy/wait`` on the gate's
+    /// clock, or less when it fills up (``BatchPolicy/maximum``), and goes as one call through
+    /// the ordinary path: one admission, one throttle slot, one charge (its event's detail says
+    /// how many IDs it carried), retries by the endpoint's policy. Each member gets the answer a
+    /// call for its ID alone would have given, stored under its own key; a refusal or failure is
+    /// every member's, each serving its stored response where it may. A member whose task is
+    /// cancelled leaves the batch to the others. A batch of one goes on as if nothing happened.
+    ///
+    /// Only a caller's own GET over the gate's transport is batched: not a background
+    /// revalidation, a resend, a conditional request of the caller's or a streamed answer.
+    /// - Returns: The answer from the batch; nil when the request goes on alone.
+    /// - Throws: The batch's refusal or failure when nothing stored can stand in; `CancellationError`
+    ///   when the caller's task was cancelled while it waited.
+    func batchedAnswer(_ request: GateRequest, lookup: CacheLookup) async throws -> GateResponse? {
+        guard !configuration.batching.isEmpty, let policy = configuration.batching[request.endpoint],
+              request.batchedIDs == nil, request.revalidation == .inBackground, !request.options.streamsLargeBodies
+        else { return nil }
+        let http = request.request
+        guard http.method == .get, request.body?.isEmpty ?? true,
+              !http.headerFields.contains(.ifNoneMatch), !http.headerFields.contains(.ifModifiedSince),
+              let target = http.path, let share = BatchSplitter(policy: policy).share(of: target)
+        else { return nil }
+        let key = RequestBatcher.Key(endpoint: request.endpoint, request: http, share: share, options: request.options)
+        let joined = batcher.join(key, RequestBatcher.Member(share: share, request: http), maximum: policy.maximum)
+        let batch = joined.batch
+        if let entries = joined.closed {
+            // Full: sent at once, in a task of its own, which no member's cancellation reaches.
+            Task { await self.sendBatch(entries, of: batch, key: key, policy: policy) }
+        } else if joined.opened {
+            batch.setTimer(Task { [clock, batcher] in
+                do { try await clock.sleep(for: policy.wait) } catch { return }
+                guard let entries = batcher.close(key, batch) else { return }
+                await self.sendBatch(entries, of: batch, key: key, policy: policy)
+            })
+        }
+        let ticket = joined.ticket
+        guard let outcome = await batch.outcome(for: ticket, onCancel: { [batcher] in
+            batcher.leave(key, batch, ticket: ticket)
+        }) else { throw CancellationError() }
+        let stored = request.options.allowsStale ? lookup.cachedResponse.flatMap { servableOnError($0, for: http) } : nil
+        switch outcome {
+        case .alone:
+            return nil
+        case .answered(let answer):
+            if let stored, answer.status.code >= 500 || answer.status.code == 429 {
+                return await serveStale(stored, reason: .upstreamFailure, request)
+            }
+            return answer
+        case .failed(let error):
+            if let stored, let reason = Self.staleReason(for: error) {
+                return await serveStale(stored, reason: reason, request)
+            }
+            throw error
+        }
+    }
+
+    /// Sends a closed batch as one call and hands each member its answer.
+    private func sendBatch(
+        _ entries: [RequestBatcher.Batch.Entry], of batch: RequestBatcher.Batch, key: RequestBatcher.Key,
+        policy: BatchPolicy
+    ) async {
+        guard entries.count > 1, let first = entries.first else {
+            for entry in entries { batch.deliver(.alone, to: entry.ticket) }
+            return
+        }
+        let splitter = BatchSplitter(policy: policy)
+        var ids: [String] = []
+        var rawValues: [String] = []
+        for entry in entries where !ids.contains(entry.member.share.id) {
+            ids.append(entry.member.share.id)
+            rawValues.append(entry.member.share.rawValue)
+        }
+        var combined = first.member.request
+        combined.path = splitter.combinedTarget(combined.path ?? "", ids: rawValues)
+        var call = GateRequest(request: combined, body: nil, endpoint: key.endpoint, options: key.options,
+                               transport: transport, revalidation: .bypassingCache, logger: logger)
+        call.batchedIDs = ids.count
+        logger.debug("sending a batch", metadata: ["gate.endpoint": "\(key.endpoint)", "gate.batch_ids": "\(ids.count)",
+                                                   "gate.batch_requests": "\(entries.count)"])
+        let sentAt = clock.now()
+        let answer: GateResponse
+        do {
+            answer = try await route(&call)
+        } catch {
+            for entry in entries { batch.deliver(.failed(error), to: entry.ticket) }
+            return
+        }
+        // The call's cost and attempts are reported once, by the member that came first.
+        func reported(_ response: HTTPResponse, _ body: Data, index: Int) -> GateResponse {
+            GateResponse(response: response, body: body, source: .network,
+                         unitsCharged: index == 0 ? answer.unitsCharged : 0, attempts: index == 0 ? answer.attempts : 0,
+                         age: nil)
+        }
+        guard (200..<300).contains(answer.status.code), answer.bodyStream == nil else {
+            // Nothing to split (an error, a redirect): every member gets it as it came, stored for none.
+            for (index, entry) in entries.enumerated() {
+                batch.deliver(.answered(reported(answer.response, answer.body, index: index)), to: entry.ticket)
+            }
+            return
+        }
+        let bodies: [String: Data]
+        do {
+            bodies = try splitter.split(answer.body, ids: ids)
+        } catch {
+            logger.warning("batching: the answer could not be split; each request is sent alone",
+                           metadata: ["gate.endpoint": "\(key.endpoint)", "error": "\(error)"])
+            for entry in entries { batch.deliver(.alone, to: entry.ticket) }
+            return
+        }
+        for (index, entry) in entries.enumerated() {
+            let body = bodies[entry.member.share.id] ?? Data()
+            let response = Self.memberResponse(answer.response, body: body)
+            storeBatchedAnswer(response, body: body, for: entry.member.request, endpoint: key.endpoint, sentAt: sentAt)
+            batch.deliver(.answered(reported(response, body, index: index)), to: entry.ticket)
+        }
+    }
+
+    /// A member's response head: the batch's, without what describes the batch's body alone
+    /// (its validators and length), so a member's stored answer is never revalidated by the
+    /// batch's entity tag.
+    static func memberResponse(_ response: HTTPResponse, body: Data) -> HTTPResponse {
+        var member = response
+        let hadLength = member.headerFields[.contentLength] != nil
+        member.headerFields[.eTag] = nil
+        member.headerFields[.lastModified] = nil
+        member.headerFields[.contentLength] = hadLength ? String(body.count) : nil
+        return member
+    }
+
+    /// Queues the cache's store of a member's answer under the member's own key, so a lookup of
+    /// it waits for the write.
+    private func storeBatchedAnswer(
+        _ response: HTTPResponse, body: Data, for request: HTTPRequest, endpoint: String, sentAt: Date
+    ) {
+        afterAnswerWrites.enqueue(resource: try? cache.key(for: request).resourceKey) { [self] in
+            do {
+                _ = try await cache.storeResponse(response, body: body, for: request, endpoint: endpoint,
+                                                  requestedAt: sentAt, bookkeeping: AnswerBookkeeping())
+            } catch {
+                logger.warning("could not store a batched answer in the cache",
+                               metadata: ["gate.endpoint": "\(endpoint)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Why a stored response stands in for a batch's refusal or failure; nil when it may not.
+    private static func staleReason(for error: any Error) -> StaleReason? {
+        switch error {
+        case TollgateError.circuitOpen: .circuitOpen
+        case TollgateError.throttled: .throttled
+        case TollgateError.quotaExceeded: .quotaExhausted
+        case is HTTPTransportError: .upstreamFailure
+        default: nil
+        }
+    }
+}
