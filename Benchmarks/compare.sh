@@ -84,6 +84,9 @@ for round in $(seq 1 "$rounds"); do
     run "$bin" e2e "$(iterations 1000)" "$(fresh e2e.sqlite)"
 done
 
+log "batching: 1,000 single-ID lookups over 200 IDs, with and without the YouTube preset's batching"
+run "$bin" batching 1000 200 "$(fresh batching.sqlite)"
+
 # --- Report ---------------------------------------------------------------------------------
 python3 - "$results" "$max_entries" <<'PY'
 import os, platform, statistics, subprocess, sys
@@ -170,6 +173,11 @@ if "e2e.gate_back_to_back" in v:
     context.append(f"End to end, back to back (each 304 through the gate sent as soon as the previous answer came, so it also "
                    f"meets the rest of that answer's write): {us(sequential)}, {(sequential / v['e2e.bare'] - 1) * 100:+.0f} % "
                    f"over the bare transport. Not a goal row: the row above times the gate up to its answer.")
+
+if "batching.with.units" in v:
+    context.append(f"Batching (1,000 single-ID videos.list lookups over 200 IDs, 50 at a time; not a timing row): "
+                   f"without batching {v['batching.without.upstream_calls']:.0f} upstream calls and {v['batching.without.units']:.0f} units, "
+                   f"with batching {v['batching.with.upstream_calls']:.0f} calls and {v['batching.with.units']:.0f} units.")
 
 headers = ("Benchmark", "Tollgate", "Reference", "Ratio", "Goal", "")
 widths = [max(len(str(x[i])) for x in rows + [headers]) for i in range(6)]

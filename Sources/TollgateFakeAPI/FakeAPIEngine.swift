@@ -182,7 +182,7 @@ final class FakeAPIEngine: Sendable {
             ]
             for part in parts {
                 switch part {
-                case "snippet": item["snippet"] = ["title": "\(singular) \(id) (revision \(version))"]
+                case "snippet": item["snippet"] = ["title": "\(resource) \(single) (revision \(version))"]
                 case "statistics": item["statistics"] = ["viewCount": String(FNV1a.hash("\(id)#\(version)".utf8) % 100_000)]
                 default: item[part] = [String: Any]()
                 }

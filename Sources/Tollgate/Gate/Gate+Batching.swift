@@ -13,14 +13,15 @@ extension Gate {
     /// every member's, each serving its stored response where it may. A member whose task is
     /// cancelled leaves the batch to the others. A batch of one goes on as if nothing happened.
     ///
-    /// Only a caller's own GET over the gate's transport is batched: not a background
-    /// revalidation, a resend, a conditional request of the caller's or a streamed answer.
+    /// Only a GET without a body or conditions of the caller's own is batched, not the gate's
+    /// resend of one, nor a request whose options say it does not join batches. The batch goes
+    /// by its first member's transport, and its answer is read whole, streamed to no one.
     /// - Returns: The answer from the batch; nil when the request goes on alone.
     /// - Throws: The batch's refusal or failure when nothing stored can stand in; `CancellationError`
     ///   when the caller's task was cancelled while it waited.
     func batchedAnswer(_ request: GateRequest, lookup: CacheLookup) async throws -> GateResponse? {
         guard !configuration.batching.isEmpty, let policy = configuration.batching[request.endpoint],
-              request.batchedIDs == nil, request.revalidation == .inBackground, !request.options.streamsLargeBodies
+              request.batchedIDs == nil, request.revalidation != .bypassingCache, request.options.joinsBatches
         else { return nil }
         let http = request.request
         guard http.method == .get, request.body?.isEmpty ?? true,
@@ -28,7 +29,7 @@ extension Gate {
               let target = http.path, let share = BatchSplitter(policy: policy).share(of: target)
         else { return nil }
         let key = RequestBatcher.Key(endpoint: request.endpoint, request: http, share: share, options: request.options)
-        let joined = batcher.join(key, RequestBatcher.Member(share: share, request: http), maximum: policy.maximum)
+        let joined = batcher.join(key, RequestBatcher.Member(share: share, request: http, transport: request.transport), maximum: policy.maximum)
         let batch = joined.batch
         if let entries = joined.closed {
             // Full: sent at once, in a task of its own, which no member's cancellation reaches.
@@ -79,8 +80,10 @@ extension Gate {
         }
         var combined = first.member.request
         combined.path = splitter.combinedTarget(combined.path ?? "", ids: rawValues)
-        var call = GateRequest(request: combined, body: nil, endpoint: key.endpoint, options: key.options,
-                               transport: transport, revalidation: .bypassingCache, logger: logger)
+        var options = key.options
+        options.streamsLargeBodies = false
+        var call = GateRequest(request: combined, body: nil, endpoint: key.endpoint, options: options,
+                               transport: first.member.transport, revalidation: .bypassingCache, logger: logger)
         call.batchedIDs = ids.count
         logger.debug("sending a batch", metadata: ["gate.endpoint": "\(key.endpoint)", "gate.batch_ids": "\(ids.count)",
                                                    "gate.batch_requests": "\(entries.count)"])

@@ -13,6 +13,10 @@ public struct GateRequestOptions: Sendable, Hashable {
     /// (``GateResponse/bodyStream``), never held whole, instead of in ``GateResponse/body``. It
     /// needs a transport that streams (`AsyncHTTPClientTransport`); others return bodies whole.
     public var streamsLargeBodies: Bool
+    /// Whether the request may join a batch of single-ID requests (``GateConfiguration/batching``),
+    /// sent as one call through this request's transport, or another member's. Turn it off when
+    /// the transport given for this request cannot send another target (the OpenAPI middleware's).
+    public var joinsBatches: Bool
 
     /// Creates options.
     /// - Parameters:
@@ -21,8 +25,10 @@ public struct GateRequestOptions: Sendable, Hashable {
     ///   - allowsStale: Whether stored responses may be served stale.
     ///   - redirects: Which redirects to follow; the configuration's policy by default.
     ///   - streamsLargeBodies: Whether answers too large for the cache come back as a stream.
+    ///   - joinsBatches: Whether the request may join a batch; on by default.
     public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true,
-                redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false) {
+                redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false, joinsBatches: Bool = true) {
+        self.joinsBatches = joinsBatches
         self.cost = cost
         self.markedIdempotent = markedIdempotent
         self.allowsStale = allowsStale

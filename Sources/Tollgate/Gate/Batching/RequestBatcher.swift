@@ -40,6 +40,8 @@ final class RequestBatcher: Sendable {
         let share: BatchSplitter.Share
         /// The request as its caller gave it: its answer is stored under its key.
         let request: HTTPRequest
+        /// How its request would have reached the network: the batch goes by its first member's.
+        let transport: any HTTPTransport
     }
 
     /// What a member gets from its batch.

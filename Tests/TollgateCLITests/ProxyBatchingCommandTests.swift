@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+import Tollgate
+import TollgateFakeAPI
+import TollgateTestSupport
+
+/// `tollgate proxy` with the YouTube preset (its list methods batch) in front of the fake YouTube
+/// API, its answers fresh for 5 minutes, driven by one curl that opens 50 connections at once.
+@Suite("tollgate proxy: batching across clients")
+struct ProxyBatchingCommandTests {
+    @Test("50 clients asking at once for one video each reach the API in at most 2 calls for at most 2 units; each gets its own video; a repeat is a cache hit")
+    func fiftyClients() async throws {
+        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
+            Issue.record("curl and sqlite3 are needed: .ci/run installs them"); return
+        }
+        let fixture = try AdminFixture()
+        var behaviour = FakeAPIBehaviour()
+        behaviour.maxAge = 300
+        let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
+        let proxy = try BackgroundCommand(CommandRunner.tollgate, [
+            "proxy", "--listen", "127.0.0.1:0", "--upstream", api.baseURL.absoluteString, "--db", fixture.path,
+        ])
+        try await withStopping((api, proxy), stop: { parts in
+            let (status, stderr) = parts.1.interrupt()
+            #expect(status == 0, "proxy exit \(status): \(stderr)")
+            await parts.0.stop()
+        }) { parts in
+            let (api, proxy) = parts
+            let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
+            let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
+            let ids = (0..<50).map { String(format: "v%02d", $0) }
+            let output = fixture.directory.path("bodies")
+            try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+            // One curl, 50 connections opened at once: 50 clients of the proxy.
+            var arguments = ["curl", "-sS", "--max-time", "20", "--parallel", "--parallel-immediate", "--parallel-max", "50",
+                             "-w", "%{http_code} %header{x-tollgate-source} %{url}\\n"]
+            for id in ids {
+                arguments += ["\(base)/youtube/v3/videos?id=\(id)&part=snippet", "-o", "\(output)/\(id).json"]
+            }
+            let result = try await offPool { try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), arguments) }
+            #expect(result.status == 0, "curl: \(result.stderr)")
+            let lines = result.stdout.split(separator: "\n")
+            #expect(lines.count == 50)
+            #expect(lines.allSatisfy { $0.hasPrefix("200 network ") }, "\(lines)")
+
+            let received = api.receivedRequests
+            #expect((1...2).contains(received.count), "\(received.count) calls reached the API: \(received.map(\.query))")
+            #expect(api.unitsUsed <= 2)
+            let today = try fixture.value("SELECT units || '|' || calls FROM quota_today WHERE endpoint = 'videos.list'")
+            let counts = today.split(separator: "|").compactMap { Int($0) }
+            #expect(counts.count == 2 && counts[0] <= 2 && counts[0] == counts[1], "quota_today: \(today)")
+            let details = try fixture.value(
+                "SELECT group_concat(detail, ';') FROM quota_events WHERE kind = 'charge' AND endpoint = 'videos.list'"
+            )
+            #expect(details.hasPrefix("batch of "), "the charge says how many IDs it carried: \(details)")
+
+            for id in ids {
+                let body = try Data(contentsOf: URL(fileURLWithPath: "\(output)/\(id).json"))
+                let items = try Self.items(body)
+                #expect(items.count == 1)
+                #expect(items.first?["id"] as? String == id)
+                let (alone, _) = try await URLSession.shared.data(from: api.url("videos", ["id": id, "part": "snippet"]))
+                #expect(items == (try Self.items(alone)), "\(id): what the origin answers for it alone")
+            }
+
+            let calls = api.receivedRequests.count
+            let repeated = try await offPool { try CurlResponse.fetch("\(base)/youtube/v3/videos?id=v17&part=snippet") }
+            #expect(repeated.status == 200)
+            #expect(repeated.headers["x-tollgate-source"] == "cache")
+            #expect(try Self.items(Data(repeated.body.utf8)).first?["id"] as? String == "v17")
+            #expect(api.receivedRequests.count == calls, "the repeat never reached the API")
+        }
+    }
+
+    static func items(_ body: Data) throws -> [NSDictionary] {
+        let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+        return try #require(object["items"] as? [NSDictionary])
+    }
+}
