@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Tollgate
 import TollgateFakeAPI
 import TollgateTestSupport
@@ -37,7 +40,8 @@ struct ProxyBatchingCommandTests {
             for id in ids {
                 arguments += ["\(base)/youtube/v3/videos?id=\(id)&part=snippet", "-o", "\(output)/\(id).json"]
             }
-            let result = try await offPool { try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), arguments) }
+            let curl = arguments
+            let result = try await offPool { try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), curl) }
             #expect(result.status == 0, "curl: \(result.stderr)")
             let lines = result.stdout.split(separator: "\n")
             #expect(lines.count == 50)

@@ -1,6 +1,9 @@
 import Foundation
 import HTTPTypes
 import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 @testable import Tollgate
 import TollgateFakeAPI
 import TollgateTestSupport
@@ -42,9 +45,7 @@ struct BatchingHarness {
     /// Sends each request in a task of its own; once `joining` of them wait in batches, steps the
     /// clock past the batches' wait.
     func sendAll(_ requests: [HTTPRequest], joining: Int? = nil) async -> [Result<GateResponse, any Error>] {
-        let tasks = requests.map { request in
-            Task { () async throws -> GateResponse in try await gate.send(request, endpoint: "videos.list") }
-        }
+        let tasks = start(requests)
         let expected = joining ?? requests.count
         #expect(await eventually { gate.batcher.openMembers == expected }, "every request waits in a batch")
         clock.advance(by: .milliseconds(10))
@@ -53,10 +54,23 @@ struct BatchingHarness {
         return results
     }
 
+    /// Sends each request in a task of its own.
+    func start(_ requests: [HTTPRequest]) -> [Task<GateResponse, any Error>] {
+        let gate = self.gate
+        return requests.map { request in
+            Task { () async throws -> GateResponse in try await gate.send(request, endpoint: "videos.list") }
+        }
+    }
+
     /// The items of the origin's own answer for `id` alone, asked directly.
     func originItems(_ id: String, part: String = "snippet") async throws -> [NSDictionary] {
         let (data, _) = try await URLSession.shared.data(from: api.url("videos", ["id": id, "part": part]))
         return try Self.items(data)
+    }
+
+    /// The IDs of the items in an answer's body.
+    static func ids(_ answer: GateResponse) throws -> [String?] {
+        try items(answer.body).map { $0["id"] as? String }
     }
 
     static func items(_ body: Data) throws -> [NSDictionary] {
@@ -174,16 +188,16 @@ struct BatchingTests {
     func cancelledBeforeSending() async throws {
         let harness = try await BatchingHarness()
         try await withStopping(harness, stop: { await $0.stop() }) { harness in
-            let tasks = ["v1", "v2", "v3"].map { id in
-                Task { () async throws -> GateResponse in try await harness.gate.send(harness.video(id), endpoint: "videos.list") }
-            }
+            let tasks = harness.start(["v1", "v2", "v3"].map { harness.video($0) })
             #expect(await eventually { harness.gate.batcher.openMembers == 3 })
             tasks[1].cancel()
             #expect(await eventually { harness.gate.batcher.openMembers == 2 })
             harness.clock.advance(by: .milliseconds(10))
             #expect(await tasks[1].result.failure is CancellationError)
-            #expect(try BatchingHarness.items(try await tasks[0].value.body).map { $0["id"] as? String } == ["v1"])
-            #expect(try BatchingHarness.items(try await tasks[2].value.body).map { $0["id"] as? String } == ["v3"])
+            let first = try await tasks[0].value
+            #expect(try BatchingHarness.ids(first) == ["v1"])
+            let third = try await tasks[2].value
+            #expect(try BatchingHarness.ids(third) == ["v3"])
             let query = try #require(harness.api.receivedRequests.first?.query)
             #expect(query.contains("id=v1,v3"))
         }
@@ -195,16 +209,15 @@ struct BatchingTests {
         behaviour.latency = .milliseconds(300)
         let harness = try await BatchingHarness(behaviour: behaviour)
         try await withStopping(harness, stop: { await $0.stop() }) { harness in
-            let tasks = ["v1", "v2", "v3"].map { id in
-                Task { () async throws -> GateResponse in try await harness.gate.send(harness.video(id), endpoint: "videos.list") }
-            }
+            let tasks = harness.start(["v1", "v2", "v3"].map { harness.video($0) })
             #expect(await eventually { harness.gate.batcher.openMembers == 3 })
             harness.clock.advance(by: .milliseconds(10))
             #expect(await eventually { harness.gate.batcher.openMembers == 0 })
             tasks[0].cancel()
             #expect(await tasks[0].result.failure is CancellationError)
             for (index, id) in [(1, "v2"), (2, "v3")] {
-                #expect(try BatchingHarness.items(try await tasks[index].value.body).map { $0["id"] as? String } == [id])
+                let answer = try await tasks[index].value
+                #expect(try BatchingHarness.ids(answer) == [id])
             }
             #expect(harness.api.receivedRequests.count == 1)
             #expect(harness.api.receivedRequests.first?.query.contains("id=v1,v2,v3") == true)
@@ -217,12 +230,11 @@ struct BatchingTests {
             configuration.batching["videos.list"]?.maximum = 3
         }
         try await withStopping(harness, stop: { await $0.stop() }) { harness in
-            let tasks = ["v1", "v2", "v3"].map { id in
-                Task { () async throws -> GateResponse in try await harness.gate.send(harness.video(id), endpoint: "videos.list") }
-            }
+            let tasks = harness.start(["v1", "v2", "v3"].map { harness.video($0) })
             // The clock never moves: only the full batch's own send answers them.
             for (task, id) in zip(tasks, ["v1", "v2", "v3"]) {
-                #expect(try BatchingHarness.items(try await task.value.body).map { $0["id"] as? String } == [id])
+                let answer = try await task.value
+                #expect(try BatchingHarness.ids(answer) == [id])
             }
             #expect(harness.api.receivedRequests.count == 1)
             #expect(harness.clock.sleeperCount == 0, "the full batch's wait was stopped")
@@ -235,19 +247,46 @@ struct BatchingTests {
         behaviour.outage = FakeAPIBehaviour.Outage(status: 503, count: 1)
         let harness = try await BatchingHarness(behaviour: behaviour)
         try await withStopping(harness, stop: { await $0.stop() }) { harness in
-            let tasks = ["v1", "v2"].map { id in
-                Task { () async throws -> GateResponse in try await harness.gate.send(harness.video(id), endpoint: "videos.list") }
-            }
+            let tasks = harness.start(["v1", "v2"].map { harness.video($0) })
             #expect(await eventually { harness.gate.batcher.openMembers == 2 })
             harness.clock.advance(by: .milliseconds(10))
             #expect(await eventually { harness.clock.sleeperCount == 1 }, "the batch waits for its retry")
             harness.clock.advance(by: .seconds(1))
             for (task, id) in zip(tasks, ["v1", "v2"]) {
-                #expect(try BatchingHarness.items(try await task.value.body).map { $0["id"] as? String } == [id])
+                let answer = try await task.value
+                #expect(try BatchingHarness.ids(answer) == [id])
             }
             let received = harness.api.receivedRequests
             #expect(received.map(\.status) == [503, 200])
             #expect(received.allSatisfy { $0.query.contains("id=v1,v2") })
+        }
+    }
+
+    @Test("the URLSession drop-in batches its tasks: five lookups at once, one call")
+    func urlSessionDropIn() async throws {
+        let harness = try await BatchingHarness { configuration in
+            // Full at five, sent at once: the test never waits for the clock.
+            configuration.batching["videos.list"]?.maximum = 5
+        }
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            // `localhost`: the drop-in's routes are per host and process-wide, and the drop-in's own
+            // suite, which may run beside this one, routes 127.0.0.1 to its gate.
+            let session = URLSession(configuration: .tollgated(by: harness.gate, hosts: ["localhost"]))
+            defer { session.finishTasksAndInvalidate() }
+            let ids = (1...5).map { "v\($0)" }
+            let bodies = try await withThrowingTaskGroup(of: (String, Data).self) { group in
+                for id in ids {
+                    let url = URL(string: harness.api.url("videos", ["id": id, "part": "snippet"]).absoluteString
+                        .replacingOccurrences(of: "//127.0.0.1:", with: "//localhost:"))!
+                    group.addTask { (id, try await session.data(from: url).0) }
+                }
+                return try await group.reduce(into: [String: Data]()) { $0[$1.0] = $1.1 }
+            }
+            for id in ids {
+                let body = try #require(bodies[id])
+                #expect(try BatchingHarness.items(body).map { $0["id"] as? String } == [id])
+            }
+            #expect(harness.api.receivedRequests.count == 1)
         }
     }
 
@@ -256,9 +295,11 @@ struct BatchingTests {
         let harness = try await BatchingHarness(behaviour: FakeAPIBehaviour())
         try await withStopping(harness, stop: { await $0.stop() }) { harness in
             let first = await harness.sendAll([harness.video("v1")])
-            #expect(try first[0].get().response.headerFields[.eTag] != nil, "the origin's own answer, validator and all")
+            let firstAnswer = try first[0].get()
+            #expect(firstAnswer.response.headerFields[.eTag] != nil, "the origin's own answer, validator and all")
             let second = await harness.sendAll([harness.video("v1")])
-            #expect(try second[0].get().source == .revalidated)
+            let secondAnswer = try second[0].get()
+            #expect(secondAnswer.source == .revalidated)
             #expect(harness.api.receivedRequests.map(\.query) == ["id=v1&part=snippet", "id=v1&part=snippet"])
         }
     }

@@ -46,7 +46,8 @@ struct BatchSplitterTests {
         """#.utf8)
         let bodies = try splitter.split(body, ids: ["v1", "v2", "unknown"])
         func object(_ id: String) throws -> [String: Any] {
-            try #require(try JSONSerialization.jsonObject(with: try #require(bodies[id])) as? [String: Any])
+            let body = try #require(bodies[id])
+            return try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
         }
         let one = try object("v1")
         #expect(one["kind"] as? String == "youtube#videoListResponse")

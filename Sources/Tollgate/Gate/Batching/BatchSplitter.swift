@@ -45,7 +45,7 @@ struct BatchSplitter: Sendable {
         guard let found else { return nil }
         // A stable sort: the values of a repeated name keep their order, which is meaning.
         let sorted = others.enumerated().sorted { ($0.element.name, $0.offset) < ($1.element.name, $1.offset) }
-        let rest = path + "?" + sorted.map { String($0.element.item) }.joined(separator: "&")
+        let rest = String(path) + "?" + sorted.map { String($0.element.item) }.joined(separator: "&")
         return Share(id: found.id, rawValue: found.raw, rest: rest)
     }
 
