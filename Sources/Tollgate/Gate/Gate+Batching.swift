@@ -37,8 +37,9 @@ extension Gate {
         } else if joined.opened {
             batch.setTimer(Task { [clock, batcher] in
                 do { try await clock.sleep(for: policy.wait) } catch { return }
+                // Closing the batch cancels this task, its timer: the batch goes in a task of its own.
                 guard let entries = batcher.close(key, batch) else { return }
-                await self.sendBatch(entries, of: batch, key: key, policy: policy)
+                Task { await self.sendBatch(entries, of: batch, key: key, policy: policy) }
             })
         }
         let ticket = joined.ticket
