@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "TollgateProxy", targets: ["TollgateProxy"]),
         .library(name: "TollgateDashboard", targets: ["TollgateDashboard"]),
         .library(name: "TollgateAPIDescription", targets: ["TollgateAPIDescription"]),
+        .library(name: "TollgateSimulation", targets: ["TollgateSimulation"]),
         .library(name: "TollgatePostgres", targets: ["TollgatePostgres"]),
         .library(name: "TollgateAdmin", targets: ["TollgateAdmin"]),
         .executable(name: "tollgate", targets: ["tollgate"]),
@@ -129,6 +130,15 @@ let package = Package(
             name: "TollgateDashboard",
             dependencies: ["TollgateStore"]
         ),
+        // Replays of recorded traffic (HAR files) through a real gate per description: `tollgate simulate`.
+        .target(
+            name: "TollgateSimulation",
+            dependencies: [
+                "Tollgate",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // API description files (YAML, through Yams): a non-YouTube API without writing Swift.
         .target(
             name: "TollgateAPIDescription",
@@ -143,6 +153,7 @@ let package = Package(
             name: "TollgateProxy",
             dependencies: [
                 "Tollgate",
+                "TollgateSimulation",
                 "TollgateAsyncHTTPClient",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -180,6 +191,7 @@ let package = Package(
             dependencies: [
                 "Tollgate",
                 "TollgateAPIDescription",
+                "TollgateSimulation",
                 "TollgateStore",
                 "TollgateFakeAPI",
                 "TollgateProxy",
@@ -311,7 +323,8 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgateCLITests",
-            dependencies: ["tollgate", "Tollgate", "TollgateStore", "TollgateFakeAPI", "TollgateTestSupport"]
+            dependencies: ["tollgate", "Tollgate", "TollgateStore", "TollgateFakeAPI", "TollgateSimulation",
+                           "TollgateTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -85,18 +85,18 @@ extension APIDescription {
         }
         var costs: [String: QuotaConfiguration.EndpointCost] = [:]
         for (endpoint, rules) in endpoints {
-            let refunds = rules.refundsNotModified ?? defaults.refundsNotModified
+            let notModified = rules.notModifiedCost ?? defaults.notModifiedCost
             if let charges = rules.charges, let first = charges.first {
-                costs[endpoint] = .init(bucket: first.bucket, units: first.units, refundsNotModified: refunds,
+                costs[endpoint] = .init(bucket: first.bucket, units: first.units, notModifiedCost: notModified,
                                         additionalCharges: Array(charges.dropFirst()), actualCost: rules.actualCost)
-            } else if rules.cost != nil || rules.bucket != nil || rules.refundsNotModified != nil || rules.actualCost != nil {
+            } else if rules.cost != nil || rules.bucket != nil || rules.notModifiedCost != nil || rules.actualCost != nil {
                 costs[endpoint] = .init(bucket: rules.bucket ?? defaults.bucket, units: rules.cost ?? defaults.cost,
-                                        refundsNotModified: refunds, actualCost: rules.actualCost)
+                                        notModifiedCost: notModified, actualCost: rules.actualCost)
             }
         }
         configuration.quota = QuotaConfiguration(
             bucketLimits: buckets.mapValues(\.limit), endpointCosts: costs, defaultBucket: defaults.bucket,
-            defaultCost: defaults.cost, refundsNotModifiedByDefault: defaults.refundsNotModified,
+            defaultCost: defaults.cost, notModifiedCostByDefault: defaults.notModifiedCost,
             warningPercents: base.quota.warningPercents
         )
         // The routes name endpoints the file need not list: they cost the defaults, by design.
@@ -112,6 +112,8 @@ extension APIDescription {
         configuration.retry = defaults.retry
         configuration.endpointRetries = endpoints.compactMapValues(\.retry)
         configuration.batching = endpoints.compactMapValues(\.batch)
+        configuration.freshFor = defaults.freshFor
+        configuration.endpointFreshFor = endpoints.compactMapValues(\.freshFor)
         configuration.cache.sensitiveQueryParameters.formUnion(secrets.parameters)
         configuration.cache.sensitiveHeaders.formUnion(secrets.headers.compactMap { HTTPField.Name($0) })
         try validate(configuration, invalid: invalid)

@@ -92,6 +92,8 @@ extension APIDescription {
 /// Walks the YAML tree, keeping the key path for errors.
 struct DescriptionReader {
     let file: String
+    /// The deprecated keys read so far, one line each.
+    var deprecations: [String] = []
 
     func fail(_ node: Node?, _ key: String, _ message: String) -> APIDescriptionError {
         APIDescriptionError(file: file, line: node?.mark?.line, column: node?.mark?.column, key: key, message: message)
@@ -236,6 +238,7 @@ struct DescriptionReader {
         var description = APIDescription(name: name, upstream: upstream, buckets: buckets, defaults: defaults, routes: routes,
                                          endpoints: endpoints, secrets: secrets, quotaExhausted: rules)
         if let node = top["rewrite_urls"] { description.rewriteURLs = try urlRewriting(node, "rewrite_urls") }
+        description.deprecations = deprecations
         return description
     }
 
@@ -316,7 +319,8 @@ struct DescriptionReader {
         return QuotaPacing(reserveFraction: fraction)
     }
 
-    /// `actual_cost: {body: usage.total_tokens}` or `{header: x-usage-tokens, bucket: tokens}`.
+    /// `actual_cost: {body: usage.total_tokens}`, `{body: usage.input_tokens + usage.output_tokens}`
+    /// or `{header: x-usage-tokens, bucket: tokens}`.
     func actualCost(
         _ node: Node, _ key: String, knownBucket: (Node, String) throws(APIDescriptionError) -> String
     ) throws(APIDescriptionError) -> QuotaConfiguration.ActualCost {
@@ -324,9 +328,12 @@ struct DescriptionReader {
         let source: QuotaConfiguration.ActualCost.Source
         switch (entries["body"], entries["header"]) {
         case (let body?, nil):
-            let path = try string(body, "\(key).body").split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-            guard !path.contains(where: \.isEmpty) else { throw fail(body, "\(key).body", "write a path of keys such as usage.total_tokens") }
-            source = .jsonBody(path: path)
+            let terms = try string(body, "\(key).body").split(separator: "+", omittingEmptySubsequences: false)
+            let paths = terms.map { $0.trimmingCharacters(in: .whitespaces).split(separator: ".", omittingEmptySubsequences: false).map(String.init) }
+            guard !paths.contains(where: { $0.contains(where: \.isEmpty) }) else {
+                throw fail(body, "\(key).body", "write a path of keys such as usage.total_tokens, or paths joined by +")
+            }
+            source = paths.count == 1 ? .jsonBody(path: paths[0]) : .jsonBodySum(paths: paths)
         case (nil, let header?):
             let text = try string(header, "\(key).header")
             guard let name = HTTPField.Name(text) else { throw fail(header, "\(key).header", "'\(text)' is not a field name") }
@@ -370,19 +377,69 @@ struct DescriptionReader {
         }
     }
 
-    func defaults(_ node: Node, buckets: [String: APIDescription.Bucket]) throws(APIDescriptionError) -> APIDescription.Defaults {
-        let entries = try mapping(node, "defaults", allowed: ["bucket", "cost", "refund_not_modified", "throttle", "circuit", "retry"])
+    /// `not_modified_cost: 0 | 1 | N | full`, or the deprecated `refund_not_modified: true|false`
+    /// (true is 0, false is full), noted in ``deprecations``; nil when neither is given.
+    mutating func notModifiedCost(_ entries: [String: Node], _ key: String) throws(APIDescriptionError) -> NotModifiedCost? {
+        let path = key.isEmpty ? "" : "\(key)."
+        switch (entries["not_modified_cost"], entries["refund_not_modified"]) {
+        case (nil, nil):
+            return nil
+        case (let node?, nil):
+            if node.scalar?.string.lowercased() == "full" { return .full }
+            guard let text = node.scalar?.string, Int(text.replacingOccurrences(of: "_", with: "")) != nil else {
+                throw fail(node, "\(path)not_modified_cost", "write the units a 304 costs (0, 1, …) or full")
+            }
+            return .units(try int(node, "\(path)not_modified_cost", in: 0...QuotaLimits.maximumUnits))
+        case (nil, let node?):
+            let refunds = try bool(node, "\(path)refund_not_modified")
+            let line = node.mark.map { ":\($0.line)" } ?? ""
+            deprecations.append("\(file)\(line): \(path)refund_not_modified is deprecated; write not_modified_cost: "
+                + (refunds ? "0 (a 304 is free)" : "full (a 304 costs the call's price)")
+                + ", or the units a 304 costs as the API documents it (YouTube: 1)")
+            return refunds ? .free : .full
+        case (_?, let node?):
+            throw fail(node, "\(path)refund_not_modified", "give not_modified_cost only (refund_not_modified is deprecated)")
+        }
+    }
+
+    mutating func defaults(_ node: Node, buckets: [String: APIDescription.Bucket]) throws(APIDescriptionError) -> APIDescription.Defaults {
+        let entries = try mapping(node, "defaults", allowed: ["bucket", "cost", "not_modified_cost", "refund_not_modified",
+                                                              "throttle", "circuit", "retry", "fresh_for"])
         guard let bucketNode = entries["bucket"] else { throw fail(node, "defaults.bucket", "missing: the bucket of endpoints that name none") }
         let bucket = try string(bucketNode, "defaults.bucket")
         guard buckets[bucket] != nil else { throw fail(bucketNode, "defaults.bucket", "no bucket named '\(bucket)' under buckets") }
         return APIDescription.Defaults(
             bucket: bucket,
             cost: try entries["cost"].map { node throws(APIDescriptionError) in try int(node, "defaults.cost", in: 0...QuotaLimits.maximumUnits) } ?? 1,
-            refundsNotModified: try entries["refund_not_modified"].map { node throws(APIDescriptionError) in try bool(node, "defaults.refund_not_modified") } ?? true,
+            notModifiedCost: try notModifiedCost(entries, "defaults") ?? .full,
             throttle: try entries["throttle"].map { node throws(APIDescriptionError) in try throttle(node, "defaults.throttle") }
                 ?? ThrottleConfiguration().defaultLimit,
             circuit: try entries["circuit"].map { node throws(APIDescriptionError) in try circuit(node, "defaults.circuit") } ?? CircuitPolicy(),
-            retry: try entries["retry"].map { node throws(APIDescriptionError) in try retry(node, "defaults.retry") } ?? .default
+            retry: try entries["retry"].map { node throws(APIDescriptionError) in try retry(node, "defaults.retry") } ?? .default,
+            freshFor: try entries["fresh_for"].map { node throws(APIDescriptionError) in try freshFor(node, "defaults.fresh_for") }
+        )
+    }
+
+    /// `fresh_for: 5m`, or `{min: 1m, max: 1h, follow_budget: true, stale_if_error: 1h,
+    /// stale_while_revalidate: 1m}` (max defaults to min; a lifetime that follows the budget needs a
+    /// max above its min).
+    func freshFor(_ node: Node, _ key: String) throws(APIDescriptionError) -> ChosenFreshness {
+        if node.scalar != nil { return ChosenFreshness(try duration(node, key)) }
+        let entries = try mapping(node, key, allowed: ["min", "max", "follow_budget", "stale_if_error", "stale_while_revalidate"])
+        guard let minimumNode = entries["min"] else { throw fail(node, "\(key).min", "missing: write {min: 1m, max: 1h, follow_budget: true}") }
+        let minimum = try duration(minimumNode, "\(key).min")
+        let maximum = try entries["max"].map { node throws(APIDescriptionError) in try duration(node, "\(key).max") } ?? minimum
+        guard maximum >= minimum else { throw fail(entries["max"], "\(key).max", "at least min") }
+        let follows = try entries["follow_budget"].map { node throws(APIDescriptionError) in try bool(node, "\(key).follow_budget") } ?? false
+        if follows, maximum == minimum {
+            throw fail(entries["max"] ?? node, "\(key).max", "following the budget needs a max above min to stretch to")
+        }
+        return ChosenFreshness(
+            minimum: minimum, maximum: maximum, followsBudget: follows,
+            staleIfError: try entries["stale_if_error"].map { node throws(APIDescriptionError) in try duration(node, "\(key).stale_if_error") },
+            staleWhileRevalidate: try entries["stale_while_revalidate"].map { node throws(APIDescriptionError) in
+                try duration(node, "\(key).stale_while_revalidate")
+            }
         )
     }
 
@@ -495,11 +552,11 @@ struct DescriptionReader {
         return names
     }
 
-    func endpoint(
+    mutating func endpoint(
         _ node: Node, _ key: String, buckets: [String: APIDescription.Bucket]
     ) throws(APIDescriptionError) -> APIDescription.Endpoint {
-        let entries = try mapping(node, key, allowed: ["cost", "bucket", "charges", "refund_not_modified", "throttle", "circuit",
-                                                       "actual_cost", "retry", "batch"])
+        let entries = try mapping(node, key, allowed: ["cost", "bucket", "charges", "not_modified_cost", "refund_not_modified",
+                                                       "throttle", "circuit", "actual_cost", "retry", "fresh_for", "batch"])
         var endpoint = APIDescription.Endpoint()
         func knownBucket(_ node: Node, _ key: String) throws(APIDescriptionError) -> String {
             let name = try string(node, key)
@@ -526,11 +583,12 @@ struct DescriptionReader {
             if let node = entries["bucket"] { endpoint.bucket = try knownBucket(node, "\(key).bucket") }
             if let node = entries["cost"] { endpoint.cost = try int(node, "\(key).cost", in: 0...QuotaLimits.maximumUnits) }
         }
-        if let node = entries["refund_not_modified"] { endpoint.refundsNotModified = try bool(node, "\(key).refund_not_modified") }
+        endpoint.notModifiedCost = try notModifiedCost(entries, key)
         if let node = entries["throttle"] { endpoint.throttle = try throttle(node, "\(key).throttle") }
         if let node = entries["circuit"] { endpoint.circuit = try circuit(node, "\(key).circuit") }
         if let node = entries["retry"] { endpoint.retry = try retry(node, "\(key).retry") }
         if let node = entries["batch"] { endpoint.batch = try batch(node, "\(key).batch") }
+        if let node = entries["fresh_for"] { endpoint.freshFor = try freshFor(node, "\(key).fresh_for") }
         if let node = entries["actual_cost"] {
             let actual = try actualCost(node, "\(key).actual_cost", knownBucket: knownBucket)
             let charged = endpoint.charges?.map(\.bucket) ?? [endpoint.bucket].compactMap { $0 }

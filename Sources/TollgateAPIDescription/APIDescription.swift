@@ -7,7 +7,7 @@ import Tollgate
 /// the gate without a line of Swift.
 ///
 /// ```yaml
-/// api: Seeds backend
+/// api: Tiered app backend
 /// upstream: https://api.example.com
 /// buckets:
 ///   server: {limit: 10000, window: day}
@@ -40,6 +40,9 @@ public struct APIDescription: Sendable, Hashable {
     public var quotaExhausted: [ExhaustionRule]
     /// What `tollgate proxy` points at itself besides `Link`, `Location` and `Content-Location`.
     public var rewriteURLs = URLRewriting()
+    /// What the file says in a way that still works but is on its way out (a deprecated key), one
+    /// line each, with the line it is on: `tollgate api check` prints them.
+    public var deprecations: [String] = []
 
     /// The time zone of YouTube's quota day, the default window's.
     public static let pacificTimeZone = PacificDay.timeZoneIdentifier
@@ -82,14 +85,17 @@ public struct APIDescription: Sendable, Hashable {
         public var bucket: String
         /// What one call costs.
         public var cost: Int
-        /// Whether a `304 Not Modified` is refunded.
-        public var refundsNotModified: Bool
+        /// What a `304 Not Modified` costs (`not_modified_cost`): the full price unless the file
+        /// says otherwise, so the ledger never undercounts an API it knows nothing about.
+        public var notModifiedCost: NotModifiedCost
         /// Requests per window, per endpoint.
         public var throttle: ThrottleLimit
         /// When an endpoint's circuit opens and for how long.
         public var circuit: CircuitPolicy
         /// Backoff and retries.
         public var retry: RetryPolicy
+        /// How long stored answers are served without asking (`fresh_for`); nil follows RFC 9111 alone.
+        public var freshFor: ChosenFreshness? = nil
     }
 
     /// One endpoint's rules; nil fields follow ``Defaults``.
@@ -101,8 +107,8 @@ public struct APIDescription: Sendable, Hashable {
         /// Every bucket a call is charged in, with its units, for a call metered in several: the
         /// first is its main bucket. Given instead of ``cost`` and ``bucket``.
         public var charges: [QuotaConfiguration.BucketCharge]?
-        /// Whether a `304` is refunded.
-        public var refundsNotModified: Bool?
+        /// What a `304` costs.
+        public var notModifiedCost: NotModifiedCost?
         /// Its own throttle window.
         public var throttle: ThrottleLimit?
         /// Its own circuit policy.
@@ -113,6 +119,8 @@ public struct APIDescription: Sendable, Hashable {
         public var retry: RetryPolicy?
         /// How its single-ID requests are batched, when it takes several IDs in one parameter.
         public var batch: BatchPolicy?
+        /// How long its stored answers are served without asking (`fresh_for`).
+        public var freshFor: ChosenFreshness?
     }
 
     /// `METHOD /path/{param}` → an endpoint name, which may use the path's parameters

@@ -10,7 +10,7 @@ extension APIDescription {
 # answer says what is left (X-RateLimit-Limit, -Remaining, -Reset, -Resource): each bucket follows
 # its own resource, so another client of the same token is counted too, and GitHub's hour, which
 # starts at the first request rather than at :00, moves the window's end. A 304 is not counted by
-# GitHub and is refunded here. The core bucket paces its last units: when what is left (less 10 %)
+# GitHub and costs nothing here (not_modified_cost: 0). The core bucket paces its last units: when what is left (less 10 %)
 # is below an even share of the rest of the hour, requests are spread evenly until the reset.
 api: GitHub REST API
 upstream: https://api.github.com
@@ -23,7 +23,7 @@ buckets:
 defaults:
   bucket: core
   cost: 1
-  refund_not_modified: true
+  not_modified_cost: 0      # GitHub: a conditional request answered 304 does not count against the rate limit
   throttle: {requests: 900, per: 60s}      # GitHub's secondary limit: 900 points a minute
   circuit: {failures: 5, open: 60s, rate_limit_open: 15m}
   retry: {max_retries: 3, initial_delay: 1s, multiplier: 2, max_delay: 60s, jitter: 0.2}
@@ -87,7 +87,7 @@ buckets:
 defaults:
   bucket: requests
   cost: 1
-  refund_not_modified: true
+  not_modified_cost: full   # undocumented: a 304 is charged as the call, so the ledger never undercounts
   throttle: {requests: 500, per: 60s}
   circuit: {failures: 5, open: 60s, rate_limit_open: 1m}
   retry: {max_retries: 3, initial_delay: 1s, multiplier: 2, max_delay: 60s, jitter: 0.2}
@@ -115,11 +115,11 @@ quota_exhausted:
   - {status: 429, header: "x-ratelimit-remaining-tokens: 0"}
 
 """#,
-        "seeds-backend": #"""
-# The seeds' own backend (seed 003): the client throttles /api/activities to 10 requests a minute,
+        "tiered-backend": #"""
+# An app's own backend with tiered limits: the client throttles /api/activities to 10 requests a minute,
 # /api/streams to 20 and everything else to 30, under the server's limit of 100 to 300 requests an
-# hour by tier (100 here, the lowest; for a higher tier: `tollgate quota set-limit server 300 --api seeds-backend`).
-api: Seeds backend
+# hour by tier (100 here, the lowest; for a higher tier: `tollgate quota set-limit server 300 --api tiered-backend`).
+api: Tiered app backend
 upstream: http://127.0.0.1:8080
 
 buckets:
@@ -128,7 +128,7 @@ buckets:
 defaults:
   bucket: server
   cost: 1
-  refund_not_modified: true
+  not_modified_cost: 0      # this backend does not charge a 304
   throttle: {requests: 30, per: 60s}
   circuit: {failures: 5, open: 60s, rate_limit_open: 1h}
   retry: {max_retries: 3, initial_delay: 1s, multiplier: 2, max_delay: 60s, jitter: 0.2}
@@ -145,7 +145,7 @@ endpoints:
 
 """#,
         "youtube-v3-single-pool": #"""
-# The YouTube Data API v3 as it was metered until 2025 and as the seed documents describe it: one
+# The YouTube Data API v3 as it was metered until 2025: one
 # 10,000-unit daily bucket, search.list 100 units, videos.insert 1,600.
 api: YouTube Data API v3 (single pool)
 upstream: https://www.googleapis.com
@@ -156,7 +156,11 @@ buckets:
 defaults:
   bucket: youtube
   cost: 1
-  refund_not_modified: true     # a 304 is not charged (seed 002 AC 4)
+  # What a 304 Not Modified costs: 1 unit. Google's quota page
+  # (https://developers.google.com/youtube/v3/determine_quota_cost): "All API requests, including
+  # invalid requests, incur a quota cost of at least one point"; a 304 is measured at 1. On YouTube a
+  # revalidation saves bandwidth, not units: what saves units is not asking (fresh_for).
+  not_modified_cost: 1
   throttle: {requests: 30, per: 60s}
   circuit: {failures: 5, open: 60s, rate_limit_open: 1h}
   retry: {max_retries: 3, initial_delay: 1s, multiplier: 2, max_delay: 60s, jitter: 0.2}
@@ -258,7 +262,11 @@ buckets:
 defaults:
   bucket: youtube
   cost: 1
-  refund_not_modified: true     # a 304 is not charged (seed 002 AC 4)
+  # What a 304 Not Modified costs: 1 unit. Google's quota page
+  # (https://developers.google.com/youtube/v3/determine_quota_cost): "All API requests, including
+  # invalid requests, incur a quota cost of at least one point"; a 304 is measured at 1. On YouTube a
+  # revalidation saves bandwidth, not units: what saves units is not asking (fresh_for).
+  not_modified_cost: 1
   throttle: {requests: 30, per: 60s}
   circuit: {failures: 5, open: 60s, rate_limit_open: 1h}
   retry: {max_retries: 3, initial_delay: 1s, multiplier: 2, max_delay: 60s, jitter: 0.2}

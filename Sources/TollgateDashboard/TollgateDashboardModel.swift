@@ -2,7 +2,7 @@ import Foundation
 import Observation
 import TollgateStore
 
-/// The seeds' debug dashboard as an observable model: the same snapshot as `tollgate dashboard` —
+/// The developer's debug dashboard as an observable model: the same snapshot as `tollgate dashboard` —
 /// each bucket's used and limit with its reset, each endpoint's units today, circuits with the time
 /// until their retry, throttle windows, the cache's hit rate — refreshed when the store changes,
 /// whichever process changed it, and at most once every ``minimumInterval``.

@@ -2,7 +2,7 @@
 import SwiftUI
 import TollgateStore
 
-/// The seeds' developer-only quota dashboard: buckets with their use and reset, each endpoint's
+/// A developer-only quota dashboard: buckets with their use and reset, each endpoint's
 /// units today, circuits, throttles and the cache's hit rate, live. Show it in Debug builds only:
 ///
 /// ```swift

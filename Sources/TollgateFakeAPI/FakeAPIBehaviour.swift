@@ -46,7 +46,7 @@ public struct FakeAPIBehaviour: Sendable, Hashable {
         /// ``FakeAPIBehaviour/searchCallsPerDay`` and ``FakeAPIBehaviour/uploadCallsPerDay`` calls
         /// at 1 unit each; every other method is charged against ``FakeAPIBehaviour/dailyQuota``.
         case separateSearchAndUpload
-        /// Until 2025, and in the seeds: one pool of ``FakeAPIBehaviour/dailyQuota`` units for
+        /// Until 2025 (as the apps Tollgate grew from knew it): one pool of ``FakeAPIBehaviour/dailyQuota`` units for
         /// every method, `search.list` 100 units, `videos.insert` 1,600.
         case singlePool
     }
@@ -59,9 +59,10 @@ public struct FakeAPIBehaviour: Sendable, Hashable {
     public var searchCallsPerDay: Int = 100
     /// `videos.insert` calls a day in the current model (100).
     public var uploadCallsPerDay: Int = 100
-    /// Whether a `304 Not Modified` costs quota (YouTube's documentation says conditional requests
-    /// still cost; the seed's API does not charge them). Off by default.
-    public var chargesNotModified: Bool = false
+    /// What a `304 Not Modified` costs the fake's quota: 1 unit by default, as on YouTube (Google's
+    /// quota page: "All API requests, including invalid requests, incur a quota cost of at least one
+    /// point"); 0 for an API that does not charge them; nil for the call's full price.
+    public var notModifiedUnits: Int? = 1
     /// `Cache-Control: max-age` in seconds for successful answers; nil sends YouTube's
     /// `private, max-age=0, must-revalidate, no-transform`.
     public var maxAge: Int? = nil

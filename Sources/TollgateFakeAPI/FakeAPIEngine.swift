@@ -83,7 +83,7 @@ final class FakeAPIEngine: Sendable {
         let etag = entityTag(key: key, version: version, weak: state.behaviour.weakETags)
         let notModified = isRead && matches(ifNoneMatch: headers["if-none-match"], etag: etag)
         let price = price(method: method, path: path, model: state.behaviour.quotaModel)
-        let cost = notModified && !state.behaviour.chargesNotModified ? 0 : price.units
+        let cost = notModified ? min(state.behaviour.notModifiedUnits ?? price.units, price.units) : price.units
         let limit = switch price.bucket {
         case "youtube.search": state.behaviour.searchCallsPerDay
         case "youtube.videos.insert": state.behaviour.uploadCallsPerDay

@@ -12,6 +12,11 @@ import Logging
 ///   (or `max_completion_tokens`) when smaller, and then `finish_reason` is `length`;
 /// - total tokens: their sum. The assistant's content has exactly as many words.
 ///
+/// With `"stream": true` the answer is `text/event-stream`: OpenAI's `chat.completion.chunk`
+/// events (the role, one per word, the finish reason; with `stream_options: {"include_usage":
+/// true}` a last one with the usage), then `data: [DONE]`, written
+/// ``FakeLLMBehaviour/streamEventInterval`` apart (``streams`` records when).
+///
 /// Every answer carries OpenAI's `x-ratelimit-limit-requests`, `x-ratelimit-remaining-requests`,
 /// `x-ratelimit-reset-requests` and the same three for `-tokens`; resets are Go durations (`1s`,
 /// `59.5s`, `150ms`, `6m0s`) rounded up to the millisecond. A request is let through when one more
@@ -87,6 +92,10 @@ public final class FakeLLMAPI: Sendable {
     /// from the answers should hold.
     public var totalTokensBilled: Int { engine.billed }
 
+    /// Every streamed answer (`"stream": true`) so far, oldest first, with when each event was
+    /// written and whether the client stayed to the end.
+    public var streams: [FakeLLMStream] { engine.streams }
+
     /// Requests left at the injected clock's now, as `x-ratelimit-remaining-requests` would say.
     public var remainingRequests: Int { engine.remaining.requests }
 
@@ -127,6 +136,9 @@ public struct FakeLLMBehaviour: Sendable, Hashable {
     public var completionTokens: Int
     /// How spent requests and tokens come back; continuously by default.
     public var replenishment: Replenishment
+    /// With `"stream": true`, the time between two server-sent events (real time: the events are
+    /// written that far apart); none by default.
+    public var streamEventInterval: Duration = .zero
 
     /// Creates settings.
     /// - Parameters:
@@ -134,14 +146,16 @@ public struct FakeLLMBehaviour: Sendable, Hashable {
     ///   - tokensPerMinute: Tokens a minute.
     ///   - completionTokens: The completion length in tokens.
     ///   - replenishment: How spent requests and tokens come back.
+    ///   - streamEventInterval: The time between two server-sent events of a streamed answer.
     public init(
         requestsPerMinute: Int = 60, tokensPerMinute: Int = 10_000, completionTokens: Int = 20,
-        replenishment: Replenishment = .continuous
+        replenishment: Replenishment = .continuous, streamEventInterval: Duration = .zero
     ) {
         self.requestsPerMinute = requestsPerMinute
         self.tokensPerMinute = tokensPerMinute
         self.completionTokens = completionTokens
         self.replenishment = replenishment
+        self.streamEventInterval = streamEventInterval
     }
 
     /// The usage billed for a request: prompt tokens are the whitespace-separated words across
@@ -155,6 +169,24 @@ public struct FakeLLMBehaviour: Sendable, Hashable {
         let words = messageContents.map { $0.split(whereSeparator: \.isWhitespace).count }.reduce(0, +)
         let completion = max(0, min(completionTokens, maxTokens ?? Int.max))
         return FakeLLMUsage(promptTokens: max(1, words), completionTokens: completion)
+    }
+}
+
+/// One streamed answer of ``FakeLLMAPI``, as the server wrote it.
+public struct FakeLLMStream: Sendable, Hashable {
+    /// The server-sent events, each `data: …` and its blank line.
+    public let events: [String]
+    /// When each event was written, in order (fewer than ``events`` when the client went first).
+    public var sentAt: [Date] = []
+    /// When the last event was written.
+    public var finishedAt: Date?
+    /// When the server saw the client close the connection before the last event.
+    public var closedByClientAt: Date?
+
+    /// Creates a record.
+    /// - Parameter events: The events to write.
+    public init(events: [String]) {
+        self.events = events
     }
 }
 

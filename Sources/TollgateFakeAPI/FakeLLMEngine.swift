@@ -80,6 +80,7 @@ final class FakeLLMEngine: Sendable {
         var received: [FakeLLMReceivedRequest] = []
         var billed = 0
         var completions = 0
+        var streams: [FakeLLMStream] = []
 
         mutating func settle(now: Date) {
             requests.settle(now: now, limit: behaviour.requestsPerMinute, mode: behaviour.replenishment)
@@ -92,6 +93,10 @@ final class FakeLLMEngine: Sendable {
         var model: String
         var contents: [String]
         var maxTokens: Int?
+        /// `stream: true`: the answer comes as server-sent events.
+        var stream = false
+        /// `stream_options: {"include_usage": true}`: a last event carries the usage.
+        var includeUsage = false
     }
 
     static let chatCompletionsPath = "/v1/chat/completions"
@@ -115,6 +120,7 @@ final class FakeLLMEngine: Sendable {
 
     var received: [FakeLLMReceivedRequest] { state.withLock { $0.received } }
     var billed: Int { state.withLock { $0.billed } }
+    var streams: [FakeLLMStream] { state.withLock { $0.streams } }
 
     func clearLog() { state.withLock { $0.received.removeAll() } }
 
@@ -130,7 +136,7 @@ final class FakeLLMEngine: Sendable {
     }
 
     func answer(_ request: FakeHTTPRequest) -> FakeHTTPAnswer {
-        state.withLock { state in
+        let (answered, index) = state.withLock { state in
             let now = now()
             state.settle(now: now)
             let (answer, usage) = Self.answer(request, now: now, state: &state)
@@ -138,8 +144,24 @@ final class FakeLLMEngine: Sendable {
                 method: request.method, path: request.path, headers: request.headers, body: request.body,
                 status: answer.status, usage: usage
             ))
-            return answer
+            guard let stream = answer.stream else { return (answer, 0) }
+            state.streams.append(FakeLLMStream(events: stream.chunks.map { String(decoding: $0, as: UTF8.self) }))
+            return (answer, state.streams.count - 1)
         }
+        var answer = answered
+        if answer.stream != nil {
+            // The stream's record, as the server writes it.
+            answer.stream?.progress = { [self] progress in
+                state.withLock { state in
+                    switch progress {
+                    case .sent(_, let at): state.streams[index].sentAt.append(at)
+                    case .finished(let at): state.streams[index].finishedAt = at
+                    case .closedByClient(let at, _): state.streams[index].closedByClientAt = at
+                    }
+                }
+            }
+        }
+        return answer
     }
 
     private static func answer(
@@ -171,6 +193,15 @@ final class FakeLLMEngine: Sendable {
         state.billed += usage.totalTokens
         state.completions += 1
         let truncated = chat.maxTokens.map { $0 < behaviour.completionTokens } ?? false
+        if chat.stream {
+            let events = streamedEvents(chat, usage: usage, truncated: truncated, id: "chatcmpl-fake\(state.completions)",
+                                        created: Int(now.timeIntervalSince1970))
+            let headers = [("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache")]
+                + rateLimitHeaders(state, now: now)
+            return (FakeHTTPAnswer(status: 200, headers: headers, body: Data(),
+                                   stream: FakeHTTPStream(chunks: events, interval: behaviour.streamEventInterval) { _ in }),
+                    usage)
+        }
         let body = encode([
             "id": "chatcmpl-fake\(state.completions)",
             "object": "chat.completion",
@@ -188,6 +219,39 @@ final class FakeLLMEngine: Sendable {
             ],
         ])
         return (FakeHTTPAnswer(status: 200, headers: [json] + rateLimitHeaders(state, now: now), body: body), usage)
+    }
+
+    /// A streamed completion as OpenAI sends it: a first event with the role, one per word of the
+    /// content, one with the finish reason, with `include_usage` one with the usage and no
+    /// choices (the others then carry `"usage": null`), and `[DONE]`.
+    private static func streamedEvents(
+        _ chat: ChatRequest, usage: FakeLLMUsage, truncated: Bool, id: String, created: Int
+    ) -> [Data] {
+        func event(_ choices: [[String: Any]], usage: Any? = nil) -> Data {
+            var object: [String: Any] = [
+                "id": id, "object": "chat.completion.chunk", "created": created, "model": chat.model, "choices": choices,
+            ]
+            if chat.includeUsage { object["usage"] = usage ?? NSNull() }
+            return Data("data: ".utf8) + encode(object) + Data("\n\n".utf8)
+        }
+        func choice(_ delta: [String: Any], finish: String? = nil) -> [String: Any] {
+            ["index": 0, "delta": delta, "logprobs": NSNull(), "finish_reason": finish.map { $0 as Any } ?? NSNull()]
+        }
+        let words = completionText(words: usage.completionTokens).split(separator: " ")
+        var events = [event([choice(["role": "assistant", "content": ""])])]
+        for (index, word) in words.enumerated() {
+            events.append(event([choice(["content": (index == 0 ? "" : " ") + word])]))
+        }
+        events.append(event([choice([:], finish: truncated ? "length" : "stop")]))
+        if chat.includeUsage {
+            events.append(event([], usage: [
+                "prompt_tokens": usage.promptTokens,
+                "completion_tokens": usage.completionTokens,
+                "total_tokens": usage.totalTokens,
+            ]))
+        }
+        events.append(Data("data: [DONE]\n\n".utf8))
+        return events
     }
 
     private struct InvalidRequest: Error {
@@ -231,11 +295,22 @@ final class FakeLLMEngine: Sendable {
         var messages: [Message]?
         var maxTokens: Int?
         var maxCompletionTokens: Int?
+        var stream: Bool?
+        var streamOptions: StreamOptions?
+
+        struct StreamOptions: Decodable {
+            var includeUsage: Bool?
+
+            enum CodingKeys: String, CodingKey {
+                case includeUsage = "include_usage"
+            }
+        }
 
         enum CodingKeys: String, CodingKey {
-            case model, messages
+            case model, messages, stream
             case maxTokens = "max_tokens"
             case maxCompletionTokens = "max_completion_tokens"
+            case streamOptions = "stream_options"
         }
     }
 
@@ -271,7 +346,8 @@ final class FakeLLMEngine: Sendable {
             return .failure(InvalidRequest(message: "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, "
                 + "but got \(small) instead."))
         }
-        return .success(ChatRequest(model: model, contents: contents, maxTokens: limits.min()))
+        return .success(ChatRequest(model: model, contents: contents, maxTokens: limits.min(), stream: wire.stream ?? false,
+                                    includeUsage: wire.streamOptions?.includeUsage ?? false))
     }
 
     /// `words` words of text, so that the answer's own word count is its completion tokens.

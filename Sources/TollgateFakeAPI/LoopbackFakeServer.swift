@@ -20,11 +20,31 @@ struct FakeHTTPRequest: Sendable {
     var body: Data
 }
 
-/// One answer from a fake engine: status, header fields in order, body bytes.
+/// One answer from a fake engine: status, header fields in order, body bytes — and, for a
+/// streamed answer, chunks sent after the body, one at a time.
 struct FakeHTTPAnswer: Sendable {
     var status: Int
     var headers: [(String, String)]
     var body: Data
+    var stream: FakeHTTPStream? = nil
+}
+
+/// A body sent in chunks over time, as a streaming API sends server-sent events: no length, each
+/// chunk flushed on its own, `interval` apart (real time: the client under test measures it).
+struct FakeHTTPStream: Sendable {
+    /// What happened to the stream, as the server saw it.
+    enum Progress: Sendable {
+        /// Chunk `index` (from 0) was written.
+        case sent(index: Int, at: Date)
+        /// Every chunk was written.
+        case finished(at: Date)
+        /// The client closed the connection (or it failed) before the last chunk.
+        case closedByClient(at: Date, afterChunks: Int)
+    }
+
+    var chunks: [Data]
+    var interval: Duration
+    var progress: @Sendable (Progress) -> Void
 }
 
 /// The HTTP half that ``FakeGitHubAPI`` and ``FakeLLMAPI`` share: a Hummingbird server on
@@ -92,7 +112,7 @@ final class LoopbackFakeServer: Sendable {
 
 /// Collects a Hummingbird request into a ``FakeHTTPRequest`` and serves the engine's answer.
 private struct ClosureResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
+    typealias Context = FakeRequestContext
     let maximumBodySize: Int
     let answer: @Sendable (FakeHTTPRequest) -> FakeHTTPAnswer
 
@@ -116,11 +136,84 @@ private struct ClosureResponder: HTTPResponder {
         for (name, value) in answer.headers {
             if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
         }
-        return Response(
-            status: HTTPResponse.Status(code: answer.status),
-            headers: fields,
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
-        )
+        guard let stream = answer.stream else {
+            return Response(
+                status: HTTPResponse.Status(code: answer.status),
+                headers: fields,
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
+            )
+        }
+        let closed = StreamClosure(stream.progress)
+        // The client closing its end before the last chunk is seen at once, not only at the next
+        // write: its end of input closes the connection (no half-closure for a stream).
+        _ = context.channel.setOption(ChannelOptions.allowRemoteHalfClosure, value: false)
+        context.channel.closeFuture.whenComplete { _ in closed.report(sent: nil) }
+        return Response(status: HTTPResponse.Status(code: answer.status), headers: fields, body: ResponseBody { writer in
+            if !answer.body.isEmpty { try await writer.write(ByteBuffer(bytes: answer.body)) }
+            for (index, chunk) in stream.chunks.enumerated() {
+                if index > 0 { try await Task.sleep(for: stream.interval) }
+                do {
+                    try await writer.write(ByteBuffer(bytes: chunk))
+                } catch {
+                    closed.report(sent: index)
+                    throw error
+                }
+                closed.sent(index)
+            }
+            closed.finish()
+            try await writer.finish(nil)
+        })
+    }
+}
+
+/// A streamed answer's progress, reported once per event: the end, or the client's going first.
+private final class StreamClosure: Sendable {
+    private struct State {
+        var sent = 0
+        var over = false
+    }
+
+    private let progress: @Sendable (FakeHTTPStream.Progress) -> Void
+    private let state = Mutex(State())
+
+    init(_ progress: @escaping @Sendable (FakeHTTPStream.Progress) -> Void) {
+        self.progress = progress
+    }
+
+    func sent(_ index: Int) {
+        state.withLock { $0.sent = index + 1 }
+        progress(.sent(index: index, at: Date()))
+    }
+
+    func finish() {
+        let first = state.withLock { state -> Bool in
+            defer { state.over = true }
+            return !state.over
+        }
+        if first { progress(.finished(at: Date())) }
+    }
+
+    /// The client went (the connection closed, or a write failed) after `sent` chunks.
+    func report(sent: Int?) {
+        let count = state.withLock { state -> Int? in
+            guard !state.over else { return nil }
+            state.over = true
+            return sent ?? state.sent
+        }
+        if let count { progress(.closedByClient(at: Date(), afterChunks: count)) }
+    }
+}
+
+/// Hummingbird's basic request context, plus the client's channel, so that a streamed answer
+/// sees its client go.
+struct FakeRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    /// The client's connection.
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
     }
 }
 

@@ -6,6 +6,7 @@ import NIOCore
 import ServiceLifecycle
 import Synchronization
 import Tollgate
+import TollgateSimulation
 import TollgateAsyncHTTPClient
 
 /// A reverse proxy on loopback that runs every request through a ``Gate``, so any HTTP client —
@@ -85,6 +86,7 @@ public final class GateProxy: Sendable {
     ///     command-line tool that runs it in the foreground).
     ///   - shutdownGracePeriod: How long a shutdown waits for the attempts in flight to finish
     ///     before it abandons them. 10 s by default.
+    ///   - recorder: Where every exchange is written as HAR, secrets redacted (`--record`); none by default.
     ///   - logger: Where the proxy logs one line per request (info) and failures.
     /// - Returns: The running proxy.
     /// - Throws: ``GateProxyError/invalidUpstream(_:)``, ``GateProxyError/addressInUse(_:)`` when
@@ -102,6 +104,7 @@ public final class GateProxy: Sendable {
         clock: any TollgateClock = SystemClock(),
         stopsOnSignals: Bool = false,
         shutdownGracePeriod: Duration = .seconds(10),
+        recorder: HTTPArchiveRecorder? = nil,
         logger: Logger = Logger.current
     ) async throws -> GateProxy {
         guard let scheme = upstream.scheme?.lowercased(), ["http", "https"].contains(scheme), upstream.host != nil else {
@@ -116,7 +119,7 @@ public final class GateProxy: Sendable {
             gate: gate, transport: transport, upstream: upstream, naming: naming,
             linkedUpstream: UpstreamLinkRewriter.Upstream(upstream),
             rewrittenBodyTypes: Set(rewrittenBodyTypes.map { $0.lowercased() }), maximumBodySize: maximumBodySize,
-            clock: clock, logger: logger
+            clock: clock, recorder: recorder, logger: logger
         )
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
@@ -124,7 +127,7 @@ public final class GateProxy: Sendable {
             server: HTTPServerBuilder { respond in
                 ProxyChildChannel(base: HTTP1Channel(responder: respond, configuration: .init(
                     additionalChannelHandlers: [UpstreamDateRestorer(), ClientConnectionWatcher()],
-                    idleTimeout: .nanoseconds(Int64(idleTimeout.timeInterval * 1e9))
+                    idleTimeout: .nanoseconds(SaturatingConversion.int64(idleTimeout.timeInterval * 1e9))
                 )))
             },
             configuration: ApplicationConfiguration(

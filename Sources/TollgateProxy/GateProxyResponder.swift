@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import Tollgate
+import TollgateSimulation
 
 /// Answers each request by sending it upstream through the gate.
 struct GateProxyResponder: HTTPResponder {
@@ -20,6 +21,8 @@ struct GateProxyResponder: HTTPResponder {
     let rewrittenBodyTypes: Set<String>
     let maximumBodySize: Int
     let clock: any TollgateClock
+    /// Where exchanges are written as HAR (`--record`), if anywhere.
+    let recorder: HTTPArchiveRecorder?
     let logger: Logger
 
     func respond(to request: Request, context: Context) async throws -> Response {
@@ -55,8 +58,33 @@ struct GateProxyResponder: HTTPResponder {
             ProxyHeaders.limitAcceptEncoding(&outgoing.headerFields, to: ContentDecoding.supportedCodings)
         }
         let bodyData = body.readableBytes == 0 ? nil : Data(body.readableBytesView)
+        let startedAt = clock.now()
         do {
-            let answer = try await sendForClient(outgoing, body: bodyData, endpoint: endpoint, context: context)
+            var answer = try await sendForClient(outgoing, body: bodyData, endpoint: endpoint, context: context)
+            let links = UpstreamLinkRewriter(upstream: linkedUpstream, clientAuthority: request.head.authority)
+            if links != nil, request.method != .head, let stream = answer.bodyStream,
+               UpstreamLinkRewriter.isRewritable(answer.response.headerFields, mediaTypes: rewrittenBodyTypes) {
+                // A body whose links are rewritten is needed whole: read it here (the gate still
+                // stores and settles it as it passes), within the proxy's body limit.
+                do {
+                    switch try await stream.collected(upTo: maximumBodySize) {
+                    case .complete(let whole):
+                        answer.body = whole
+                        answer.bodyStream = nil
+                    case .streaming(let rest):
+                        answer.bodyStream = rest
+                    }
+                } catch {
+                    return refusal(.badGateway, code: "upstream_unreachable",
+                                   message: "The upstream's answer broke off: \(error)", endpoint: endpoint,
+                                   unitsCharged: answer.unitsCharged)
+                }
+            }
+            if answer.bodyStream == nil {
+                await recorder?.record(request: outgoing, requestBody: bodyData, startedAt: startedAt,
+                                       duration: clock.now().timeIntervalSince(startedAt), response: answer.response,
+                                       body: answer.body)
+            }
             logger.info("\(outgoing.method.rawValue) \(request.uri.path) → \(answer.status.code)", metadata: [
                 "proxy.endpoint": "\(endpoint)", "proxy.source": "\(answer.source)", "proxy.units": "\(answer.unitsCharged)",
             ])
@@ -82,7 +110,7 @@ struct GateProxyResponder: HTTPResponder {
             // always; a body of a listed media type when it is held whole (not streamed, not a HEAD's,
             // whose `Content-Length` stays the upstream's: the rewritten length is not known without
             // the body). The stored body keeps the upstream's bytes.
-            if let links = UpstreamLinkRewriter(upstream: linkedUpstream, clientAuthority: request.head.authority) {
+            if let links {
                 links.rewriteFields(&fields)
                 if answer.bodyStream == nil, request.method != .head {
                     links.rewriteBody(&body, fields: &fields, status: status, mediaTypes: rewrittenBodyTypes)
@@ -91,15 +119,30 @@ struct GateProxyResponder: HTTPResponder {
             guard let stream = answer.bodyStream else {
                 return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
             }
-            // Too large for the cache: passed on chunk by chunk, at the pace the client reads.
+            // From the upstream: each chunk passed on as it arrives (every write is flushed), at the
+            // pace the client reads; the gate stores it and settles its cost when it ends. A client
+            // that goes cancels the read, and with it the upstream request, at once.
             let length = answer.response.headerFields[.contentLength].flatMap(Int.init)
+            let client = await ClientConnectionWatcher.watching(context.channel)
+            let (recorder, clock, maximumBodySize, response, sent) = (self.recorder, self.clock, self.maximumBodySize,
+                                                                       answer.response, outgoing)
             return Response(status: answer.response.status, headers: fields, body: ResponseBody(contentLength: length) { writer in
-                for try await chunk in stream {
+                let reader = ClientBodyReader(stream)
+                client?.onDisconnect { reader.cancel() }
+                defer { client?.clear() }
+                // --record keeps a copy for the file, within the proxy's body limit.
+                var recorded: Data? = recorder == nil ? nil : Data()
+                while let chunk = try await reader.next() {
                     try await writer.write(ByteBuffer(bytes: chunk))
+                    if let kept = recorded { recorded = kept.count + chunk.count <= maximumBodySize ? kept + chunk : nil }
                 }
                 try await writer.finish(nil)
+                await recorder?.record(request: sent, requestBody: bodyData, startedAt: startedAt,
+                                       duration: clock.now().timeIntervalSince(startedAt), response: response, body: recorded)
             })
         } catch {
+            await recorder?.record(request: outgoing, requestBody: bodyData, startedAt: startedAt,
+                                   duration: clock.now().timeIntervalSince(startedAt), response: nil, body: nil)
             return failure(error.error, unitsCharged: error.unitsCharged, request: request, outgoing: outgoing,
                            endpoint: endpoint)
         }
@@ -110,9 +153,10 @@ struct GateProxyResponder: HTTPResponder {
     /// (draft-ietf-httpapi-ratelimit-headers §5).
     private func addRateLimitFields(to fields: inout HTTPFields, endpoint: String, answer: GateResponse) {
         if let age = fields[.age].flatMap(Int.init), age > 0 { return }
-        // A 304 the endpoint does not pay for is refunded after the answer: its units are left.
+        // A 304 that costs less than the call is settled after the answer: the difference is left.
         let price = gate.quota.price(of: endpoint)
-        let refunded = answer.source == .revalidated && price.refundsNotModified && answer.unitsCharged == 0 ? price.units : 0
+        let notModified = price.notModifiedCost.units(ofCallPriced: price.units)
+        let refunded = answer.source == .revalidated && answer.unitsCharged == notModified ? price.units - notModified : 0
         guard let rate = RateLimitFields.fields(gate: gate, endpoint: endpoint, refundedUnits: refunded, now: clock.now())
         else { return }
         fields[RateLimitFields.policy] = rate.policy
@@ -130,7 +174,7 @@ struct GateProxyResponder: HTTPResponder {
         let gate = self.gate
         let work = Task { () async throws -> GateResponse in
             try await gate.sendReportingCost(outgoing, body: body, endpoint: endpoint,
-                                             options: GateRequestOptions(streamsLargeBodies: true), via: shield)
+                                             options: GateRequestOptions(streamsBodies: true), via: shield)
         }
         let client = await ClientConnectionWatcher.watching(context.channel)
         let logger = self.logger

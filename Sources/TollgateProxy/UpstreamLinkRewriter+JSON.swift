@@ -30,6 +30,17 @@ extension UpstreamLinkRewriter {
         for name in Self.contentDigests { fields[name] = nil }
     }
 
+    /// Whether an answer with `fields` has a body ``rewriteBody(_:fields:status:mediaTypes:)`` would
+    /// rewrite: a listed media type, not compressed.
+    /// - Parameters:
+    ///   - fields: The answer's fields.
+    ///   - mediaTypes: The listed media types.
+    /// - Returns: True when its body should be held whole to be rewritten.
+    static func isRewritable(_ fields: HTTPFields, mediaTypes: Set<String>) -> Bool {
+        guard !mediaTypes.isEmpty, let contentType = fields[.contentType] else { return false }
+        return mediaTypes.contains(mediaType(of: contentType)) && fields[values: .contentEncoding].allSatisfy { isIdentity($0) }
+    }
+
     /// Fields that hash the content, wrong once it is rewritten.
     static let contentDigests: [HTTPField.Name] = [
         HTTPField.Name("Content-Digest")!, HTTPField.Name("Repr-Digest")!, HTTPField.Name("Digest")!,

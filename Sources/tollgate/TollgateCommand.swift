@@ -12,7 +12,7 @@ struct TollgateCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self, GetCommand.self, ProxyCommand.self, StatusCommand.self, DashboardCommand.self,
             QuotaCommand.self, CircuitCommand.self, ThrottleCommand.self, CacheCommand.self, MigrateCommand.self,
-            APICommand.self, ServeAdminCommand.self,
+            APICommand.self, ServeAdminCommand.self, SimulateCommand.self,
         ]
     )
 

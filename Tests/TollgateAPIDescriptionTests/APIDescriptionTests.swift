@@ -59,10 +59,10 @@ struct APIDescriptionTests {
         }
     }
 
-    @Test("a seeds' backend description gives per-endpoint throttles and costs without Swift")
-    func seedsBackendShape() throws {
+    @Test("a tiered backend's description gives per-endpoint throttles and costs without Swift")
+    func tieredBackendShape() throws {
         let yaml = """
-            api: Seeds backend
+            api: Tiered app backend
             upstream: https://api.example.com
             buckets:
               server: {limit: 300, window: day}
@@ -152,6 +152,9 @@ struct APIDescriptionTests {
                 charges: [{bucket: requests, units: 1}, {bucket: tokens, units: 800}]
                 actual_cost: {bucket: tokens, body: usage.total_tokens}
               count: {bucket: core, actual_cost: {header: x-cost}, retry: {max_retries: 0}}
+              messages:
+                charges: [{bucket: requests, units: 1}, {bucket: tokens, units: 800}]
+                actual_cost: {bucket: tokens, body: usage.input_tokens + usage.output_tokens}
             """, file: "llm.yaml")
         let quota = try description.gateConfiguration().quota
         #expect(quota.window(of: "requests") == .minute)
@@ -165,12 +168,14 @@ struct APIDescriptionTests {
         #expect(quota.effectiveCost(for: "chat").actualCost
             == .init(bucket: "tokens", source: .jsonBody(path: ["usage", "total_tokens"])))
         #expect(quota.effectiveCost(for: "count").actualCost == .init(source: .header(.init("x-cost")!)))
+        #expect(quota.effectiveCost(for: "messages").actualCost == .init(
+            bucket: "tokens", source: .jsonBodySum(paths: [["usage", "input_tokens"], ["usage", "output_tokens"]])))
         let configuration = try description.gateConfiguration()
         #expect(configuration.endpointRetries["count"]?.maximumRetries == 0)
         #expect(configuration.endpointRetries["chat"] == nil)
     }
 
-    @Test("the shipped GitHub, seeds backend and OpenAI descriptions are valid and say what their pages say")
+    @Test("the shipped GitHub, tiered backend and OpenAI descriptions are valid and say what their pages say")
     func shippedNonYouTube() throws {
         let github = try APIDescription.named("github-rest")
         #expect(github.endpointName(method: "GET", path: "/repos/apple/swift") == "repos.get")
@@ -184,7 +189,7 @@ struct APIDescriptionTests {
         // Its JSON names api.github.com: the proxy points those URLs at itself.
         #expect(github.rewriteURLs.bodies == ["application/json"])
 
-        let backend = try APIDescription.named("seeds-backend")
+        let backend = try APIDescription.named("tiered-backend")
         let configuration = try backend.gateConfiguration()
         #expect(configuration.throttle.limit(for: "activities") == ThrottleLimit(requests: 10, per: .seconds(60)))
         #expect(configuration.throttle.limit(for: "streams") == ThrottleLimit(requests: 20, per: .seconds(60)))
@@ -211,6 +216,58 @@ struct APIDescriptionTests {
         ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nrewrite_urls: {headers: [Link]}\n", 5, "rewrite_urls.headers", "unknown key"),
     ])
     func newKeysMistakes(yaml: String, line: Int, key: String, message: String) {
+        let error = #expect(throws: APIDescriptionError.self) { try APIDescription(yaml: yaml, file: "mine.yaml") }
+        #expect(error?.line == line, "\(String(describing: error))")
+        #expect(error?.key == key, "\(String(describing: error))")
+        #expect(error?.message.contains(message) == true, "\(String(describing: error))")
+    }
+
+    @Test("not_modified_cost and fresh_for reach the gate; the deprecated refund_not_modified still reads, with a line saying what to write")
+    func unitsSavedKeys() throws {
+        let description = try APIDescription(yaml: """
+            api: X
+            buckets:
+              b: {limit: 100}
+            defaults: {bucket: b, fresh_for: {min: 1m, max: 1h, follow_budget: true}}
+            endpoints:
+              one: {cost: 5, not_modified_cost: 1, fresh_for: 5m}
+              free: {not_modified_cost: 0}
+              full: {not_modified_cost: full}
+              old: {refund_not_modified: true}
+              stale: {fresh_for: {min: 5m, stale_if_error: 1h, stale_while_revalidate: 1m}}
+            """, file: "mine.yaml")
+        let configuration = try description.gateConfiguration()
+        #expect(configuration.quota.notModifiedCostByDefault == .full, "an API nobody described: the full price")
+        #expect(configuration.quota.cost(for: "one")?.notModifiedCost == .units(1))
+        #expect(configuration.quota.cost(for: "free")?.notModifiedCost == .free)
+        #expect(configuration.quota.cost(for: "full")?.notModifiedCost == .full)
+        #expect(configuration.quota.cost(for: "old")?.notModifiedCost == .free)
+        #expect(configuration.freshFor == ChosenFreshness(minimum: .seconds(60), maximum: .seconds(3600), followsBudget: true))
+        #expect(configuration.endpointFreshFor == [
+            "one": ChosenFreshness(.seconds(300)),
+            "stale": ChosenFreshness(.seconds(300), staleIfError: .seconds(3600), staleWhileRevalidate: .seconds(60)),
+        ])
+        #expect(configuration.endpointFreshFor["stale"]?.description == "{min: 300s, max: 300s, stale_if_error: 3600s, stale_while_revalidate: 60s}")
+        #expect(description.deprecations.count == 1)
+        #expect(description.deprecations.first?.contains("mine.yaml:9: endpoints.old.refund_not_modified is deprecated") == true,
+                "\(description.deprecations)")
+        let youTube = try APIDescription.named("youtube-v3").gateConfiguration()
+        #expect(youTube.quota.notModifiedCostByDefault == .units(1))
+        #expect(youTube.freshFor == nil, "nothing chosen: RFC 9111 alone")
+        #expect(try APIDescription.named("github-rest").gateConfiguration().quota.notModifiedCostByDefault == .free)
+        #expect(APIDescription.shippedTexts.values.allSatisfy { !$0.contains("refund_not_modified") })
+    }
+
+    @Test("mistakes in not_modified_cost and fresh_for are named at their line and key", arguments: [
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b, not_modified_cost: some}\n", 4, "defaults.not_modified_cost", "or full"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b, not_modified_cost: -1}\n", 4, "defaults.not_modified_cost", "out of range"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b, not_modified_cost: 0, refund_not_modified: true}\n", 4, "defaults.refund_not_modified", "not_modified_cost only"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {fresh_for: soon}\n", 6, "endpoints.e.fresh_for", "not a duration"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {fresh_for: {min: 1h, max: 1m}}\n", 6, "endpoints.e.fresh_for.max", "at least min"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {fresh_for: {min: 1m, follow_budget: true}}\n", 6, "endpoints.e.fresh_for.max", "above min"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {fresh_for: {max: 1m}}\n", 6, "endpoints.e.fresh_for.min", "missing"),
+    ])
+    func unitsSavedMistakes(yaml: String, line: Int, key: String, message: String) {
         let error = #expect(throws: APIDescriptionError.self) { try APIDescription(yaml: yaml, file: "mine.yaml") }
         #expect(error?.line == line, "\(String(describing: error))")
         #expect(error?.key == key, "\(String(describing: error))")

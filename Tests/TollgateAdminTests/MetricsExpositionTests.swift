@@ -45,20 +45,20 @@ struct MetricsExpositionTests {
             #expect(families.value("tollgate_upstream_latency_seconds_count", ["endpoint": "videos.list"]) == 2)
             #expect(families.value("tollgate_retries_total", ["endpoint": "videos.list"]) == nil)
 
-            // The store, at this scrape: units used (the 304 refunded), limits, reset, throttles.
+            // The store, at this scrape: units used (the 200 and the 304's 1 unit), limits, reset, throttles.
             let snapshot = try await harness.store.dashboardSnapshot(at: Date(), recentEvents: 0)
             let youtube = try #require(snapshot.buckets.first { $0.bucket == "youtube" })
-            #expect(youtube.used == 1)
-            #expect(families.value("tollgate_quota_used_units", ["bucket": "youtube"]) == 1)
+            #expect(youtube.used == 2)
+            #expect(families.value("tollgate_quota_used_units", ["bucket": "youtube"]) == 2)
             #expect(families.value("tollgate_quota_limit_units", ["bucket": "youtube"]) == Double(youtube.limit))
             #expect(families.value("tollgate_quota_remaining_units", ["bucket": "youtube"]) == Double(youtube.remaining))
             #expect(families.value("tollgate_quota_used_units", ["bucket": "youtube.search"]) == 1)
-            #expect(families.value("tollgate_quota_endpoint_used_units", ["bucket": "youtube", "endpoint": "videos.list"]) == 1)
+            #expect(families.value("tollgate_quota_endpoint_used_units", ["bucket": "youtube", "endpoint": "videos.list"]) == 2)
             let reset = try #require(families.value("tollgate_quota_reset_seconds"))
             #expect(abs(reset - snapshot.resetsAt.timeIntervalSinceNow) < 5)
-            #expect(families.value("tollgate_quota_burn_rate_units_per_hour", ["bucket": "youtube"]) == 1)
+            #expect(families.value("tollgate_quota_burn_rate_units_per_hour", ["bucket": "youtube"]) == 2)
             let exhaustion = try #require(families.value("tollgate_quota_exhaustion_forecast_seconds", ["bucket": "youtube"]))
-            #expect(abs(exhaustion - Double(youtube.remaining) * 3600) < 1)
+            #expect(abs(exhaustion - Double(youtube.remaining) / 2 * 3600) < 1)
             #expect(families.value("tollgate_throttle_window_requests", ["endpoint": "videos.list"]) == 2)
             #expect(families.value("tollgate_store_up") == 1)
         }

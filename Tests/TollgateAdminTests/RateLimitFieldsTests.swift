@@ -22,6 +22,22 @@ struct RateLimitFieldsTests {
         return policies
     }
 
+    @Test("a 304 of an API that does not charge it leaves r where it was, though its refund is written after the answer")
+    func freeNotModifiedLeavesRemaining() async throws {
+        let origin = try etagOrigin()
+        defer { origin.stop() }
+        var configuration = GateConfiguration.youTubeDataAPIv3
+        configuration.quota.setNotModifiedCost(.free)
+        try await ProxyWithAdmin.with(upstream: URL(string: origin.baseURL)!, configuration: configuration) { harness in
+            let first = try await harness.get("/youtube/v3/videos?id=1")
+            #expect(Self.parameters(first.headers["ratelimit"])["youtube"]?["r"] == 9_999)
+            let revalidated = try await harness.get("/youtube/v3/videos?id=1")
+            #expect(revalidated.headers["x-tollgate-source"] == "revalidated")
+            #expect(revalidated.headers["x-tollgate-units"] == "0")
+            #expect(Self.parameters(revalidated.headers["ratelimit"])["youtube"]?["r"] == 9_999)
+        }
+    }
+
     @Test("a daily policy per bucket and the throttle's window; r falls as units are spent and t is the Pacific reset")
     func remainingFalls() async throws {
         let origin = try etagOrigin()
@@ -43,10 +59,10 @@ struct RateLimitFieldsTests {
             #expect(Self.parameters(second.headers["ratelimit"])["youtube"]?["r"] == 9_998)
             #expect(Self.parameters(second.headers["ratelimit"])["throttle"]?["r"] == throttle.requests - 2)
 
-            // A 304 the endpoint does not pay for leaves r where it was.
+            // A 304 costs 1 unit on YouTube: r falls by it.
             let revalidated = try await harness.get("/youtube/v3/videos?id=2")
             #expect(revalidated.headers["x-tollgate-source"] == "revalidated")
-            #expect(Self.parameters(revalidated.headers["ratelimit"])["youtube"]?["r"] == 9_998)
+            #expect(Self.parameters(revalidated.headers["ratelimit"])["youtube"]?["r"] == 9_997)
 
             // search.list is charged in a bucket of its own.
             let search = try await harness.get("/youtube/v3/search?q=cats")

@@ -5,8 +5,8 @@ import TollgateTestSupport
 @Suite("tollgate api, and --api on proxy, get and quota show")
 struct APIDescriptionCommandTests {
     static let backend = """
-        # The seeds' backend (seed 003): per-endpoint throttles under one budget.
-        api: Seeds backend
+        # An app's backend with tiers: per-endpoint throttles under one budget.
+        api: Tiered app backend
         buckets:
           server: {limit: 300, window: day}
         defaults:
@@ -27,7 +27,7 @@ struct APIDescriptionCommandTests {
         try Data(Self.backend.utf8).write(to: URL(fileURLWithPath: good))
         let checked = try CommandRunner.tollgate("api", "check", good)
         #expect(checked.status == 0, "\(checked.stderr)")
-        #expect(checked.stdout.contains("valid — Seeds backend: 1 bucket(s), 2 route(s), 2 endpoint(s)"))
+        #expect(checked.stdout.contains("valid — Tiered app backend: 1 bucket(s), 2 route(s), 2 endpoint(s)"))
 
         let bad = directory.path("bad.yaml")
         try Data("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {cots: 1}\n".utf8)

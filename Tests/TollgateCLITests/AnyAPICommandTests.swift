@@ -5,38 +5,16 @@ import TollgateTestSupport
 
 /// Issue 32's "done when", as a user meets it: `tollgate proxy --api` in front of APIs that are not
 /// YouTube, from the shipped description files alone, checked with curl and sqlite3.
-@Suite("Any API without Swift: GitHub, an LLM API and the seeds' backend through the proxy")
+@Suite("Any API without Swift: GitHub, an LLM API and a tiered app backend through the proxy")
 struct AnyAPICommandTests {
-    /// Starts `tollgate proxy` and returns it with its base URL.
-    private static func proxy(_ arguments: [String]) throws -> (BackgroundCommand, String) {
-        let proxy = try BackgroundCommand(CommandRunner.tollgate, ["proxy", "--listen", "127.0.0.1:0"] + arguments)
-        let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
-        let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
-        return (proxy, base)
-    }
-
-    /// Whether curl and sqlite3, which these tests drive, are installed; records an issue when not.
-    private static func toolsInstalled() -> Bool {
-        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
-            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
-            return false
-        }
-        return true
-    }
-
-    private static func sqlite(_ database: String, _ sql: String) throws -> String {
-        let result = try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", database, sql])
-        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     @Test("GitHub: named by the routes, charged in core and search, following X-RateLimit-Remaining down, paced, and a second proxy sees the same window")
     func gitHub() async throws {
-        guard Self.toolsInstalled() else { return }
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
         let github = try await FakeGitHubAPI.start()
         defer { Task { await github.stop() } }
         let directory = try TemporaryDirectory()
         let database = directory.path("github.sqlite")
-        let (first, base) = try Self.proxy(["--upstream", github.baseURL.absoluteString, "--db", database, "--api", "github-rest"])
+        let (first, base) = try BackgroundCommand.proxy(["--upstream", github.baseURL.absoluteString, "--db", database, "--api", "github-rest"])
 
         let repository = try await offPool { try CurlResponse.fetch("\(base)/repos/apple/swift") }
         #expect(repository.status == 200)
@@ -51,7 +29,7 @@ struct AnyAPICommandTests {
         let followed = try await offPool { try CurlResponse.fetch("\(base)/users/octocat") }
         #expect(followed.status == 200)
         #expect(github.remaining(of: "core") == 598)
-        #expect(try Self.sqlite(database, "SELECT units FROM quota_events WHERE kind = 'announced' AND bucket = 'core'") == "4400")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT units FROM quota_events WHERE kind = 'announced' AND bucket = 'core'") == "4400")
 
         // 598 left, 500 kept back, an hour to go: well below an even share, so requests are spread
         // out — one goes, the next is told when its slot comes.
@@ -64,7 +42,7 @@ struct AnyAPICommandTests {
         let sentBefore = github.receivedRequests.count
 
         // A second proxy on the same file is in the same window, paced the same way.
-        let (second, secondBase) = try Self.proxy(["--upstream", github.baseURL.absoluteString, "--db", database,
+        let (second, secondBase) = try BackgroundCommand.proxy(["--upstream", github.baseURL.absoluteString, "--db", database,
                                                    "--api", "github-rest"])
         let alsoWaiting = try await offPool { try CurlResponse.fetch("\(secondBase)/users/torvalds") }
         #expect(alsoWaiting.status == 429)
@@ -78,22 +56,22 @@ struct AnyAPICommandTests {
         #expect(shown.stdout.contains("core: 4,403/5,000 units used · 597 left"), "\(shown.stdout)")
         #expect(shown.stdout.contains("resets \(Self.instant(reset))"), "\(shown.stdout)")
         #expect(shown.stdout.contains("search: 1/30 units used · 29 left"), "\(shown.stdout)")
-        #expect(try Self.sqlite(database, "SELECT window || ' ' || units || ' ' || remaining FROM quota_windows WHERE bucket = 'core'")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT window || ' ' || units || ' ' || remaining FROM quota_windows WHERE bucket = 'core'")
             == "hour 4403 597")
         // The status dashboard and its JSON show the hour too, not the Pacific day.
         let status = try CommandRunner.tollgate("status", "--db", database)
         #expect(status.stdout.contains("4,403/5,000 · 597 left per hour · resets in"), "\(status.stdout)")
-        #expect(try Self.totalsDifferingFromEvents(database) == "0")
+        #expect(try CommandRunner.totalsDifferingFromEvents(database) == "0")
     }
 
     @Test("GitHub's 403 with X-RateLimit-Remaining: 0 closes core until GitHub's own reset: the next request is refused unsent")
     func gitHubSpent() async throws {
-        guard Self.toolsInstalled() else { return }
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
         let github = try await FakeGitHubAPI.start()
         defer { Task { await github.stop() } }
         let directory = try TemporaryDirectory()
         let database = directory.path("github.sqlite")
-        let (proxy, base) = try Self.proxy(["--upstream", github.baseURL.absoluteString, "--db", database, "--api", "github-rest"])
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", github.baseURL.absoluteString, "--db", database, "--api", "github-rest"])
         #expect(try await offPool { try CurlResponse.fetch("\(base)/repos/apple/swift") }.status == 200)
         // Another client of the token spends the rest of the hour.
         github.consume(resource: "core", requests: 5_000)
@@ -107,19 +85,19 @@ struct AnyAPICommandTests {
         let retryAfter = try #require(refused.headers["retry-after"].flatMap(Double.init))
         #expect(abs(Date().addingTimeInterval(retryAfter).timeIntervalSince(reset)) < 5, "until GitHub's reset, not :00")
         #expect(proxy.interrupt().status == 0)
-        #expect(try Self.sqlite(database, "SELECT COUNT(*) FROM quota_events WHERE kind = 'exhausted' AND bucket = 'core'") == "1")
-        #expect(try Self.sqlite(database, "SELECT exhausted || ' ' || remaining FROM quota_windows WHERE bucket = 'core'") == "1 0")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT COUNT(*) FROM quota_events WHERE kind = 'exhausted' AND bucket = 'core'") == "1")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT exhausted || ' ' || remaining FROM quota_windows WHERE bucket = 'core'") == "1 0")
     }
 
     @Test("An LLM API that bills tokens in its body: each answer is billed its actual tokens, and the totals equal the events")
     func llmTokens() async throws {
-        guard Self.toolsInstalled() else { return }
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
         // The server's limits are the description's, so what it announces never runs below the ledger.
         let llm = try await FakeLLMAPI.start(behaviour: FakeLLMBehaviour(requestsPerMinute: 500, tokensPerMinute: 30_000))
         defer { Task { await llm.stop() } }
         let directory = try TemporaryDirectory()
         let database = directory.path("llm.sqlite")
-        let (proxy, base) = try Self.proxy(["--upstream", llm.baseURL.absoluteString, "--db", database, "--api", "openai-chat"])
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", llm.baseURL.absoluteString, "--db", database, "--api", "openai-chat"])
         let prompts = ["Say hello", "Write a haiku about quotas and ledgers", "One"]
         var expected = 0
         for prompt in prompts {
@@ -134,24 +112,24 @@ struct AnyAPICommandTests {
         }
         #expect(proxy.interrupt().status == 0)
         #expect(llm.totalTokensBilled == expected)
-        #expect(try Self.sqlite(database, "SELECT SUM(units) FROM quota_usage WHERE bucket = 'tokens' AND endpoint = 'chat.completions'")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT SUM(units) FROM quota_usage WHERE bucket = 'tokens' AND endpoint = 'chat.completions'")
             == "\(expected)")
-        #expect(try Self.sqlite(database, "SELECT SUM(units) FROM quota_usage WHERE bucket = 'requests' AND endpoint <> '*'") == "3",
+        #expect(try CommandRunner.sqliteValue(database, "SELECT SUM(units) FROM quota_usage WHERE bucket = 'requests' AND endpoint <> '*'") == "3",
                 // Across a minute's end the fake's sliding count can announce less than the ledger's new
                 // minute: an 'announced' event on '*', which the ledger rightly keeps.
-                "\((try? Self.sqlite(database, "SELECT kind, bucket, endpoint, units, detail FROM quota_events")) ?? "")")
-        #expect(try Self.sqlite(database, "SELECT COUNT(*) FROM quota_events WHERE kind = 'settle'") == "3")
-        #expect(try Self.totalsDifferingFromEvents(database) == "0")
+                "\((try? CommandRunner.sqliteValue(database, "SELECT kind, bucket, endpoint, units, detail FROM quota_events")) ?? "")")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT COUNT(*) FROM quota_events WHERE kind = 'settle'") == "3")
+        #expect(try CommandRunner.totalsDifferingFromEvents(database) == "0")
     }
 
-    @Test("The seeds' backend from its shipped file alone: throttles 10/20/30 a minute and an hourly bucket, in throttle show and quota show")
-    func seedsBackend() async throws {
-        guard Self.toolsInstalled() else { return }
+    @Test("The tiered app backend from its shipped file alone: throttles 10/20/30 a minute and an hourly bucket, in throttle show and quota show")
+    func tieredBackend() async throws {
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
         let origin = try ScriptedHTTPServer { _ in .init(status: 200, headers: [(name: "Cache-Control", value: "no-store")], body: "[]") }
         defer { origin.stop() }
         let directory = try TemporaryDirectory()
         let database = directory.path("backend.sqlite")
-        let (proxy, base) = try Self.proxy(["--upstream", origin.baseURL, "--db", database, "--api", "seeds-backend"])
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", origin.baseURL, "--db", database, "--api", "tiered-backend"])
         for path in ["/api/activities", "/api/activities", "/api/streams/7", "/api/profile"] {
             let answer = try await offPool { try CurlResponse.fetch("\(base)\(path)") }
             #expect(answer.status == 200)
@@ -165,22 +143,14 @@ struct AnyAPICommandTests {
         #expect(throttles.stdout.contains("activities: 2/10 in the last 60s · 8 left"), "\(throttles.stdout)")
         #expect(throttles.stdout.contains("streams: 1/20 in the last 60s · 19 left"), "\(throttles.stdout)")
         #expect(throttles.stdout.contains("GET /api/profile: 1/30 in the last 60s · 29 left"), "\(throttles.stdout)")
-        let quota = try CommandRunner.tollgate("quota", "show", "--db", database, "--api", "seeds-backend")
+        let quota = try CommandRunner.tollgate("quota", "show", "--db", database, "--api", "tiered-backend")
         #expect(quota.stdout.contains("server: 4/100 units used · 96 left · limit from configuration · per hour"), "\(quota.stdout)")
-        #expect(try Self.sqlite(database, "SELECT window || ' ' || units FROM quota_windows") == "hour 4")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT window || ' ' || units FROM quota_windows") == "hour 4")
         // A higher tier, as the file's comment says.
-        let raised = try CommandRunner.tollgate("quota", "set-limit", "server", "300", "--db", database, "--api", "seeds-backend")
+        let raised = try CommandRunner.tollgate("quota", "set-limit", "server", "300", "--db", database, "--api", "tiered-backend")
         #expect(raised.stdout.contains("server: limit per hour 300 (admin); 4 used, 296 left in this window"), "\(raised.stdout)\(raised.stderr)")
     }
 
-    /// How many usage totals differ from the sum of their events, as sqlite3 counts them.
-    private static func totalsDifferingFromEvents(_ database: String) throws -> String {
-        try sqlite(database, """
-            SELECT COUNT(*) FROM (SELECT pacific_date, bucket, endpoint, SUM(units) AS units FROM quota_events
-                                  GROUP BY 1, 2, 3) AS sums
-            JOIN quota_usage USING (pacific_date, bucket, endpoint) WHERE sums.units <> quota_usage.units
-            """)
-    }
 
     private static func instant(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()

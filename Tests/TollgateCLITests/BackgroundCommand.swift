@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import TollgateTestSupport
 
 /// A command started in the background (the proxy), whose first line of output the test reads and
@@ -91,7 +92,37 @@ struct CurlFailure: Error, CustomStringConvertible {
     var description: String { message }
 }
 
+extension BackgroundCommand {
+    /// Starts `tollgate proxy` on a free loopback port with `arguments` after the listen address,
+    /// and returns it with its base URL, read from the banner it prints once it listens.
+    static func proxy(_ arguments: [String]) throws -> (BackgroundCommand, String) {
+        let proxy = try BackgroundCommand(CommandRunner.tollgate, ["proxy", "--listen", "127.0.0.1:0"] + arguments)
+        let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
+        let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
+        return (proxy, base)
+    }
+}
+
 extension CommandRunner {
+    /// Whether curl and sqlite3, which the proxy's tests drive, are installed; records an issue when not.
+    static func curlAndSQLiteInstalled() -> Bool {
+        guard isInstalled("curl"), isInstalled("sqlite3") else {
+            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
+            return false
+        }
+        return true
+    }
+
+    /// How many usage totals differ from the sum of their events, as sqlite3 counts them: "0" for
+    /// a ledger whose totals are what its events say.
+    static func totalsDifferingFromEvents(_ database: String) throws -> String {
+        try sqliteValue(database, """
+            SELECT COUNT(*) FROM (SELECT pacific_date, bucket, endpoint, SUM(units) AS units FROM quota_events
+                                  GROUP BY 1, 2, 3) AS sums
+            JOIN quota_usage USING (pacific_date, bucket, endpoint) WHERE sums.units <> quota_usage.units
+            """)
+    }
+
     /// One value from `sqlite3`, trimmed.
     static func sqliteValue(_ path: String, _ sql: String) throws -> String {
         try sqlite3(path, sql).stdout.trimmingCharacters(in: .whitespacesAndNewlines)

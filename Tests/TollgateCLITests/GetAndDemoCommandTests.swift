@@ -6,8 +6,8 @@ import TollgateTestSupport
 
 @Suite("tollgate get and tollgate demo")
 struct GetAndDemoCommandTests {
-    @Test("get prints the body to stdout and the source and quota to stderr; the 304 path costs nothing")
-    func getRevalidatesForFree() async throws {
+    @Test("get prints the body to stdout and the source and quota to stderr; the 304 path costs YouTube's 1 unit")
+    func getRevalidates() async throws {
         let api = try await FakeYouTubeAPI.start()
         try await withStopping(api, stop: { await $0.stop() }) { api in
             let directory = try TemporaryDirectory()
@@ -22,9 +22,9 @@ struct GetAndDemoCommandTests {
             let second = try CommandRunner.tollgate("get", url, "--db", path)
             #expect(second.status == 0, "\(second.stderr)")
             #expect(second.stdout == first.stdout)
-            #expect(second.stderr.contains("source revalidated · units charged 0 · 9999 units left today in youtube"))
+            #expect(second.stderr.contains("source revalidated · units charged 1 · 9998 units left today in youtube"))
             #expect(api.receivedRequests.map(\.status) == [200, 304])
-            #expect(api.unitsUsed == 1)
+            #expect(api.unitsUsed == 2)
         }
     }
 
@@ -69,6 +69,15 @@ struct GetAndDemoCommandTests {
             #expect(result.stdout.contains(chapter), "missing \(chapter)")
         }
         #expect(result.stdout.contains("95 revalidated"))
+        // A 304 costs 1 unit on YouTube: the refreshes save bandwidth, not units…
+        #expect(result.stdout.contains("100 requests → 100 reached the API · 100 units charged (100 units without the gate)"),
+                "\(result.stdout)")
+        #expect(result.stdout.contains("a revalidation saves bandwidth, not units"))
+        // …not asking does: every other refresh within fresh_for 10m.
+        #expect(result.stdout.contains("2b. Five more refreshes, the app saying fresh_for: 10m"))
+        #expect(result.stdout.contains("100 requests → 40 reached the API · 40 units charged (100 units without the gate)"),
+                "\(result.stdout)")
+        #expect(result.stdout.contains("60 fresh"))
         #expect(result.stdout.contains("cache hit rate 95 %"), "the refresh chapters show their hit rate")
         #expect(result.stdout.contains("opened the circuit for 1 h;"), "the rate-limit duration in whole units")
         #expect(result.stdout.contains("the ledger refused the 101st search"))

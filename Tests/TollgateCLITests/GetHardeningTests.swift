@@ -77,7 +77,8 @@ struct GetShellTests {
 
         let verbose = try CommandRunner.tollgate("get", url, "--db", directory.path("v.sqlite"), "--verbose")
         #expect(verbose.stderr.contains("not in the quota cost table"), "\(verbose.stderr)")
-        #expect(verbose.stderr.contains("applied migration"), "info lines too")
+        let debug = try CommandRunner.tollgate("get", url, "--db", directory.path("d.sqlite"), "--log-level", "debug")
+        #expect(debug.stderr.contains("applied migration"), "a library's routine events are debug lines")
         let again = try CommandRunner.tollgate("get", url, "--db", directory.path("v.sqlite"), "--verbose")
         #expect(!again.stderr.contains("not in the quota cost table"), "said once per file, not on every run")
         let viaEnvironment = try CommandRunner.tollgate("get", url, "--db", directory.path("e.sqlite"),

@@ -7,26 +7,6 @@ import TollgateTestSupport
 /// and `/metrics` without bound.
 @Suite("Hostile input, round four: the proxy survives absurd numbers and bounds endpoint names")
 struct HostileInputCommandTests {
-    private static func proxy(_ arguments: [String]) throws -> (BackgroundCommand, String) {
-        let proxy = try BackgroundCommand(CommandRunner.tollgate, ["proxy", "--listen", "127.0.0.1:0"] + arguments)
-        let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
-        let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
-        return (proxy, base)
-    }
-
-    private static func toolsInstalled() -> Bool {
-        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
-            Issue.record("curl and sqlite3 are needed: .ci/run installs them")
-            return false
-        }
-        return true
-    }
-
-    private static func sqlite(_ database: String, _ sql: String) throws -> String {
-        try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["sqlite3", database, sql])
-            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     @Test("github-rest in front of an origin announcing resets in the year 300 million: every answer is a 200, the proxy keeps running, nothing absurd is stored or relayed",
           arguments: [
               ("X-RateLimit-Reset", "9999999999999999"),
@@ -34,7 +14,7 @@ struct HostileInputCommandTests {
               ("RateLimit-Reset", "9223372036854775807"),
           ])
     func absurdResets(field: String, value: String) async throws {
-        guard Self.toolsInstalled() else { return }
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
         let origin = try ScriptedHTTPServer { request in
             var headers = [("Content-Type", "application/json"), ("X-RateLimit-Limit", "5000"),
                            ("X-RateLimit-Remaining", "4990"), ("X-RateLimit-Resource", "core"), (field, value)]
@@ -46,7 +26,7 @@ struct HostileInputCommandTests {
         defer { origin.stop() }
         let directory = try TemporaryDirectory()
         let database = directory.path("hostile.sqlite")
-        let (proxy, base) = try Self.proxy(["--upstream", origin.baseURL, "--db", database, "--api", "github-rest"])
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", origin.baseURL, "--db", database, "--api", "github-rest"])
         for path in ["/repos/o/r", "/repos/o/s", "/users/octocat"] {
             let answer = try await offPool { try CurlResponse.fetch("\(base)\(path)") }
             #expect(answer.status == 200, "\(path): \(answer.status) \(answer.body)")
@@ -56,9 +36,9 @@ struct HostileInputCommandTests {
             }
         }
         #expect(proxy.process.isRunning, "one answer header must not end the proxy")
-        let resets = try Self.sqlite(database, "SELECT resets_at_utc FROM quota_windows WHERE bucket = 'core'")
+        let resets = try CommandRunner.sqliteValue(database, "SELECT resets_at_utc FROM quota_windows WHERE bucket = 'core'")
         #expect(!resets.hasPrefix("9999") && !resets.isEmpty, "the window's end stays within the hour: \(resets)")
-        #expect(try Self.sqlite(database, "SELECT COUNT(*) FROM quota_buckets WHERE announced_reset_ms > 4102444800000") == "0")
+        #expect(try CommandRunner.sqliteValue(database, "SELECT COUNT(*) FROM quota_buckets WHERE announced_reset_ms > 4102444800000") == "0")
         let (status, stderr) = proxy.interrupt()
         #expect(status == 0, "\(stderr)")
         #expect(!stderr.contains("cannot be converted"), "\(stderr)")
@@ -66,7 +46,7 @@ struct HostileInputCommandTests {
 
     @Test("Distinct {collection} values from a client fold into repos.other.list past 100: the file holds about 110 names, and /metrics lists them")
     func boundedNames() async throws {
-        guard Self.toolsInstalled() else { return }
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
         // 20,000 as the issue measured it with TOLLGATE_STRESS_SCALE=full; enough to pass the budget in CI.
         let values = ProcessInfo.processInfo.environment["TOLLGATE_STRESS_SCALE"]?.lowercased() == "full" ? 20_000 : 160
         let origin = try ScriptedHTTPServer { _ in .init(status: 200, headers: [("Content-Type", "application/json")], body: "[]") }
@@ -105,7 +85,7 @@ struct HostileInputCommandTests {
         print("/metrics with \(values) distinct values sent: \(metrics.body.utf8.count) bytes in \(String(format: "%.3f", took)) s")
         #expect(proxy.interrupt().status == 0)
 
-        let names = try Self.sqlite(database, """
+        let names = try CommandRunner.sqliteValue(database, """
             SELECT COUNT(*) FROM (SELECT endpoint FROM quota_usage UNION SELECT endpoint FROM circuits
                                   UNION SELECT endpoint FROM throttle_limits)
             """)
@@ -116,7 +96,7 @@ struct HostileInputCommandTests {
 
     @Test("A server's 'quota spent' on an hourly bucket is refused until that window's reset (600 s here), worded by the window, not as a daily quota")
     func spentRefusalTimedByWindow() async throws {
-        guard Self.toolsInstalled() else { return }
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
         let reset = Int(Date().timeIntervalSince1970) + 600
         let origin = try ScriptedHTTPServer { _ in
             .init(status: 403, headers: [("Content-Type", "application/json"), ("X-RateLimit-Limit", "5000"),
@@ -126,7 +106,7 @@ struct HostileInputCommandTests {
         }
         defer { origin.stop() }
         let directory = try TemporaryDirectory()
-        let (proxy, base) = try Self.proxy(["--upstream", origin.baseURL, "--db", directory.path("spent.sqlite"),
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", origin.baseURL, "--db", directory.path("spent.sqlite"),
                                             "--api", "github-rest"])
         let spent = try await offPool { try CurlResponse.fetch("\(base)/repos/o/r") }
         #expect(spent.status == 429)
@@ -159,5 +139,37 @@ struct HostileInputCommandTests {
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(shown.stdout.contains("api.example.com/v1"))
         #expect(!shown.stdout.contains("hunter2") && !shown.stdout.contains("alice"), "\(shown.stdout)")
+    }
+
+    @Test("A usage of a trillion tokens, gzip-compressed as OpenAI's SDKs ask for it: the client gets the 200 as it came, and the tokens bucket settles at its limit")
+    func hugeCostSettlesAtTheLimit() async throws {
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
+        let body = Data(#"{"id": "c1", "usage": {"total_tokens": 1000000000000}}"#.utf8)
+        let directory = try TemporaryDirectory()
+        // Compressed by the system's gzip, as a server would.
+        let plain = directory.path("answer.json")
+        try body.write(to: URL(fileURLWithPath: plain))
+        #expect(try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["gzip", "-k", "-n", plain]).status == 0)
+        let compressed = try Data(contentsOf: URL(fileURLWithPath: plain + ".gz"))
+        let origin = try ScriptedHTTPServer { request in
+            // The proxy asks only for codings the gate can decode: gzip stays, zstd goes.
+            let gzip = request.header("Accept-Encoding") == "gzip"
+            return .init(status: 200, headers: [("Content-Type", "application/json")] + (gzip ? [("Content-Encoding", "gzip")] : []),
+                         body: gzip ? compressed : body)
+        }
+        defer { origin.stop() }
+        let database = directory.path("tokens.sqlite")
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", origin.baseURL, "--db", database, "--api", "openai-chat"])
+        let answer = try await offPool {
+            try CurlResponse.fetch("\(base)/v1/chat/completions", ["--compressed", "-H", "Accept-Encoding: gzip, zstd",
+                                                                  "-H", "Content-Type: application/json", "-d", "{}"])
+        }
+        #expect(answer.status == 200)
+        #expect(answer.body.contains("1000000000000"), "\(answer.body)")
+        #expect(proxy.interrupt().status == 0)
+        #expect(origin.requests.first?.header("Accept-Encoding") == "gzip")
+        // Charged the 1,000-token estimate, settled up to the bucket's 30,000 and no further.
+        #expect(try CommandRunner.sqliteValue(database, "SELECT units FROM quota_events WHERE kind = 'settle'") == "29000")
+        #expect(try CommandRunner.totalsDifferingFromEvents(database) == "0")
     }
 }

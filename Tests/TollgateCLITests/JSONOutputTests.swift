@@ -57,7 +57,7 @@ struct JSONOutputTests {
         #expect(limit.stderr.contains("daily limit set to 20000"), "\(limit.stderr)")
         let silent = try CommandRunner.tollgate("quota", "set-limit", "youtube", "30000", "--db", db)
         #expect(silent.stderr.isEmpty, "\(silent.stderr)")
-        let verboseMigrate = try CommandRunner.tollgate("migrate", "--db", directory.path("fresh.sqlite"), "--log-level", "info")
+        let verboseMigrate = try CommandRunner.tollgate("migrate", "--db", directory.path("fresh.sqlite"), "--log-level", "debug")
         #expect(verboseMigrate.stderr.contains("applied migration"))
         for command in [["status"], ["quota", "show"], ["circuit", "show"], ["throttle", "show"], ["cache", "stats"], ["dashboard", "--once"]] {
             let result = try CommandRunner.run(CommandRunner.tollgate, command + ["--db", db, "--log-level", "debug"])

@@ -18,7 +18,7 @@ struct PostgresCommandTests {
         try await offPool { try CommandRunner.run(CommandRunner.tollgate, arguments) }
     }
 
-    @Test("get charges the first answer and nothing for the 304 after it; psql reads the same ledger")
+    @Test("get charges the first answer and YouTube's 1 unit for the 304 after it; psql reads the same ledger")
     func getOverPostgres() async throws {
         let database = try PostgresServer.createDatabase()
         defer { PostgresServer.dropDatabase(database) }
@@ -32,11 +32,11 @@ struct PostgresCommandTests {
             let second = try await Self.tollgate("get", url, "--db", database.url)
             #expect(second.status == 0, "\(second.stderr)")
             #expect(second.stdout == first.stdout)
-            #expect(second.stderr.contains("source revalidated · units charged 0 · 9999 units left today in youtube"))
+            #expect(second.stderr.contains("source revalidated · units charged 1 · 9998 units left today in youtube"))
             #expect(api.receivedRequests.map(\.status) == [200, 304])
 
             let ledger = try PostgresServer.psql(database.url, "SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'")
-            #expect(ledger == "1|2")
+            #expect(ledger == "2|2")
             let stored = try PostgresServer.psql(database.url, "SELECT url FROM cache_entries")
             #expect(stored.contains("key=REDACTED"))
             #expect(!stored.contains("SECRETKEY123456"))

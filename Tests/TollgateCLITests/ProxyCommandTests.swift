@@ -34,7 +34,7 @@ struct ProxyHarness {
 
 @Suite("tollgate proxy")
 struct ProxyCommandTests {
-    @Test("curl through the proxy: a second identical request is a 304 upstream at no cost, served from the stored body")
+    @Test("curl through the proxy: a second identical request is a 304 upstream at YouTube's 1 unit, served from the stored body")
     func revalidation() async throws {
         guard CommandRunner.isInstalled("curl") else { Issue.record("curl is not installed: .ci/run installs it"); return }
         let harness = try await ProxyHarness()
@@ -54,7 +54,7 @@ struct ProxyCommandTests {
             let second = try await offPool { try CurlResponse.fetch(url) }
             #expect(second.status == 200)
             #expect(second.headers["x-tollgate-source"] == "revalidated")
-            #expect(second.headers["x-tollgate-units"] == "0")
+            #expect(second.headers["x-tollgate-units"] == "1")
             #expect(second.body == first.body)
             #expect(second.headers["etag"] == first.headers["etag"])
 
@@ -65,7 +65,7 @@ struct ProxyCommandTests {
             #expect(received.first?.headers["x-hop-secret"] == nil)
             #expect(received.first?.headers["keep-alive"] == nil)
             #expect(received.first?.headers["x-forward-me"] == "yes")
-            #expect(try harness.fixture.value("SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'") == "1|2")
+            #expect(try harness.fixture.value("SELECT units, calls FROM quota_today WHERE endpoint = 'videos.list'") == "2|2")
         }
     }
 

@@ -14,15 +14,17 @@ struct AfterAnswerWriteTests {
                  configuration: GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000), clock: SystemClock())
     }
 
-    @Test("a 304's refund is written after its answer and before the next admission: a 2-unit budget pays for every revalidation",
+    @Test("a free 304's refund is written after its answer and before the next admission: a 2-unit budget pays for every revalidation",
           arguments: TransportKind.allCases, [true, false])
     func refundBeforeNextAdmission(kind: TransportKind, coalesces: Bool) async throws {
-        // 1 unit for the 200; each 304 is charged 1 and refunded. Were a refund still unwritten
-        // when the next request is admitted, that request would need a third unit and be refused.
-        // Without coalescing, only the admission's wait for the earlier writes keeps this true.
+        // 1 unit for the 200; each 304 of an API that does not charge it (GitHub's rule) is charged
+        // 1 and refunded. Were a refund still unwritten when the next request is admitted, that
+        // request would need a third unit and be refused. Without coalescing, only the admission's
+        // wait for the earlier writes keeps this true.
         let harness = try await GateHarness(kind, quotaLimit: 2)
         try await withStopping(harness, stop: { await $0.stop() }) { harness in
             var configuration = GateHarness.configuration(quotaLimit: 2, throttleLimit: 10_000)
+            configuration.quota.setNotModifiedCost(.free)
             configuration.cache.coalescesRequests = coalesces
             let gate = try Gate(store: harness.store, transport: kind.make(), configuration: configuration, clock: harness.clock)
             let first = try await gate.send(harness.video("v1"), endpoint: "videos.list")
@@ -45,6 +47,36 @@ struct AfterAnswerWriteTests {
             #expect(revalidations == 30)
             let leases = try await harness.store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM cache_leases").int ?? -1 }
             #expect(leases == 0)
+        }
+    }
+
+    @Test("a 304 that costs 1 of a 100-unit call is settled after its answer and before the next admission",
+          arguments: [true, false])
+    func settlementBeforeNextAdmission(coalesces: Bool) async throws {
+        // 100 units for the 200, then each revalidation is admitted at 100 and settled at 1: 230
+        // units pay for 30 of them. Were a settlement still unwritten when the next request is
+        // admitted, 99 more units would be missing and that request refused.
+        var behaviour = FakeAPIBehaviour()
+        behaviour.quotaModel = .singlePool
+        let harness = try await GateHarness(behaviour: behaviour)
+        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+            var configuration = GateHarness.configuration(quotaLimit: 10_000, throttleLimit: 10_000)
+            configuration.quota = .youTubeDataAPIv3SinglePool
+            configuration.quota.bucketLimits[QuotaConfiguration.youTubeBucket] = 230
+            configuration.cache.coalescesRequests = coalesces
+            let gate = try Gate(store: harness.store, transport: URLSessionTransport(), configuration: configuration,
+                                clock: harness.clock)
+            let request = HTTPRequest(url: harness.api.url("search", ["q": "settle", "part": "snippet"]))
+            #expect(try await gate.send(request, endpoint: "search.list").unitsCharged == 100)
+            for _ in 0..<30 {
+                let answer = try await gate.send(request, endpoint: "search.list")
+                #expect(answer.source == .revalidated)
+                #expect(answer.unitsCharged == 1)
+            }
+            try await gate.flush()
+            #expect(try await gate.quota.usage(on: PacificDay(containing: GateHarness.start)).map(\.units) == [130])
+            #expect(try await gate.quota.discrepancies().isEmpty)
+            #expect(harness.api.unitsUsed == 130, "what the fake YouTube counted")
         }
     }
 

@@ -73,8 +73,8 @@ struct OpenAPIMiddlewareTests {
             #expect(second.body == first.body)
             #expect(api.receivedRequests.map(\.status) == [200, 304])
             #expect(api.receivedRequests.last?.ifNoneMatch != nil)
-            try await gate.flush() // the 304's refund is written just after its answer
-            #expect(try await gate.quota.usage().map(\.units) == [1])
+            try await gate.flush() // the 304's settlement is written just after its answer
+            #expect(try await gate.quota.usage().map(\.units) == [2], "a 304 costs 1 unit on YouTube")
 
             try await gate.circuit.forceOpen(endpoint: "videos.list", for: .seconds(60))
             let cached = try await client.listVideos(id: "v1")

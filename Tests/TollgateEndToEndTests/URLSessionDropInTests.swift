@@ -56,7 +56,7 @@ struct URLSessionDropInTests {
         (response as? HTTPURLResponse)?.value(forHTTPHeaderField: name)
     }
 
-    @Test("a network answer, then a 304 served from the store at no charge, with async data(for:)")
+    @Test("a network answer, then a 304 served from the store at YouTube's 1 unit, with async data(for:)")
     func networkThenRevalidated() async throws {
         let harness = try Harness()
         let (first, firstResponse) = try await harness.session.data(from: harness.url("/v1/items"))
@@ -68,14 +68,44 @@ struct URLSessionDropInTests {
         let (second, secondResponse) = try await harness.session.data(from: harness.url("/v1/items"))
         #expect((secondResponse as? HTTPURLResponse)?.statusCode == 200)
         #expect(header(secondResponse, "X-Tollgate-Source") == "revalidated")
-        #expect(header(secondResponse, "X-Tollgate-Units") == "0")
+        #expect(header(secondResponse, "X-Tollgate-Units") == "1")
         #expect(second == first)
         #expect(String(decoding: second, as: UTF8.self) == "{\"items\": [1, 2, 3]}")
         #expect(harness.origin.requests.map { $0.header("If-None-Match") } == [nil, "\"v1\""])
         try await harness.gate.flush()
         let spent = try await harness.gate.quota.usage().filter { $0.bucket == QuotaConfiguration.youTubeBucket }
             .map(\.units).reduce(0, +)
-        #expect(spent == 1, "the 304 was refunded")
+        #expect(spent == 2, "a 304 costs 1 unit on YouTube")
+    }
+
+    @Test("URLRequest.cachePolicy: returnCacheDataElseLoad serves what is stored without asking, reloadIgnoringLocalCacheData asks, returnCacheDataDontLoad never sends")
+    func cachePolicies() async throws {
+        let harness = try Harness()
+        var dontLoad = URLRequest(url: harness.url("/v1/items"))
+        dontLoad.cachePolicy = .returnCacheDataDontLoad
+        await #expect(throws: URLError.self, "nothing stored, and loading is forbidden") {
+            _ = try await harness.session.data(for: dontLoad)
+        }
+        #expect(harness.origin.requests.isEmpty, "never sent")
+
+        _ = try await harness.session.data(from: harness.url("/v1/items"))
+        var elseLoad = URLRequest(url: harness.url("/v1/items"))
+        elseLoad.cachePolicy = .returnCacheDataElseLoad
+        let (stored, storedResponse) = try await harness.session.data(for: elseLoad)
+        #expect(header(storedResponse, "X-Tollgate-Source") == "fresh", "the origin said no-cache; the app said any stored answer")
+        #expect(header(storedResponse, "X-Tollgate-Units") == "0")
+        #expect(header(storedResponse, "Age") != nil)
+        #expect(String(decoding: stored, as: UTF8.self) == "{\"items\": [1, 2, 3]}")
+        let (_, cachedResponse) = try await harness.session.data(for: dontLoad)
+        #expect(header(cachedResponse, "X-Tollgate-Source") == "fresh")
+        #expect(harness.origin.requests.count == 1)
+
+        var reload = URLRequest(url: harness.url("/v1/items"))
+        reload.cachePolicy = .reloadIgnoringLocalCacheData
+        let (_, reloaded) = try await harness.session.data(for: reload)
+        #expect(header(reloaded, "X-Tollgate-Source") == "revalidated", "asked the server")
+        #expect(harness.origin.requests.count == 2)
+        #expect(harness.origin.requests.last?.header("If-None-Match") == "\"v1\"")
     }
 
     @Test("with a completion handler, as older code calls it")

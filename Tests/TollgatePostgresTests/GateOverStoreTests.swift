@@ -59,6 +59,31 @@ struct GateOverStoreTests {
         }
     }
 
+    @Test("a 304 costs what the endpoint documents on either store: settled at 1 of 100, free, or full",
+          arguments: StoreBackend.available)
+    func notModifiedCost(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            for (cost, expected) in [(NotModifiedCost.units(1), 1), (.free, 0), (.full, 100)] {
+                let origin = ScriptedOrigin()
+                var configuration = GateConfiguration.youTubeDataAPIv3
+                configuration.quota = .youTubeDataAPIv3SinglePool
+                configuration.quota.endpointCosts["search.list"]?.notModifiedCost = cost
+                let gate = try Gate(storage: store, transport: origin, configuration: configuration, clock: SystemClock(),
+                                    logger: PostgresTestDatabase.quietLogger)
+                let request = HTTPRequest(method: .get, scheme: "https", authority: "www.googleapis.com",
+                                          path: "/youtube/v3/search?part=id&q=\(cost)")
+                let before = try await gate.quota.remaining()
+                #expect(try await gate.send(request, endpoint: "search.list").unitsCharged == 100)
+                let second = try await gate.send(request, endpoint: "search.list")
+                #expect(second.source == .revalidated)
+                #expect(second.unitsCharged == expected, "\(cost)")
+                try await gate.flush()
+                #expect(try await gate.quota.remaining() == before - 100 - expected, "\(cost)")
+                #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
+            }
+        }
+    }
+
     @Test("when the database is gone, the gate fails closed by default, naming the server, and fails open when asked",
           .enabled(if: PostgresTestDatabase.isConfigured, "TOLLGATE_POSTGRES_URL is not set"),
           arguments: [LedgerFailurePolicy.failClosed, .failOpen])

@@ -404,6 +404,45 @@ struct QuotaWindowConformanceTests {
             #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
         }
     }
+
+    @Test("a stream's settlement at its end: what it reported, or, cut short before it reported, the estimate again (a settle event of 0 units, and the charge counts as settled)",
+          arguments: StoreBackend.available)
+    func settlementAtAStreamsEnd(backend: StoreBackend) async throws {
+        let clock = ManualClock(now: Self.utc(10, 0, 15))
+        let policy = CircuitPolicy()
+        try await backend.withStore(windowClock: clock) { store in
+            func admitted() async throws -> Int64? {
+                let tokens = QuotaBucketCharge(bucket: "tokens", cost: 1_000, configuredLimit: 30_000, window: .minute)
+                let admission = try await store.admit(AdmissionRequest(
+                    endpoint: "chat.completions", circuitPolicy: policy, probeToken: "p",
+                    throttleLimit: ThrottleLimit(requests: 100, per: .seconds(60)),
+                    quota: request(clock, bucket: "requests", endpoint: "chat.completions", cost: 1, limit: 500,
+                                   window: .minute, additionalCharges: [tokens])
+                ))
+                guard case .admitted(_, _, let charge) = admission else { return nil }
+                return charge.reservationID
+            }
+            func settled(_ reservation: Int64, units: Int, source: String) async throws -> [QuotaCostSettlement] {
+                try await store.settleAttempt(AttemptSettlement(
+                    endpoint: "chat.completions", outcome: .success, probeToken: nil, circuitPolicy: policy,
+                    actualCosts: [QuotaActualCost(reservationID: reservation, bucket: "tokens", units: units, source: source)],
+                    at: clock.now()
+                )).costs
+            }
+            let whole = try #require(try await admitted())
+            let cut = try #require(try await admitted())
+            clock.advance(by: .seconds(3))
+            #expect(try await settled(whole, units: 15, source: "body usage.total_tokens")
+                == [.settled(difference: -985, actualUnits: 15, overLimit: false)])
+            #expect(try await settled(cut, units: 1_000,
+                                      source: "a stream cut short before it told body usage.total_tokens: the estimate stands")
+                == [.settled(difference: 0, actualUnits: 1_000, overLimit: false)])
+            #expect(try await store.settleQuotaCost(reservationID: cut, bucket: "tokens", actualUnits: 10, at: clock.now(),
+                                                    detail: nil) == .alreadySettled)
+            #expect(try await status(store, clock, bucket: "tokens", limit: 30_000, window: .minute).unitsUsed == 1_015)
+            #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
+        }
+    }
 }
 
 /// Many machines charging one windowed bucket at once: the bucket's row lock orders them (on

@@ -35,6 +35,8 @@ do {
         try await FleetAdmitJob.run(Array(arguments.dropFirst()))
     case "fleet-circuit":
         try await FleetCircuitJob.run(Array(arguments.dropFirst()))
+    case "quiet-app":
+        try await QuietAppJob.run(Array(arguments.dropFirst()))
     case "open-store":
         try await OpenStoreJob.run(Array(arguments.dropFirst()))
     default:

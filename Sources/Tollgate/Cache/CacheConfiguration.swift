@@ -1,6 +1,6 @@
 import HTTPTypes
 
-/// The rules of the ETag cache. The defaults follow seed 002 and DESIGN.md.
+/// The rules of the ETag cache: 1,000 entries, 7 days, and a byte budget by default.
 public struct CacheConfiguration: Sendable {
     /// LRU capacity: at most this many entries. 1000 by default.
     public var maxEntries: Int = 1000

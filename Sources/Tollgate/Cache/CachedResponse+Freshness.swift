@@ -50,6 +50,18 @@ extension CachedResponse {
         }
     }
 
+    /// Whether it may answer a request without the server under the freshness the caller chose: less
+    /// than `freshFor` has passed since it was stored or last revalidated, whatever its own
+    /// directives say, and the request says neither `no-cache` nor a `max-age` its age exceeds.
+    /// (A `no-store` answer is never stored, so it never comes here.)
+    func isWithin(chosenFreshness freshFor: Duration, for request: RequestDirectives, at now: Date) -> Bool {
+        guard !request.noCache, now.timeIntervalSince(validatedAt) < freshFor.timeInterval else { return false }
+        if let maxAge = request.cacheControl.maxAge {
+            guard let seconds = maxAge.value, age.timeInterval <= TimeInterval(seconds) else { return false }
+        }
+        return true
+    }
+
     /// Whether it may be served in place of an answer the gate could not get: an open circuit, a
     /// spent quota, a full throttle, a failing or unreachable server (RFC 9111 §4.2.4, RFC 5861 §4).
     ///

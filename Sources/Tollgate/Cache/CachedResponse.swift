@@ -68,6 +68,9 @@ public struct CachedResponse: Sendable, Hashable {
 public enum CacheLookup: Sendable, Hashable {
     /// A stored response still fresh: serve it, send nothing. Already counted as a hit.
     case fresh(CachedResponse)
+    /// A stored response past its own freshness, but within the freshness the caller chose
+    /// (``GateConfiguration/freshFor``): serve it, send nothing. Already counted as a hit.
+    case chosenFresh(CachedResponse)
     /// A stored response that must be revalidated: send `conditionalRequest` (the request with
     /// `If-None-Match` or `If-Modified-Since`, or the request as it is when the stored response has
     /// no validator, so a full answer replaces it); a `304` goes to
@@ -82,7 +85,7 @@ public enum CacheLookup: Sendable, Hashable {
     /// The request to send, or nil for a fresh hit.
     public var requestToSend: HTTPRequest? {
         switch self {
-        case .fresh: nil
+        case .fresh, .chosenFresh: nil
         case .revalidate(_, let request), .miss(let request): request
         }
     }
@@ -90,7 +93,7 @@ public enum CacheLookup: Sendable, Hashable {
     /// The stored response, fresh or not.
     public var cachedResponse: CachedResponse? {
         switch self {
-        case .fresh(let cached), .revalidate(let cached, _): cached
+        case .fresh(let cached), .chosenFresh(let cached), .revalidate(let cached, _): cached
         case .miss: nil
         }
     }

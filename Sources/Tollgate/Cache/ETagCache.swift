@@ -48,7 +48,7 @@ public final class ETagCache: Sendable {
     /// Creates a cache over a store.
     /// - Parameters:
     ///   - storage: Where entries and statistics live, such as an `SQLiteStore`.
-    ///   - configuration: The rules; the seed's defaults when omitted.
+    ///   - configuration: The rules; the defaults when omitted.
     ///   - clock: The wall clock for freshness, expiry and LRU times.
     ///   - logger: Where the cache logs; the task's current logger by default.
     /// - Throws: ``CacheError/invalidConfiguration(_:)`` for a limit it cannot use.
@@ -89,12 +89,18 @@ public final class ETagCache: Sendable {
     /// `Cache-Control`), or the request's `max-age` or `min-fresh` rule it out (§5.2.1). Otherwise it
     /// is revalidated with its `ETag` or `Last-Modified`, or fetched again in full when it has
     /// neither. A fresh hit is counted here; revalidations and misses when their answer arrives.
+    ///
+    /// With `freshFor`, a stored response past its own freshness is served all the same while less
+    /// than that has passed since it was stored or revalidated (``CacheLookup/chosenFresh(_:)``),
+    /// whatever its `max-age=0`, `no-cache` or `must-revalidate` said, unless the request itself says
+    /// `no-cache` or a `max-age` the response's age exceeds.
     /// - Parameters:
     ///   - request: The request the caller wants to send.
     ///   - endpoint: The endpoint name, for statistics and per-endpoint rules.
+    ///   - freshFor: The freshness the caller chose; nil follows RFC 9111 alone.
     /// - Returns: The decision.
     /// - Throws: A storage error.
-    public func lookup(_ request: HTTPRequest, endpoint: String) async throws -> CacheLookup {
+    public func lookup(_ request: HTTPRequest, endpoint: String, freshFor: Duration? = nil) async throws -> CacheLookup {
         guard Self.isCacheable(request), let key = try? key(for: request) else { return .miss(request) }
         let now = clock.now()
         let (stored, otherVariantTags) = try await storedOrVariantTags(key: key, request: request, now: now)
@@ -112,6 +118,14 @@ public final class ETagCache: Sendable {
             ])
             try await recordUse(of: cached, endpoint: endpoint, counts: CacheStatisticsCounts(hits: 1, bytesSaved: Int64(cached.body.count)), now: now)
             return .fresh(cached)
+        }
+        if let freshFor, configuration.servesFresh(for: endpoint),
+           cached.isWithin(chosenFreshness: freshFor, for: RequestDirectives(request.headerFields), at: now) {
+            logger.debug("cache hit: within the chosen freshness", metadata: [
+                "cache.endpoint": "\(endpoint)", "cache.url": "\(key.url)", "cache.age_ms": "\(cached.age.milliseconds)",
+            ])
+            try await recordUse(of: cached, endpoint: endpoint, counts: CacheStatisticsCounts(hits: 1, bytesSaved: Int64(cached.body.count)), now: now)
+            return .chosenFresh(cached)
         }
         var conditional = request
         if let etag = cached.etag, CacheHeaders.isIntact(etag) {

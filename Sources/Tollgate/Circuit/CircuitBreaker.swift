@@ -2,7 +2,7 @@ import Foundation
 import Logging
 
 /// A per-endpoint circuit breaker whose state lives in the store, shared by every process that
-/// opens the same file and kept across restarts (seed 001, DESIGN.md "Circuit breaker").
+/// opens the same file and kept across restarts (closed → open after 5 failures → half-open → closed).
 ///
 /// Closed → open after `failureThreshold` consecutive failures → half-open once the open duration
 /// has passed → closed on a successful probe, open again on a failed one. Half-open admits one
@@ -266,7 +266,7 @@ public struct CircuitBreaker: Sendable {
         ["circuit.endpoint": "\(endpoint)"]
     }
 
-    /// Whole seconds, rounded up, as the seed's log lines and ``TollgateError`` show them.
+    /// Whole seconds, rounded up, as the log lines and ``TollgateError`` show them.
     private static func seconds(_ interval: TimeInterval) -> Int {
         max(0, Int(interval.rounded(.up)))
     }

@@ -47,7 +47,7 @@ extension Gate {
     /// settlement and the lease's return in its transaction — and then writes whatever of those
     /// it did not carry. The caller's answer is already out, its units counted as if every
     /// refund succeeds: one that falls short is logged.
-    private func writeAfterAnswer(
+    func writeAfterAnswer(
         _ exchange: Exchange, resource: String?, lease: LeaseReturn?, _ account: GateRequest.Account,
         _ write: @escaping @Sendable (AnswerBookkeeping) async -> AnswerBookkeepingResult?
     ) {

@@ -22,7 +22,7 @@ extension Gate {
     func resendUnconditionally(
         _ request: GateRequest, after notModified: GateResponse, _ totals: inout GateRequest.Totals
     ) async throws -> GateResponse {
-        cacheLogger.info("a 304 matched nothing stored; sending the request again without conditions",
+        cacheLogger.debug("a 304 matched nothing stored; sending the request again without conditions",
                          metadata: ["gate.endpoint": "\(request.endpoint)"])
         var resend = request.again(revalidation: .bypassingCache, body: request.body)
         do {
@@ -51,9 +51,13 @@ extension Gate {
                 running[resource] = Task {
                     var revalidating = revalidation
                     do {
-                        _ = try await self.route(&revalidating)
+                        let answer = try await self.route(&revalidating)
+                        // A streamed answer is stored, and settled, when it has been read to its end.
+                        if let stream = answer.bodyStream {
+                            for try await _ in stream {}
+                        }
                     } catch {
-                        self.cacheLogger.info("background revalidation failed", metadata: [
+                        self.cacheLogger.debug("background revalidation failed", metadata: [
                             "gate.endpoint": "\(revalidating.endpoint)", "error": "\(error)",
                         ])
                     }

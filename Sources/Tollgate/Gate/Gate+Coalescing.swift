@@ -65,7 +65,7 @@ extension Gate {
     /// store's lease across processes — and send their own request only when none came in time.
     func coalesce(
         _ request: HTTPRequest, body: Data?, lookup: CacheLookup, endpoint: String, options: GateRequestOptions,
-        revalidation: Revalidation
+        revalidation: Revalidation, freshFor: Duration? = nil
     ) async -> Coalescing {
         let settings = configuration.cache
         guard settings.coalescesRequests, revalidation != .bypassingCache, request.method == .get, body == nil,
@@ -81,7 +81,7 @@ extension Gate {
             }
             logger.debug("coalescing: no answer from the leading request; sending this one",
                          metadata: ["gate.endpoint": "\(endpoint)", "gate.leader_finished": "\(finished)"])
-            return .alone((try? await cache.lookup(request, endpoint: endpoint)) ?? lookup)
+            return .alone((try? await cache.lookup(request, endpoint: endpoint, freshFor: freshFor)) ?? lookup)
         }
 
         // This process leads; another process may lead already: the first admission takes the

@@ -26,6 +26,11 @@ extension Gate {
                     if let pending = exchange.pendingSettlement, pending.settlement.refundReservationID != nil {
                         // Refunded by that write: the charge is this attempt's own, not refunded before.
                         request.totals.refunded(pending.reservation?.cost ?? 0)
+                    } else if let pending = exchange.pendingSettlement, let reservation = pending.reservation,
+                              let settled = pending.settlement.actualCosts.first(where: { $0.bucket == reservation.bucket }),
+                              exchange.response.status.code == 304 {
+                        // Settled by that write at what a 304 costs.
+                        request.totals.charged(settled.units - reservation.cost)
                     }
                     return GateResponse(response: revised.response, body: revised.body, source: .revalidated,
                                         unitsCharged: request.totals.unitsCharged, attempts: request.totals.attempts,
@@ -66,6 +71,14 @@ extension Gate {
         case .answerThenStore:
             storeAfterAnswer(exchange, outgoing: outgoing, lease: lease, request.account)
             return Self.networkAnswer(exchange, request.totals)
+        case .streamThenStore:
+            return streamedAnswer(exchange, outgoing: outgoing, stores: true, lease: lease, request)
+        case .storeThenStream:
+            // An unsafe method's invalidations, before the answer; its settlement waits for the body's end.
+            _ = await store(exchange, for: outgoing, bookkeeping: AnswerBookkeeping(), request.account)
+            return streamedAnswer(exchange, outgoing: outgoing, stores: false, lease: lease, request)
+        case .streamUnstored:
+            return streamedAnswer(exchange, outgoing: outgoing, stores: false, lease: lease, request)
         }
     }
 

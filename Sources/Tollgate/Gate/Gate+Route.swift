@@ -20,9 +20,11 @@ extension Gate {
             }
         }
         var lookup: CacheLookup
+        let freshFor = await chosenFreshness(for: request)
+        request.freshFor = freshFor
         do {
             lookup = request.revalidation == .bypassingCache ? .miss(http)
-                : try await cache.lookup(http, endpoint: request.endpoint)
+                : try await cache.lookup(http, endpoint: request.endpoint, freshFor: freshFor)
         } catch {
             logger.warning("cache lookup failed; sending without it",
                            metadata: ["gate.endpoint": "\(request.endpoint)", "error": "\(error)"])
@@ -30,7 +32,7 @@ extension Gate {
         }
         var machine = GateRequestStateMachine(policies: policies, method: http.method, options: request.options,
                                               endpoint: request.endpoint)
-        let verdict = verdict(of: lookup)
+        let verdict = verdict(of: lookup, request)
         switch machine.cacheLookedUp(
             verdict,
             // Read only when it can matter: a fresh hit is answered whatever the request says.
@@ -52,7 +54,7 @@ extension Gate {
         request.logger = endpointLoggers.logger(for: request.endpoint)
         var flight: Flight?
         switch await coalesce(http, body: request.body, lookup: lookup, endpoint: request.endpoint,
-                              options: request.options, revalidation: request.revalidation) {
+                              options: request.options, revalidation: request.revalidation, freshFor: freshFor) {
         case .served(let answer): return answer
         case .leading(let leading): flight = leading
         case .alone(let refreshed): lookup = refreshed
@@ -95,7 +97,9 @@ extension Gate {
         let http = request.request
         let revalidating = if case .revalidate(let cached, _) = lookup { cached } else { CachedResponse?.none }
         let stored = request.options.allowsStale
-            ? lookup.cachedResponse.flatMap { servableOnError($0, for: http) } : nil
+            ? lookup.cachedResponse.flatMap { cached in
+                isWithinChosenStaleness(cached, request, window: \.staleIfError) ? cached : servableOnError(cached, for: http)
+            } : nil
         let outgoing = lookup.requestToSend ?? http
         let sending = GateRequestStateMachine.Sending(
             hasServableStale: stored != nil,
@@ -103,9 +107,10 @@ extension Gate {
             storesAnswer: !request.isSafeWithBody && request.batchedIDs == nil,
             cacheAddedConditions: outgoing != http && !http.headerFields.contains(.ifNoneMatch)
                 && !http.headerFields.contains(.ifModifiedSince),
-            refundsNotModified: quota.price(of: request.endpoint).refundsNotModified
+            notModifiedCost: quota.price(of: request.endpoint).notModifiedCost,
+            price: request.options.cost ?? quota.price(of: request.endpoint).units
         )
-        guard var next = machine.readyToSend(verdict(of: lookup), sending) else {
+        guard var next = machine.readyToSend(verdict(of: lookup, request), sending) else {
             // Stored meanwhile by an earlier request, and fresh: no request at all.
             return Self.freshAnswer(lookup)
         }
@@ -149,7 +154,7 @@ extension Gate {
             // 5. The attempt, and its settlement.
             request.logger.debug("Attempt \(request.totals.attempts)", metadata: ["retry.endpoint": "\(request.endpoint)"])
             var (settling, exchange) = await sendAttempt(outgoing, request, streamsLargeBodies: request.options.streamsLargeBodies,
-                                                         machine: &machine)
+                                                         streamsBodies: request.options.streamsBodies, machine: &machine)
             let decided: GateRequestStateMachine.AttemptAction
             switch settling {
             case .settleNow(let settlement):
@@ -172,13 +177,13 @@ extension Gate {
             // 6. Retry, or the answer.
             switch decided {
             case .retry(let delay, let attempt, let trigger):
-                request.logger.info("Retry \(attempt)/\(policies.retry(for: request.endpoint).maximumRetries) in \(Self.describe(delay)) after \(trigger)",
+                request.logger.debug("Retry \(attempt)/\(policies.retry(for: request.endpoint).maximumRetries) in \(Self.describe(delay)) after \(trigger)",
                                     metadata: ["retry.endpoint": "\(request.endpoint)"])
                 try await clock.sleep(for: delay)
                 next = machine.retryTimerFired()
             case .finish(let finish, let stop):
                 if let stop {
-                    request.logger.info("Not retrying after attempt \(request.totals.attempts): \(stop)",
+                    request.logger.debug("Not retrying after attempt \(request.totals.attempts): \(stop)",
                                         metadata: ["retry.endpoint": "\(request.endpoint)"])
                 }
                 switch finish {
@@ -197,27 +202,36 @@ extension Gate {
         }
     }
 
-    /// What the machine needs of a lookup.
-    private func verdict(of lookup: CacheLookup) -> GateRequestStateMachine.CacheVerdict {
+    /// What the machine needs of a lookup: a stale response within its own `stale-while-revalidate`
+    /// window, or the one chosen for the request, may be served while it is revalidated.
+    private func verdict(of lookup: CacheLookup, _ request: GateRequest) -> GateRequestStateMachine.CacheVerdict {
         switch lookup {
-        case .fresh: .fresh
+        case .fresh, .chosenFresh: .fresh
         case .revalidate(let cached, _):
-            .stale(withinStaleWhileRevalidate: cached.isWithinStaleWhileRevalidate(at: cache.clock.now()))
+            .stale(withinStaleWhileRevalidate: cached.isWithinStaleWhileRevalidate(at: cache.clock.now())
+                || isWithinChosenStaleness(cached, request, window: \.staleWhileRevalidate))
         case .miss: .miss
         }
     }
 
     /// A fresh stored response, as the caller gets it.
     private static func freshAnswer(_ lookup: CacheLookup) -> GateResponse {
-        guard case .fresh(let cached) = lookup else { preconditionFailure("a fresh answer from \(lookup)") }
-        return GateResponse(response: cached.response, body: cached.body, source: .cache,
-                            unitsCharged: 0, attempts: 0, age: cached.age)
+        switch lookup {
+        case .fresh(let cached):
+            return GateResponse(response: cached.response, body: cached.body, source: .cache,
+                                unitsCharged: 0, attempts: 0, age: cached.age)
+        case .chosenFresh(let cached):
+            return GateResponse(response: cached.response, body: cached.body, source: .fresh,
+                                unitsCharged: 0, attempts: 0, age: cached.age)
+        case .revalidate, .miss:
+            preconditionFailure("a fresh answer from \(lookup)")
+        }
     }
 
     /// Logs a refusal or failure that nothing stored could stand in for, and returns it to throw.
     private func refusing(_ error: any Error, _ request: GateRequest) -> any Error {
         if error is TollgateError || error is HTTPTransportError {
-            request.logger.info("request refused and nothing stored to serve", metadata: ["error": "\(error)"])
+            request.logger.debug("request refused and nothing stored to serve", metadata: ["error": "\(error)"])
         }
         return error
     }

@@ -6,7 +6,8 @@ extension Gate {
     struct Exchange: Sendable {
         var response: HTTPResponse
         var body: Data
-        /// The body, when it was too large for the cache and the caller asked for a stream.
+        /// The body as it arrives, when the caller asked for streams (``GateRequestOptions/streamsBodies``),
+        /// or when it was too large for the cache and the caller asked for large bodies as streams.
         var stream: HTTPBodyStream?
         /// When the request left, for the response delay in a stored answer's age (RFC 9111 §4.2.3).
         var sentAt: Date? = nil
@@ -17,8 +18,11 @@ extension Gate {
 
     /// Step 5 for one attempt: the request through the transport, its outcome reported to the
     /// machine. Returns how to settle it, and the exchange when the server answered.
+    /// With `streamsBodies`, a `2xx` answer's body is handed on as it arrives; any other status's
+    /// is read whole (up to the cache's `maxBodySize`) first, since the machine reads it to decide
+    /// on the circuit and a retry, and a HEAD's has no body to stream.
     func sendAttempt(
-        _ outgoing: HTTPRequest, _ request: GateRequest, streamsLargeBodies: Bool,
+        _ outgoing: HTTPRequest, _ request: GateRequest, streamsLargeBodies: Bool, streamsBodies: Bool = false,
         machine: inout GateRequestStateMachine
     ) async -> (GateRequestStateMachine.SettlementAction, Exchange?) {
         let response: HTTPResponse
@@ -28,7 +32,24 @@ extension Gate {
         let started = ContinuousClock.now
         defer { metrics.recordUpstreamLatency(ContinuousClock.now - started, endpoint: request.endpoint) }
         do {
-            if streamsLargeBodies {
+            if streamsBodies, outgoing.method != .head {
+                // Every body as it arrives: the transport returns the head with the first bytes.
+                let answer: HTTPResponseBody
+                (response, answer) = try await request.transport.send(outgoing, body: request.body, streamingPast: 0)
+                switch answer {
+                case .complete(let data): responseBody = data
+                case .streaming(let rest) where (200..<300).contains(response.status.code): stream = rest
+                case .streaming(let rest):
+                    // Read in a task of its own, as the head was: a caller that has gone (a proxy client
+                    // that disconnected) does not cut short the answer of the attempt in flight, which
+                    // is settled as any other.
+                    let limit = configuration.cache.maxBodySize
+                    switch try await Task(operation: { try await rest.collected(upTo: limit) }).value {
+                    case .complete(let data): responseBody = data
+                    case .streaming(let large): stream = large
+                    }
+                }
+            } else if streamsLargeBodies {
                 let answer: HTTPResponseBody
                 (response, answer) = try await request.transport.send(outgoing, body: request.body,
                                                                       streamingPast: configuration.cache.maxBodySize)

@@ -31,30 +31,40 @@ extension Gate {
             exhaustedBucket: settlement.quotaSpent
                 ? .init(bucket: bucket, configuredLimit: try quota.configuredLimit(of: bucket))
                 : nil,
-            actualCosts: settlement.refunds ? [] : actualCosts(of: reservation, answer: answer, request),
+            actualCosts: settlement.refunds ? [] : settledCosts(settlement, of: reservation)
+                ?? actualCosts(of: reservation, answer: answer, request),
             announcements: try announcements(in: answer, endpoint: endpoint),
             at: clock.now()
         )
         return PendingSettlement(settlement: record, reservation: reservation, refundReason: refundReason)
     }
 
-    /// The actual cost a successful answer tells, for an endpoint whose price is an estimate.
-    /// An answer without it (an error, a body streamed past the buffer) keeps the estimate.
+    /// A `304` that costs fewer units than the call: its charge settled at them.
+    func settledCosts(
+        _ settlement: GateRequestStateMachine.Settlement, of reservation: QuotaReservation?
+    ) -> [QuotaActualCost]? {
+        guard let units = settlement.settledUnits else { return nil }
+        guard let reservation else { return [] }
+        return [QuotaActualCost(reservationID: reservation.id, bucket: reservation.bucket, units: units,
+                                source: QuotaLedger.notModifiedReason)]
+    }
+
+    /// The actual cost a successful answer tells, for an endpoint whose price is an estimate: in a
+    /// field, the JSON body, or the last server-sent event that carries it. An answer without it
+    /// (an error) keeps the estimate; a streamed body's is read as it passes and settled at its end
+    /// (``streamEnded(_:_:outgoing:stores:rule:lease:_:)``).
     func actualCosts(of reservation: QuotaReservation?, answer: Exchange?, _ request: GateRequest) -> [QuotaActualCost] {
         guard let reservation, let answer, (200..<300).contains(answer.response.status.code),
               let rule = quota.price(of: request.endpoint).actualCost
         else { return [] }
         let body = answer.stream == nil ? answer.body : nil
-        guard let units = rule.read(from: answer.response.headerFields, body: body) else {
+        guard let units = StreamedCostReader.read(rule, fields: answer.response.headerFields, body: body) else {
             request.logger.debug("the answer does not tell its actual cost; the estimate stands",
                                  metadata: ["gate.endpoint": "\(request.endpoint)", "quota.source": "\(rule.source)"])
             return []
         }
         let bucket = rule.bucket ?? reservation.bucket
-        // A cost past the bucket's whole limit settles as the limit: the window is spent either
-        // way, and the client still gets the 200 the server sent.
-        let limit = (try? quota.configuredLimit(of: bucket)) ?? QuotaLimits.maximumUnits
-        return [QuotaActualCost(reservationID: reservation.id, bucket: bucket, units: min(units, max(limit, 0)),
+        return [QuotaActualCost(reservationID: reservation.id, bucket: bucket, units: quota.settleable(units, in: bucket),
                                 source: rule.source.description)]
     }
 
@@ -125,7 +135,7 @@ extension Gate {
             quota.remember(outcome, of: announcement.bucket)
         }
         for outcome in settlement.announcements where outcome.unitsFollowed > 0 || outcome.movedReset {
-            request.logger.info("The server's announced limit moved the ledger", metadata: [
+            request.logger.debug("The server's announced limit moved the ledger", metadata: [
                 "gate.endpoint": "\(endpoint)", "quota.followed": "\(outcome.unitsFollowed)",
                 "quota.remaining": "\(outcome.remaining)", "quota.resets": "\(outcome.period.end)",
             ])

@@ -15,7 +15,7 @@ extension Gate {
         } catch {
             request.logger.warning("could not count a stale serve", metadata: ["error": "\(error)"])
         }
-        request.logger.info("serving stale response", metadata: [
+        request.logger.debug("serving stale response", metadata: [
             "gate.reason": "\(reason.rawValue)", "gate.age_seconds": "\(Int(stored.age.timeInterval))",
         ])
         return GateResponse(response: stored.response, body: stored.body, source: .stale(reason),

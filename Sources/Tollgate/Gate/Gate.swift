@@ -16,7 +16,8 @@ import Synchronization
 ///
 /// ``send(_:body:endpoint:options:via:)`` takes these steps, in this order:
 /// 1. **Cache lookup.** A stored response still fresh under its own `max-age`/`Expires` is
-///    returned at once: no throttle, no quota, no network (source ``ResponseSource/cache``).
+///    returned at once: no throttle, no quota, no network (source ``ResponseSource/cache``); so is
+///    one within the freshness the app chose (``GateConfiguration/freshFor``, source ``ResponseSource/fresh``).
 /// 2. **Circuit check.** An open circuit serves the stored response if there is one
 ///    (``StaleReason/circuitOpen``), else throws ``TollgateError/circuitOpen(retryAfter:)``.
 /// 3. **Throttle.** A full window serves stale if it can, else waits up to
@@ -27,7 +28,8 @@ import Synchronization
 /// 5. **Send**, with `If-None-Match`/`If-Modified-Since` from the stored entry, under the retry
 ///    policy: every attempt passes the circuit, the throttle and the quota again, and every
 ///    attempt's outcome is recorded in the circuit; retrying stops as soon as it opens.
-/// 6. **Settle.** A `304` is refunded (by default) and returns the stored body with the 304's
+/// 6. **Settle.** A `304` costs what the API documents (1 unit on YouTube, nothing on GitHub, the
+///    full price by default: ``NotModifiedCost``) and returns the stored body with the 304's
 ///    headers merged in (``ResponseSource/revalidated``); a `200` is stored
 ///    (``ResponseSource/network``); the server's "daily quota exceeded" marks the bucket
 ///    exhausted until the next Pacific midnight for every process.
@@ -70,6 +72,9 @@ public final class Gate: Sendable {
     let afterAnswerWrites = AfterAnswerWrites()
     /// The rules one request's state machine decides by, made once.
     let policies: GateRequestStateMachine.Policies
+    /// The lifetimes that follow the budget (``ChosenFreshness/followsBudget``), by endpoint, as
+    /// last decided.
+    let budgetFreshness = Mutex<[String: BudgetFreshness.Decision]>([:])
 
     /// Creates a gate over a store.
     /// - Parameters:
@@ -208,7 +213,7 @@ public final class Gate: Sendable {
             switch chain.answered(answer.response) {
             case .deliver(let loop):
                 if loop {
-                    logger.info("redirect loop: the redirect is returned as it is", metadata: [
+                    logger.debug("redirect loop: the redirect is returned as it is", metadata: [
                         "gate.endpoint": "\(endpoint)", "gate.status": "\(answer.status.code)",
                     ])
                 }

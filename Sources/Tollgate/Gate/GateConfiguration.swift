@@ -30,6 +30,13 @@ public struct GateConfiguration: Sendable {
     /// together as one call (see ``BatchPolicy``); none by default, YouTube's three list methods in
     /// ``youTubeDataAPIv3``.
     public var batching: [String: BatchPolicy] = [:]
+    /// The freshness the app chooses for every endpoint's stored answers (`fresh_for` in a
+    /// description's `defaults`): served without asking for that long after they were fetched or
+    /// revalidated, whatever `max-age=0` or `no-cache` said (see ``ChosenFreshness``). Nil, the
+    /// default, leaves the cache exactly RFC 9111.
+    public var freshFor: ChosenFreshness? = nil
+    /// Endpoints whose chosen freshness differs from ``freshFor``.
+    public var endpointFreshFor: [String: ChosenFreshness] = [:]
 
     /// Creates a configuration.
     /// - Parameters:
@@ -61,7 +68,7 @@ public struct GateConfiguration: Sendable {
         self.redirects = redirects
     }
 
-    /// The YouTube Data API v3 after the seeds, with Google's current quota model
+    /// The YouTube Data API v3 with Google's current quota model
     /// (``QuotaConfiguration/youTubeDataAPIv3``: 10,000 units a day, and 100 calls each for
     /// `search.list` and `videos.insert`), a 304 free of charge, 30 requests a minute per endpoint, 5 failures open a circuit
     /// for 60 s (1 hour after 5 rate limits), retries after 1, 2 and 4 s; single-ID requests to

@@ -48,7 +48,7 @@ final class GateMetrics: Sendable {
             refused(endpoint: endpoint, reason: refusal)
         }
         let fromCache: Bool? = switch answer.source {
-        case .cache, .revalidated, .coalesced: true
+        case .cache, .fresh, .revalidated, .coalesced: true
         case .network: false
         case .stale, .notCached: nil
         }
@@ -138,6 +138,7 @@ final class GateMetrics: Sendable {
         switch source {
         case .network: "network"
         case .cache: "cache"
+        case .fresh: "fresh"
         case .revalidated: "revalidated"
         case .stale(let reason): "stale_" + snakeCase(reason.rawValue)
         case .notCached: "not_cached"

@@ -22,6 +22,8 @@ struct GateRequest: Sendable {
     /// For the gate's call that carries a batch of single-ID requests: how many IDs it carries
     /// (kept in its charge's detail). Such a call's answer is not stored: its members' parts are.
     var batchedIDs: Int?
+    /// The freshness lifetime chosen for it (``Gate/chosenFreshness(for:)``), resolved at its lookup.
+    var freshFor: Duration?
 
     /// The endpoint it is counted and charged under (already free of secrets).
     var endpoint: String { account.endpoint }

@@ -17,6 +17,20 @@ public struct GateRequestOptions: Sendable, Hashable {
     /// sent as one call through this request's transport, or another member's. Turn it off when
     /// the transport given for this request cannot send another target (the OpenAPI middleware's).
     public var joinsBatches: Bool
+    /// Whether every answer from the server comes back as it arrives (``GateResponse/bodyStream``,
+    /// chunks as the transport reads them) instead of whole in ``GateResponse/body``: server-sent
+    /// events and long answers reach the caller at once. A body that may be stored is kept as it
+    /// passes and stored when it ends, whole and within the cache's limits; a cost read from the
+    /// body (tokens) is settled when it ends. Answers from the store still come whole, in
+    /// ``GateResponse/body``, and so do error statuses (the gate reads them to decide on a retry)
+    /// and HEAD answers. It needs a transport that streams (`AsyncHTTPClientTransport`); others
+    /// return bodies whole.
+    public var streamsBodies: Bool
+
+    /// How long a stored answer may be served for this request without asking the server, since it
+    /// was fetched or revalidated, whatever its `max-age=0` or `no-cache` said; nil follows the
+    /// configuration (``GateConfiguration/freshFor``). An answer marked `no-store` is never stored.
+    public var freshFor: Duration?
 
     /// Creates options.
     /// - Parameters:
@@ -25,14 +39,19 @@ public struct GateRequestOptions: Sendable, Hashable {
     ///   - allowsStale: Whether stored responses may be served stale.
     ///   - redirects: Which redirects to follow; the configuration's policy by default.
     ///   - streamsLargeBodies: Whether answers too large for the cache come back as a stream.
+    ///   - streamsBodies: Whether every answer from the server comes back as a stream.
+    ///   - freshFor: How long a stored answer is served without asking; the configuration's by default.
     ///   - joinsBatches: Whether the request may join a batch; on by default.
     public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true,
-                redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false, joinsBatches: Bool = true) {
+                redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false, streamsBodies: Bool = false,
+                freshFor: Duration? = nil, joinsBatches: Bool = true) {
         self.joinsBatches = joinsBatches
+        self.freshFor = freshFor
         self.cost = cost
         self.markedIdempotent = markedIdempotent
         self.allowsStale = allowsStale
         self.redirects = redirects
         self.streamsLargeBodies = streamsLargeBodies
+        self.streamsBodies = streamsBodies
     }
 }

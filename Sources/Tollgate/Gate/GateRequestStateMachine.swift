@@ -20,6 +20,11 @@ import HTTPTypes
 /// answer revalidated nothing ─► revisionFoundNothing ► resendUnconditionally | answerAsItIs
 /// ```
 ///
+/// A body the transport streams (``GateRequestOptions/streamsBodies``) is only ever a `2xx`'s, or
+/// an error's too large to read whole: a `2xx` is never retried, so the machine's last word on a
+/// streamed answer is one of the `stream` deliveries, and nothing replays a stream that reached
+/// the caller. Its settlement (and its store) waits for the stream's end.
+///
 /// Tested without network or store (`GateRequestStateMachineTests`).
 struct GateRequestStateMachine {
     /// The gate's rules the decisions follow, made once per gate: the machine holds a reference,
@@ -96,8 +101,10 @@ struct GateRequestStateMachine {
         /// The cache added conditions the caller did not send: a `304` that selects nothing
         /// stored means nothing to the caller.
         var cacheAddedConditions = false
-        /// The endpoint's `304` is refunded.
-        var refundsNotModified = true
+        /// What the endpoint's `304` costs.
+        var notModifiedCost = NotModifiedCost.full
+        /// The units each attempt is charged on admission.
+        var price = 0
     }
 
     // MARK: Actions
@@ -148,13 +155,16 @@ struct GateRequestStateMachine {
         var refunds: Bool
         /// Why, for the ledger's event.
         var refundReason: RefundReason?
+        /// The attempt's charge is settled at these units, fewer than charged (a `304` that costs
+        /// less than the call).
+        var settledUnits: Int? = nil
         /// The server said the daily quota is spent: the endpoint's buckets are marked exhausted.
         var quotaSpent: Bool
     }
 
     /// Why an attempt's charge is given back.
     enum RefundReason: Sendable, Hashable {
-        /// A `304 Not Modified` of an endpoint that does not charge it.
+        /// A `304 Not Modified` of an endpoint that charges it less than the call.
         case notModified
         /// The request never left the machine; the transport's error, described.
         case neverSent(because: String)
@@ -205,6 +215,15 @@ struct GateRequestStateMachine {
         case storeThenAnswer
         /// Return it, and store it after the answer (a GET).
         case answerThenStore
+        /// Return its body as it arrives; when the body ends, settle the attempt (its cost read
+        /// from the body) and store the body in the same transaction if it came whole within the
+        /// cache's limits (a GET).
+        case streamThenStore
+        /// Write what it changes in the cache first (an unsafe method's invalidations), then
+        /// return its body as it arrives and settle the attempt when the body ends.
+        case storeThenStream
+        /// Return its body as it arrives, never stored; settle the attempt when the body ends.
+        case streamUnstored
     }
 
     /// What to do when a `304` revised nothing stored.
@@ -362,7 +381,8 @@ struct GateRequestStateMachine {
     ///   - fields: The answer's fields, for the "quota spent" rules that name one.
     ///   - body: The body, read for Google's error reasons on a `4xx`.
     ///   - retryAfter: The answer's `Retry-After`.
-    ///   - isStreamed: The body comes back as a stream (too large for the cache), never stored.
+    ///   - isStreamed: The body comes back as a stream: delivered as it arrives, settled (and
+    ///     stored, when it may be) when it ends.
     mutating func responseReceived(
         status: Int, fields: HTTPFields = [:], body: Data, retryAfter: RetryAfter?, isStreamed: Bool = false
     ) -> SettlementAction {
@@ -373,9 +393,13 @@ struct GateRequestStateMachine {
         // A spent quota says nothing of the server's health, whatever its status (GitHub's 429 with
         // X-RateLimit-Remaining: 0 included).
         let outcome = quotaSpent ? .neutral : policies.classifier.outcome(status: status, body: body)
-        let refunds = status == 304 && sending.refundsNotModified
-        let settlement = Settlement(outcome: outcome, refunds: refunds, refundReason: refunds ? .notModified : nil,
-                                    quotaSpent: quotaSpent)
+        // The core's one rule of what a 304 costs, as the ledger's own settle follows it.
+        let charge = sending.notModifiedCost.charge(forStatus: status, price: sending.price)
+        let refunds = charge == .refunded
+        let settledUnits: Int? = if case .settled(let units) = charge { units } else { nil }
+        let settlement = Settlement(outcome: outcome, refunds: refunds,
+                                    refundReason: refunds || settledUnits != nil ? .notModified : nil,
+                                    settledUnits: settledUnits, quotaSpent: quotaSpent)
         state = .settling(attempt: attempt, .response(status: status, retryAfter: retryAfter, quotaSpent: quotaSpent,
                                                       isStreamed: isStreamed))
         // A success that is neither the half-open probe nor "quota spent" cannot open the circuit:
@@ -541,7 +565,12 @@ struct GateRequestStateMachine {
             if status == 429 || (500...599).contains(status), sending.hasServableStale {
                 return .serveStale(.upstreamFailure)
             }
-            if isStreamed || !sending.storesAnswer { return .answer(.answerUnstored) }
+            if isStreamed {
+                // An error's body too large to read whole is passed on, never stored.
+                guard (200..<300).contains(status), sending.storesAnswer else { return .answer(.streamUnstored) }
+                return .answer(method == .get ? .streamThenStore : .storeThenStream)
+            }
+            if !sending.storesAnswer { return .answer(.answerUnstored) }
             return .answer(method == .get ? .answerThenStore : .storeThenAnswer)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Synchronization
 
 /// Where the gate's answer came from.
 public enum ResponseSource: Sendable, Hashable, CustomStringConvertible {
@@ -7,6 +8,10 @@ public enum ResponseSource: Sendable, Hashable, CustomStringConvertible {
     case network
     /// A stored response still fresh under its own `max-age`/`Expires`: nothing was sent.
     case cache
+    /// A stored response past its own freshness but within the freshness the app chose
+    /// (``GateConfiguration/freshFor``, ``GateRequestOptions/freshFor``, a URLSession cache policy):
+    /// nothing was sent. Its `Age` says how old it is.
+    case fresh
     /// The server answered `304 Not Modified` and the stored body was reused.
     case revalidated
     /// A stored response served because the gate would not, or could not, reach the server.
@@ -22,6 +27,7 @@ public enum ResponseSource: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .network: "network"
         case .cache: "cache"
+        case .fresh: "fresh"
         case .revalidated: "revalidated"
         case .stale(let reason): "stale (\(reason.rawValue))"
         case .notCached: "not cached"
@@ -60,9 +66,12 @@ public struct GateResponse: Sendable {
     public var attempts: Int
     /// How old the stored response is, for cache, revalidated and stale answers.
     public var age: Duration?
-    /// The body as it arrives, for an answer larger than the cache's `maxBodySize` when
-    /// ``GateRequestOptions/streamsLargeBodies`` is on; ``body`` is then empty. Such an answer is
-    /// never stored.
+    /// The body as it arrives, for an answer from the server when ``GateRequestOptions/streamsBodies``
+    /// is on, or one larger than the cache's `maxBodySize` when ``GateRequestOptions/streamsLargeBodies``
+    /// is; ``body`` is then empty. Read it to the end: the answer is stored (when it may be, and
+    /// came whole within the cache's limits) and its cost settled when it ends. Dropping it before
+    /// the end abandons the rest of the answer, closes the connection to the server and settles
+    /// what the part read reported.
     public var bodyStream: HTTPBodyStream?
     /// The URLs of the redirects the gate followed to reach this answer, in order (empty when it
     /// followed none). The answer itself came from the last one.
@@ -70,4 +79,28 @@ public struct GateResponse: Sendable {
 
     /// The response status.
     public var status: HTTPResponse.Status { response.status }
+
+    /// The body as a sequence of chunks whatever its source: ``bodyStream`` when the answer is
+    /// streamed, else ``body`` as one chunk (none when it is empty).
+    public var bodyChunks: HTTPBodyStream {
+        if let bodyStream { return bodyStream }
+        let whole = WholeBody(body)
+        return HTTPBodyStream { whole.take() }
+    }
+}
+
+/// A body given out once, as the one chunk of ``GateResponse/bodyChunks``.
+private final class WholeBody: Sendable {
+    private let chunk: Mutex<Data?>
+
+    init(_ body: Data) {
+        chunk = Mutex(body.isEmpty ? nil : body)
+    }
+
+    func take() -> Data? {
+        chunk.withLock { chunk in
+            defer { chunk = nil }
+            return chunk
+        }
+    }
 }

@@ -17,12 +17,18 @@ extension QuotaConfiguration {
         public enum Source: Sendable, Hashable, CustomStringConvertible {
             /// A whole number at a path of keys in a JSON body, such as `usage.total_tokens`.
             case jsonBody(path: [String])
+            /// The sum of the whole numbers at several paths of a JSON body, such as Anthropic's
+            /// `usage.input_tokens + usage.output_tokens`. In server-sent events each path's last
+            /// report counts, at the event's top level or in its `message` (Anthropic's
+            /// `message_start` carries the input tokens there, `message_delta` the output tokens).
+            case jsonBodySum(paths: [[String]])
             /// A whole number in a response field, such as `x-usage-tokens`.
             case header(HTTPField.Name)
 
             public var description: String {
                 switch self {
                 case .jsonBody(let path): "body \(path.joined(separator: "."))"
+                case .jsonBodySum(let paths): "body " + paths.map { $0.joined(separator: ".") }.joined(separator: " + ")
                 case .header(let name): "header \(name.canonicalName)"
                 }
             }
@@ -67,6 +73,14 @@ extension QuotaConfiguration {
                 }
                 guard case .integer(let value) = node else { return nil }
                 number = value
+            case .jsonBodySum(let paths):
+                // Every path must tell its part: a sum with a part missing is not the cost.
+                var sum = 0
+                for path in paths {
+                    guard let part = ActualCost(source: .jsonBody(path: path)).read(from: fields, body: body) else { return nil }
+                    sum += part
+                }
+                number = sum
             }
             guard let number, number >= 0 else { return nil }
             return min(number, QuotaLimits.maximumUnits)

@@ -15,28 +15,37 @@ extension QuotaConfiguration {
     /// Costs in the shared bucket: every `.list` method 1, except `captions.list` 50; writes
     /// (`insert`, `update`, `delete`, `rate`, `set`, …) 50, except `captions.insert` 400 and
     /// `captions.update` 450; `captions.download` 200. Endpoints are named `resource.method`.
-    /// Whether Google charges a `304 Not Modified` is not documented: it is refunded here, as the
-    /// seeds ask; ``chargesNotModified`` turns that off in one line. Unknown methods cost 1 in the
-    /// shared bucket. The model before 2026 is ``youTubeDataAPIv3SinglePool``.
+    /// A `304 Not Modified` costs 1 unit (``youTubeNotModifiedCost``): Google's page says "All API
+    /// requests, including invalid requests, incur a quota cost of at least one point", and a 304
+    /// is measured at 1, so on YouTube a revalidation saves bandwidth, not units (what saves units is
+    /// not asking: ``GateConfiguration/freshFor``). Unknown methods cost 1 in the shared bucket. The
+    /// model before 2026 is ``youTubeDataAPIv3SinglePool``.
     public static let youTubeDataAPIv3: QuotaConfiguration = {
         var costs = youTubeSharedCosts()
-        costs["search.list"] = EndpointCost(bucket: youTubeSearchBucket, units: 1)
-        costs["videos.insert"] = EndpointCost(bucket: youTubeUploadBucket, units: 1)
+        costs["search.list"] = EndpointCost(bucket: youTubeSearchBucket, units: 1, notModifiedCost: youTubeNotModifiedCost)
+        costs["videos.insert"] = EndpointCost(bucket: youTubeUploadBucket, units: 1, notModifiedCost: youTubeNotModifiedCost)
         return QuotaConfiguration(
             bucketLimits: [youTubeBucket: 10_000, youTubeSearchBucket: 100, youTubeUploadBucket: 100],
-            endpointCosts: costs, defaultBucket: youTubeBucket, defaultCost: 1
+            endpointCosts: costs, defaultBucket: youTubeBucket, defaultCost: 1,
+            notModifiedCostByDefault: youTubeNotModifiedCost
         )
     }()
 
-    /// The YouTube Data API v3 as it was metered until 2025 and as the seed documents describe it:
+    /// What a `304 Not Modified` costs on YouTube: 1 unit, the minimum every request costs
+    /// (developers.google.com/youtube/v3/determine_quota_cost: "All API requests, including invalid
+    /// requests, incur a quota cost of at least one point").
+    public static let youTubeNotModifiedCost = NotModifiedCost.units(1)
+
+    /// The YouTube Data API v3 as it was metered until 2025:
     /// one 10,000-unit daily bucket for every method, `search.list` 100 units and `videos.insert`
     /// 1,600, the other costs as in ``youTubeDataAPIv3``. For projects still on that model.
     public static let youTubeDataAPIv3SinglePool: QuotaConfiguration = {
         var costs = youTubeSharedCosts()
-        costs["search.list"] = EndpointCost(bucket: youTubeBucket, units: 100)
-        costs["videos.insert"] = EndpointCost(bucket: youTubeBucket, units: 1600)
+        costs["search.list"] = EndpointCost(bucket: youTubeBucket, units: 100, notModifiedCost: youTubeNotModifiedCost)
+        costs["videos.insert"] = EndpointCost(bucket: youTubeBucket, units: 1600, notModifiedCost: youTubeNotModifiedCost)
         return QuotaConfiguration(
-            bucketLimits: [youTubeBucket: 10_000], endpointCosts: costs, defaultBucket: youTubeBucket, defaultCost: 1
+            bucketLimits: [youTubeBucket: 10_000], endpointCosts: costs, defaultBucket: youTubeBucket, defaultCost: 1,
+            notModifiedCostByDefault: youTubeNotModifiedCost
         )
     }()
 
@@ -63,20 +72,24 @@ extension QuotaConfiguration {
         ]
         let special = ["captions.list": 50, "captions.insert": 400, "captions.update": 450, "captions.download": 200]
         var costs: [String: EndpointCost] = [:]
-        for method in reads { costs[method] = EndpointCost(bucket: youTubeBucket, units: 1) }
-        for method in writes { costs[method] = EndpointCost(bucket: youTubeBucket, units: 50) }
-        for (method, units) in special { costs[method] = EndpointCost(bucket: youTubeBucket, units: units) }
+        for method in reads { costs[method] = EndpointCost(bucket: youTubeBucket, units: 1, notModifiedCost: youTubeNotModifiedCost) }
+        for method in writes { costs[method] = EndpointCost(bucket: youTubeBucket, units: 50, notModifiedCost: youTubeNotModifiedCost) }
+        for (method, units) in special { costs[method] = EndpointCost(bucket: youTubeBucket, units: units, notModifiedCost: youTubeNotModifiedCost) }
         return costs
     }
 
-    /// Whether a `304 Not Modified` is charged, for every endpoint at once: false (the default)
-    /// refunds every 304, true charges them all. Setting it rewrites each price's
-    /// ``EndpointCost/refundsNotModified`` and ``refundsNotModifiedByDefault``.
+    /// Sets what a `304 Not Modified` costs for every endpoint at once, listed or not.
+    /// - Parameter cost: What a 304 costs.
+    public mutating func setNotModifiedCost(_ cost: NotModifiedCost) {
+        notModifiedCostByDefault = cost
+        for endpoint in endpointCosts.keys { endpointCosts[endpoint]?.notModifiedCost = cost }
+    }
+
+    /// Whether every `304 Not Modified` is charged in full. Setting it sets every endpoint's
+    /// ``EndpointCost/notModifiedCost`` to `.full` (true) or `.free` (false).
+    @available(*, deprecated, message: "a 304's cost is a number of units now: use setNotModifiedCost(_:)")
     public var chargesNotModified: Bool {
-        get { !refundsNotModifiedByDefault && endpointCosts.values.allSatisfy { !$0.refundsNotModified } }
-        set {
-            refundsNotModifiedByDefault = !newValue
-            for endpoint in endpointCosts.keys { endpointCosts[endpoint]?.refundsNotModified = !newValue }
-        }
+        get { notModifiedCostByDefault == .full && endpointCosts.values.allSatisfy { $0.notModifiedCost == .full } }
+        set { setNotModifiedCost(newValue ? .full : .free) }
     }
 }

@@ -17,9 +17,10 @@ public struct QuotaConfiguration: Sendable, Hashable {
         public var bucket: String
         /// The units one call costs.
         public var units: Int
-        /// Whether a `304 Not Modified` answer is refunded. True by default: YouTube does not
-        /// charge a conditional request that the ETag satisfied; some APIs do.
-        public var refundsNotModified: Bool
+        /// What a `304 Not Modified` answer costs, as the API documents it: the full price by
+        /// default (the ledger never undercounts an API it knows nothing about); YouTube charges
+        /// 1 unit, GitHub nothing.
+        public var notModifiedCost: NotModifiedCost
         /// More buckets the same call is charged in, for an API that meters one call in several
         /// quotas. The reservation charges them all in one transaction, or none.
         public var additionalCharges: [BucketCharge]
@@ -35,17 +36,17 @@ public struct QuotaConfiguration: Sendable, Hashable {
         /// - Parameters:
         ///   - bucket: The bucket charged.
         ///   - units: The units one call costs; zero or more.
-        ///   - refundsNotModified: Whether a 304 answer is refunded.
+        ///   - notModifiedCost: What a 304 answer costs; the full price by default.
         ///   - additionalCharges: More buckets charged for the same call.
         ///   - actualCost: Where the actual cost is read from the answer, if the price is an estimate.
         public init(
-            bucket: String, units: Int, refundsNotModified: Bool = true, additionalCharges: [BucketCharge] = [],
+            bucket: String, units: Int, notModifiedCost: NotModifiedCost = .full, additionalCharges: [BucketCharge] = [],
             actualCost: ActualCost? = nil
         ) {
             self.actualCost = actualCost
             self.bucket = bucket
             self.units = units
-            self.refundsNotModified = refundsNotModified
+            self.notModifiedCost = notModifiedCost
             self.additionalCharges = additionalCharges
         }
     }
@@ -84,8 +85,8 @@ public struct QuotaConfiguration: Sendable, Hashable {
     public var defaultBucket: String
     /// What an unknown endpoint costs. 1 by default.
     public var defaultCost: Int
-    /// Whether a 304 answer to an unknown endpoint is refunded. True by default.
-    public var refundsNotModifiedByDefault: Bool
+    /// What a 304 answer to an endpoint missing from ``endpointCosts`` costs: the full price by default.
+    public var notModifiedCostByDefault: NotModifiedCost
     /// Usage levels, in percent of a bucket's limit, that the ledger warns about once a day each.
     public var warningPercents: [Int]
     /// Whether endpoints missing from ``endpointCosts`` are meant to cost the default, as in an
@@ -99,21 +100,21 @@ public struct QuotaConfiguration: Sendable, Hashable {
     ///   - endpointCosts: The known endpoints' prices.
     ///   - defaultBucket: The bucket for unknown endpoints; must be in `bucketLimits`.
     ///   - defaultCost: What an unknown endpoint costs.
-    ///   - refundsNotModifiedByDefault: Whether a 304 to an unknown endpoint is refunded.
+    ///   - notModifiedCostByDefault: What a 304 to an unknown endpoint costs; the full price by default.
     ///   - warningPercents: Usage levels to warn about once a day, 80 % and 95 % by default.
     public init(
         bucketLimits: [String: Int],
         endpointCosts: [String: EndpointCost] = [:],
         defaultBucket: String,
         defaultCost: Int = 1,
-        refundsNotModifiedByDefault: Bool = true,
+        notModifiedCostByDefault: NotModifiedCost = .full,
         warningPercents: [Int] = [80, 95]
     ) {
         self.bucketLimits = bucketLimits
         self.endpointCosts = endpointCosts
         self.defaultBucket = defaultBucket
         self.defaultCost = defaultCost
-        self.refundsNotModifiedByDefault = refundsNotModifiedByDefault
+        self.notModifiedCostByDefault = notModifiedCostByDefault
         self.warningPercents = warningPercents
     }
 
@@ -136,7 +137,7 @@ public struct QuotaConfiguration: Sendable, Hashable {
     /// - Returns: The price.
     public func effectiveCost(for endpoint: String) -> EndpointCost {
         endpointCosts[endpoint]
-            ?? EndpointCost(bucket: defaultBucket, units: defaultCost, refundsNotModified: refundsNotModifiedByDefault)
+            ?? EndpointCost(bucket: defaultBucket, units: defaultCost, notModifiedCost: notModifiedCostByDefault)
     }
 
     /// Checks that every bucket named has a limit and that every limit and cost is within
@@ -153,6 +154,9 @@ public struct QuotaConfiguration: Sendable, Hashable {
             throw fail("the default bucket \(defaultBucket) has no daily limit")
         }
         guard defaultCost >= 0 else { throw fail("the default cost is negative (\(defaultCost))") }
+        if case .units(let units) = notModifiedCostByDefault, !QuotaLimits.allowedUnits.contains(units) {
+            throw fail("a 304 costs \(units) units by default, outside 0 to \(QuotaLimits.maximumUnits)")
+        }
         guard defaultCost <= QuotaLimits.maximumUnits else {
             throw fail("the default cost is above the maximum of \(QuotaLimits.maximumUnits) units (\(defaultCost))")
         }
@@ -161,6 +165,9 @@ public struct QuotaConfiguration: Sendable, Hashable {
                 throw fail("\(endpoint) is charged in bucket \(cost.bucket), which has no daily limit")
             }
             guard cost.units >= 0 else { throw fail("\(endpoint) has a negative cost (\(cost.units))") }
+            if case .units(let units) = cost.notModifiedCost, !QuotaLimits.allowedUnits.contains(units) {
+                throw fail("a 304 of \(endpoint) costs \(units) units, outside 0 to \(QuotaLimits.maximumUnits)")
+            }
             guard cost.units <= QuotaLimits.maximumUnits else {
                 throw fail("\(endpoint) costs more than the maximum of \(QuotaLimits.maximumUnits) units (\(cost.units))")
             }

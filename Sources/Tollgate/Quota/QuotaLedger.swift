@@ -123,7 +123,7 @@ public final class QuotaLedger: Sendable {
             return QuotaReservation(charge)
         case .refused(let refusal) where refusal.reason == .paced:
             let wait = max(refusal.retryAt.timeIntervalSince(clock.now()), 0)
-            logger.info("Quota bucket \(refusal.bucket) paces its last units: \(endpoint) may go in \(wait) s", metadata: [
+            logger.debug("Quota bucket \(refusal.bucket) paces its last units: \(endpoint) may go in \(wait) s", metadata: [
                 "quota.bucket": "\(refusal.bucket)", "quota.used": "\(refusal.bucketUnitsUsed)",
                 "quota.limit": "\(refusal.limit)", "quota.resets": "\(refusal.resetsAt)",
             ])
@@ -134,7 +134,7 @@ public final class QuotaLedger: Sendable {
             let error = TollgateError.quotaExceeded(
                 endpoint: endpoint, cost: refusal.cost, remaining: refusal.remaining, resetsAt: refusal.resetsAt
             )
-            logger.info("\(error.description)", metadata: [
+            logger.debug("\(error.description)", metadata: [
                 "quota.bucket": "\(refusal.bucket)", "quota.reason": "\(refusal.reason.rawValue)",
                 "quota.used": "\(refusal.bucketUnitsUsed)", "quota.limit": "\(refusal.limit)",
             ])
@@ -142,19 +142,41 @@ public final class QuotaLedger: Sendable {
         }
     }
 
-    /// Settles a reservation once the server answered: a `304 Not Modified` is refunded when the
-    /// endpoint's policy says so; every other answer keeps the charge.
+    /// Settles a reservation once the server answered: a `304 Not Modified` costs what the
+    /// endpoint's ``QuotaConfiguration/EndpointCost/notModifiedCost`` says (refunded in full, or
+    /// settled at fewer units: ``NotModifiedCost/charge(forStatus:price:)``, the rule the gate
+    /// follows too); every other answer keeps the charge.
     /// - Parameters:
     ///   - reservation: The reservation.
     ///   - responseStatus: The HTTP status the server answered with.
-    /// - Returns: Whether the charge was kept or refunded.
+    /// - Returns: Whether the charge was kept, refunded or settled at fewer units.
     /// - Throws: Storage errors.
     @discardableResult
     public func settle(_ reservation: QuotaReservation, responseStatus: Int) async throws -> QuotaSettlement {
         let policy = configuration.effectiveCost(for: reservation.endpoint)
-        guard responseStatus == 304, policy.refundsNotModified else { return .kept }
-        return try await refund(reservation, reason: "304 Not Modified")
+        switch policy.notModifiedCost.charge(forStatus: responseStatus, price: reservation.cost) {
+        case .kept:
+            return .kept
+        case .refunded:
+            return try await refund(reservation, reason: Self.notModifiedReason)
+        case .settled(let units):
+            let outcome = try await storage.settleQuotaCost(
+                reservationID: reservation.id, bucket: reservation.bucket, actualUnits: units, at: clock.now(),
+                detail: Self.notModifiedReason
+            )
+            switch outcome {
+            case .settled(_, let actual, _):
+                logger.debug("Settled \(reservation.endpoint) at \(actual) \(actual == 1 ? "unit" : "units") for a 304",
+                             metadata: ["quota.bucket": "\(reservation.bucket)", "quota.reservation": "\(reservation.id)"])
+                return .settled(units: actual)
+            case .alreadySettled:
+                return .alreadyRefunded
+            }
+        }
     }
+
+    /// Why a 304's charge changed, as the ledger's events say it.
+    static let notModifiedReason = "304 Not Modified"
 
     /// Gives a reservation's units back to the day it was charged, with a refund event. A
     /// reservation is refunded at most once, whichever process asks.
@@ -423,6 +445,17 @@ public final class QuotaLedger: Sendable {
         } else {
             logger.warning(message, metadata: ["quota.endpoint": "\(endpoint)"])
         }
+    }
+
+    /// An actual cost as it is settled: one past the bucket's whole limit settles as the limit (the
+    /// window is spent either way, and the caller still gets the answer the server sent), however
+    /// the cost was read — from a body held whole or from a stream at its end.
+    /// - Parameters:
+    ///   - units: The cost the answer reported.
+    ///   - bucket: The bucket it is settled in.
+    /// - Returns: The units to settle.
+    func settleable(_ units: Int, in bucket: String) -> Int {
+        min(units, max((try? configuredLimit(of: bucket)) ?? QuotaLimits.maximumUnits, 0))
     }
 
     func configuredLimit(of bucket: String) throws(QuotaLedgerError) -> Int {

@@ -4,6 +4,8 @@ public enum QuotaSettlement: Sendable, Hashable {
     case kept
     /// The units went back to the bucket (fewer than charged only when an operator reset the day in between).
     case refunded(units: Int)
-    /// It had been refunded before; nothing changed.
+    /// The charge now costs these units, fewer than charged (a `304` that costs less than the call).
+    case settled(units: Int)
+    /// It had been refunded or settled before; nothing changed.
     case alreadyRefunded
 }

@@ -61,7 +61,7 @@ extension RetryPolicy {
                 if let retryAfter = decision.retryAfter {
                     // A retry meets a refusal when another process tripped the circuit during the sleep.
                     guard let lastResult else { throw TollgateError.circuitOpen(retryAfter: retryAfter) }
-                    logger.info("Not retrying after attempt \(attempt - 1): \(RetryStopReason.circuitOpen)",
+                    logger.debug("Not retrying after attempt \(attempt - 1): \(RetryStopReason.circuitOpen)",
                                 metadata: baseMetadata)
                     return try lastResult.result.get()
                 }
@@ -106,11 +106,11 @@ extension RetryPolicy {
             metadata["retry.trigger"] = "\(Self.describe(trigger))"
             if let stop {
                 if attempt > 1 || stop != .notRetryable {
-                    logger.info("Not retrying after attempt \(attempt): \(stop)", metadata: metadata)
+                    logger.debug("Not retrying after attempt \(attempt): \(stop)", metadata: metadata)
                 }
                 return try result.result.get()
             }
-            logger.info("Retry \(attempt)/\(maximumRetries) in \(Self.describe(wait)) after \(Self.describe(trigger))",
+            logger.debug("Retry \(attempt)/\(maximumRetries) in \(Self.describe(wait)) after \(Self.describe(trigger))",
                         metadata: metadata)
             try await clock.sleep(for: wait)
             attempt += 1

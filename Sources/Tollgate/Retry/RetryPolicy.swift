@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 
-/// When and how long to wait before sending a failed request again (seed 000 AC 5, DESIGN.md "Retry").
+/// When and how long to wait before sending a failed request again (1 s, 2 s, 4 s, at most 3 retries by default).
 ///
 /// Exponential backoff from ``initialDelay``, doubling each time, for at most ``maximumRetries``
 /// retries. With the defaults and jitter off:

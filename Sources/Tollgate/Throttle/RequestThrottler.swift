@@ -9,7 +9,7 @@ import Synchronization
 /// limits in force are written to `throttle_limits`, where the `throttle_status` view shows them.
 ///
 /// ```swift
-/// let throttler = try RequestThrottler(storage: store, configuration: .seedDefaults, clock: SystemClock())
+/// let throttler = try RequestThrottler(storage: store, configuration: .tieredBackend, clock: SystemClock())
 /// let (allowed, retryAfter) = try await throttler.shouldAllowRequest(endpoint: "/api/activities")
 /// guard allowed else { throw TollgateError.throttled(retryAfter: retryAfter ?? 60) }
 /// ```
@@ -85,8 +85,8 @@ public final class RequestThrottler: Sendable {
         if admission.allowed {
             logger.debug("Allowing \(endpoint) - \(admission.count)/\(admission.limit) requests in window", metadata: metadata)
         } else {
-            logger.info("Throttling \(endpoint) - \(admission.count)/\(admission.limit) requests in window", metadata: metadata)
-            logger.info("Retry after: \(Self.wholeSeconds(admission.retryAfter ?? 0))s", metadata: metadata)
+            logger.debug("Throttling \(endpoint) - \(admission.count)/\(admission.limit) requests in window", metadata: metadata)
+            logger.debug("Retry after: \(Self.wholeSeconds(admission.retryAfter ?? 0))s", metadata: metadata)
         }
         return admission
     }

@@ -22,8 +22,9 @@ public struct ThrottleConfiguration: Sendable, Hashable {
         self.endpointLimits = endpointLimits
     }
 
-    /// The seed's limits: `/api/activities` 10 and `/api/streams` 20 requests a minute, 30 otherwise.
-    public static let seedDefaults = ThrottleConfiguration(endpointLimits: [
+    /// The tiered app backend's limits (`APIs/tiered-backend.yaml`): `/api/activities` 10 and
+    /// `/api/streams` 20 requests a minute, 30 otherwise.
+    public static let tieredBackend = ThrottleConfiguration(endpointLimits: [
         "/api/activities": ThrottleLimit(requests: 10, per: .seconds(60)),
         "/api/streams": ThrottleLimit(requests: 20, per: .seconds(60)),
     ])

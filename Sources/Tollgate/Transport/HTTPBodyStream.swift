@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Synchronization
 
 /// A response body too large to hold in memory, read chunk by chunk as the reader asks for it
 /// (the transport reads from the network only as fast as the chunks are taken).
@@ -51,5 +52,30 @@ extension HTTPTransport {
     public func send(_ request: HTTPRequest, body: Data?, streamingPast limit: Int) async throws -> (HTTPResponse, HTTPResponseBody) {
         let (response, data) = try await send(request, body: body)
         return (response, .complete(data))
+    }
+}
+
+extension HTTPBodyStream {
+    /// The body whole when it ends within `limit` bytes; else what was read and the rest as one
+    /// stream, from the first byte, so nothing is lost.
+    /// - Parameter limit: The largest body read whole, in bytes.
+    /// - Returns: ``HTTPResponseBody/complete(_:)`` or ``HTTPResponseBody/streaming(_:)``.
+    /// - Throws: The stream's error.
+    public func collected(upTo limit: Int) async throws -> HTTPResponseBody {
+        var iterator = makeAsyncIterator()
+        var collected = Data()
+        while let chunk = try await iterator.next() {
+            collected.append(chunk)
+            if collected.count > limit {
+                let first = Mutex<Data?>(collected)
+                return .streaming(HTTPBodyStream {
+                    if let bytes = first.withLock({ bytes -> Data? in defer { bytes = nil }; return bytes }) { return bytes }
+                    // An iterator of this stream reads where the last one stopped: it pulls from one source.
+                    var rest = makeAsyncIterator()
+                    return try await rest.next()
+                })
+            }
+        }
+        return .complete(collected)
     }
 }

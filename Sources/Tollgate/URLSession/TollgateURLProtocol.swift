@@ -18,6 +18,13 @@ import FoundationNetworking
 /// (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Tollgate-Source")  // "revalidated"
 /// ```
 ///
+/// A request's `cachePolicy` is the app's choice of freshness: `.returnCacheDataElseLoad` serves any
+/// stored answer (source `fresh`) and asks the server only when nothing is stored;
+/// `.returnCacheDataDontLoad` never sends (nothing stored fails the task with
+/// `URLError.resourceUnavailable`); `.reloadIgnoringLocalCacheData` and the other reloads ask the
+/// server (a stored answer is revalidated); `.useProtocolCachePolicy`, the default, follows the
+/// gate's rules.
+///
 /// Every answer carries `X-Tollgate-Source`, `X-Tollgate-Units` and `X-Tollgate-Endpoint`, as the
 /// proxy's do. A refusal (quota, open circuit, throttle) fails the task with a `URLError` whose
 /// ``Foundation/URLError/tollgateError`` is the gate's typed error. The gate reaches the network
@@ -81,20 +88,36 @@ public final class TollgateURLProtocol: URLProtocol {
             return
         }
         let endpoint = route.naming.endpoint(for: httpRequest)
+        let (gateRequest, options) = Self.applying(urlRequest.cachePolicy, to: httpRequest)
         let loading = Loading(self)
-        let task = Task { await TollgateURLProtocol.answer(loading, through: route, httpRequest, body: body, endpoint: endpoint, url: url) }
+        let task = Task {
+            await TollgateURLProtocol.answer(loading, through: route, gateRequest, body: body, endpoint: endpoint, url: url,
+                                             options: options)
+        }
         exchange.withLock { $0 = task }
     }
 
     /// Sends the request through the gate and hands its answer, or its failure, to the client.
     private static func answer(
         _ loading: Loading, through route: TollgateRoutes.Route, _ request: HTTPRequest, body: Data?, endpoint: String,
-        url: URL
+        url: URL, options: GateRequestOptions
     ) async {
         let instance = loading.instance
         do {
-            let answer = try await route.gate.send(request, body: body, endpoint: endpoint)
+            // An answer from the server comes as it arrives (over a transport that streams), and
+            // reaches the task chunk by chunk (urlProtocol(_:didLoad:) per chunk).
+            var options = options
+            options.streamsBodies = true
+            let answer = try await route.gate.send(request, body: body, endpoint: endpoint, options: options)
             try Task.checkCancellation()
+            if answer.source == .notCached, CacheControl(request.headerFields).onlyIfCached {
+                // `.returnCacheDataDontLoad` with nothing stored: nothing was sent, and the task fails
+                // as URLSession's own cache would fail it.
+                instance.client?.urlProtocol(instance, didFailWithError: URLError(.resourceUnavailable, userInfo: [
+                    NSLocalizedDescriptionKey: "\(endpoint): nothing stored answers the request, and its cache policy forbids loading",
+                ]))
+                return
+            }
             instance.deliver(answer, endpoint: endpoint, url: url)
         } catch is CancellationError {
             // stopLoading: the session no longer listens.

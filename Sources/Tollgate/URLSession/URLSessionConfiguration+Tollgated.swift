@@ -33,7 +33,8 @@ extension URLSessionConfiguration {
         let configuration = base.copy() as? URLSessionConfiguration ?? .default
         configuration.protocolClasses = [TollgateURLProtocol.self] + (configuration.protocolClasses ?? [])
         configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        // The gate reads each request's cache policy (``TollgateURLProtocol``): by default, its own rules.
+        configuration.requestCachePolicy = .useProtocolCachePolicy
         return configuration
     }
 }

@@ -2,8 +2,8 @@ import Foundation
 
 /// How one endpoint's circuit trips and recovers.
 ///
-/// The defaults follow both seeds: 5 consecutive failures open the circuit for 60 seconds
-/// (seed 001), and a trip made of 5 consecutive rate-limit answers opens it for 1 hour (seed 000).
+/// The defaults: 5 consecutive failures open the circuit for 60 seconds, and a trip made of 5
+/// consecutive rate-limit answers opens it for 1 hour, as an API that counts 429s wants.
 public struct CircuitPolicy: Sendable, Hashable {
     /// How the open duration grows after failed probes, so a server that stays down is probed less
     /// and less often.

@@ -7,7 +7,7 @@ public enum CircuitState: String, Sendable, Hashable, CaseIterable, CustomString
     /// The open duration has passed: one probe at a time, across all processes, tests recovery.
     case halfOpen = "half_open"
 
-    /// The state as the seed's log lines spell it: `CLOSED`, `OPEN`, `HALF-OPEN`.
+    /// The state as the log lines spell it: `CLOSED`, `OPEN`, `HALF-OPEN`.
     public var description: String {
         switch self {
         case .closed: "CLOSED"

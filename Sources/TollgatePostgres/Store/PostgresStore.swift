@@ -133,7 +133,7 @@ public final class PostgresStore: Sendable {
                 migrationsAppliedAtOpen = []
             }
             for migration in migrationsAppliedAtOpen {
-                logger.info("applied migration", metadata: [
+                logger.debug("applied migration", metadata: [
                     "version": "\(migration.version)", "name": "\(migration.name)", "server": "\(location)",
                 ])
             }

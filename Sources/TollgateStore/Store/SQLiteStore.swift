@@ -159,7 +159,7 @@ public final class SQLiteStore: Sendable {
             return WALIndexWatch(db)
         }) ?? nil
         for migration in migrationsAppliedAtOpen {
-            logger.info("applied migration", metadata: [
+            logger.debug("applied migration", metadata: [
                 "migration.version": "\(migration.version)", "migration.name": "\(migration.name)",
             ])
         }

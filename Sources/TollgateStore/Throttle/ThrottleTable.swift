@@ -21,6 +21,8 @@ enum ThrottleTable {
         /// Whether the stored row differs from what `save` would write without admitting: missing,
         /// with other limits, or holding times that left the window.
         let isOutdated: Bool
+        /// Whether the endpoint has a row at all.
+        var isStored = true
 
         /// The decision for one more request.
         var admission: ThrottleAdmission {
@@ -51,7 +53,7 @@ enum ThrottleTable {
         guard let row = try db.cachedStatement(
             sql: "SELECT request_limit, window_ms, admitted_at_ms FROM throttle_limits WHERE endpoint = ?"
         ).fetchOne(arguments: [endpoint]) else {
-            return Window(endpoint: endpoint, limit: limit, nowMs: nowMs, admittedMs: [], isOutdated: true)
+            return Window(endpoint: endpoint, limit: limit, nowMs: nowMs, admittedMs: [], isOutdated: true, isStored: false)
         }
         let stored = AdmittedTimes.decode(try row.decode(String.self, forColumn: "admitted_at_ms"))
         // Times after now were stamped before the wall clock was set back: they happened no later than now.
@@ -64,9 +66,10 @@ enum ThrottleTable {
     }
 
     /// Writes a window back, with one more admitted request when `admitting`; writes nothing when
-    /// the row is up to date and nothing is admitted.
+    /// the row is up to date and nothing is admitted, and never makes a row for a request it does not
+    /// admit: a refused request leaves no permanent trace of an endpoint name a client made up.
     static func save(_ db: Database, _ window: Window, admitting: Bool) throws {
-        guard admitting || window.isOutdated else { return }
+        guard admitting || (window.isOutdated && window.isStored) else { return }
         var admitted = window.admittedMs
         if admitting { admitted.append(window.nowMs) }
         try db.cachedStatement(sql: """

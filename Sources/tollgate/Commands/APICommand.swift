@@ -32,6 +32,9 @@ struct APICommand: AsyncParsableCommand {
                 CommandErrors.report(error)
                 throw ExitCode(CommandErrors.usageStatus)
             }
+            for line in description.deprecations {
+                FileHandle.standardError.write(Data("warning: \(line)\n".utf8))
+            }
             print("\(file): valid — \(description.name): \(description.buckets.count) bucket(s), "
                   + "\(description.routes.count) route(s), \(description.endpoints.count) endpoint(s)")
         }

@@ -20,8 +20,9 @@ enum APIDescriptionRenderer {
         let defaults = description.defaults
         lines.append("")
         lines.append("Defaults: \(defaults.cost) unit(s) in \(defaults.bucket)"
-            + (defaults.refundsNotModified ? ", 304 refunded" : ", 304 charged")
-            + ", throttle \(throttle(defaults.throttle)), circuit opens after \(defaults.circuit.failureThreshold) failures")
+            + ", \(notModified(defaults.notModifiedCost))"
+            + ", throttle \(throttle(defaults.throttle)), circuit opens after \(defaults.circuit.failureThreshold) failures"
+            + (defaults.freshFor.map { ", fresh for \($0)" } ?? ""))
         if !description.routes.isEmpty {
             lines.append("")
             lines.append("Routes (first match wins; others are named METHOD /path)")
@@ -46,10 +47,11 @@ enum APIDescriptionRenderer {
                 } else if endpoint.cost != nil || endpoint.bucket != nil {
                     parts.append("\(endpoint.cost ?? defaults.cost) in \(endpoint.bucket ?? defaults.bucket)")
                 }
-                if let refunds = endpoint.refundsNotModified { parts.append(refunds ? "304 refunded" : "304 charged") }
+                if let cost = endpoint.notModifiedCost { parts.append(notModified(cost)) }
                 if let limit = endpoint.throttle { parts.append("throttle \(throttle(limit))") }
                 if let circuit = endpoint.circuit { parts.append("circuit after \(circuit.failureThreshold) failures") }
                 if let retry = endpoint.retry { parts.append("\(retry.maximumRetries) retries") }
+                if let fresh = endpoint.freshFor { parts.append("fresh for \(fresh)") }
                 if let actual = endpoint.actualCost {
                     parts.append("settled at the actual cost in \(actual.bucket ?? endpoint.bucket ?? defaults.bucket) from the \(actual.source)")
                 }
@@ -72,6 +74,14 @@ enum APIDescriptionRenderer {
                          + description.rewriteURLs.bodies.joined(separator: ", "))
         }
         return lines
+    }
+
+    private static func notModified(_ cost: NotModifiedCost) -> String {
+        switch cost {
+        case .full: "a 304 costs the full price"
+        case .units(0): "a 304 is free"
+        case .units(let units): "a 304 costs \(units) unit\(units == 1 ? "" : "s")"
+        }
     }
 
     private static func throttle(_ limit: ThrottleLimit) -> String {

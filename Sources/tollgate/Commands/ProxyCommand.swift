@@ -6,6 +6,7 @@ import Tollgate
 import TollgateAdmin
 import TollgateAsyncHTTPClient
 import TollgateProxy
+import TollgateSimulation
 
 /// `tollgate proxy`: a loopback reverse proxy that puts any HTTP client behind the gate.
 struct ProxyCommand: AsyncParsableCommand {
@@ -50,12 +51,27 @@ struct ProxyCommand: AsyncParsableCommand {
     var maxConnections: Int = 256
 
     @Option(help: ArgumentHelp(
+        "The largest answer body the cache stores, in bytes (5242880 by default); larger answers pass through unstored. "
+            + "An answer is kept in memory up to this size while it streams through.",
+        valueName: "bytes"
+    ))
+    var cacheMaxBody: Int?
+
+    @Option(help: ArgumentHelp(
         "Also serve /metrics for Prometheus, the web dashboard and /api/snapshot on HOST:PORT, such as 127.0.0.1:9464.",
         valueName: "host:port"
     ))
     var admin: String?
 
     @OptionGroup var adminToken: AdminTokenOption
+
+    @Option(help: ArgumentHelp(
+        "Write every exchange to this HAR file, secrets redacted as the store redacts them (replay it with tollgate simulate).",
+        valueName: "file"))
+    var record: String?
+
+    @Flag(help: "With --record: write bodies too (they can be large, and hold personal data).")
+    var recordBodies = false
 
     @OptionGroup var logging: LoggingOptions
 
@@ -76,6 +92,9 @@ struct ProxyCommand: AsyncParsableCommand {
         _ = try api.configuration()
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1 to 86400 seconds.") }
         guard (1...65_536).contains(maxConnections) else { throw ValidationError("--max-connections must be 1 to 65536.") }
+        if let cacheMaxBody, !(0...(1 << 30)).contains(cacheMaxBody) {
+            throw ValidationError("--cache-max-body must be 0 to 1073741824 bytes.")
+        }
         _ = try tls.authorities()
     }
 
@@ -96,19 +115,26 @@ struct ProxyCommand: AsyncParsableCommand {
     private func serve(through transport: AsyncHTTPClientTransport, logger: Logger) async throws {
         // With --admin, this process's counters go to the listener's registry.
         let processMetrics = admin.map { _ in ProcessMetrics() }
+        var configuration = stalePolicy.applied(to: secrets.applied(to: try api.configuration()))
+        if let cacheMaxBody { configuration.cache.maxBodySize = cacheMaxBody }
         let (gate, opened) = try await database.openGate(
             transport: transport,
-            configuration: stalePolicy.applied(to: secrets.applied(to: try api.configuration())), logger: logger,
+            configuration: configuration, logger: logger,
             metrics: processMetrics?.factory ?? MetricsSystem.factory
         )
         // validate() made sure there is one.
         let upstream = try upstream ?? api.chosen()?.upstream?.absoluteString ?? ""
+        let recorder = try record.map {
+            try HTTPArchiveRecorder(path: $0, redaction: SecretRedaction(gate.configuration.cache), recordsBodies: recordBodies)
+        }
         try await opened.closing {
+            // However the proxy stops, the HAR file is closed whole.
+            defer { if let recorder { Task { await recorder.close() } } }
             let proxy = try await GateProxy.start(
                 gate: gate, upstream: URL(string: upstream)!, listen: try LoopbackAddress(parsing: listen), naming: try api.naming(),
                 rewrittenBodyTypes: Set(try api.chosen()?.rewriteURLs.bodies ?? []), transport: transport,
                 idleTimeout: .seconds(idleTimeout),
-                maximumConnections: maxConnections, stopsOnSignals: true, logger: logger
+                maximumConnections: maxConnections, stopsOnSignals: true, recorder: recorder, logger: logger
             )
             // Written straight to the file descriptor, unbuffered: a script waits for this line.
             FileHandle.standardOutput.write(Data(
@@ -129,6 +155,7 @@ struct ProxyCommand: AsyncParsableCommand {
             }
             try await proxy.waitUntilStopped()
             await adminServer?.stop()
+            await recorder?.close()
             try await gate.flush()
         }
     }

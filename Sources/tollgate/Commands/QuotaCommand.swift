@@ -39,7 +39,7 @@ struct QuotaCommand: AsyncParsableCommand {
         func run() async throws {
             try await AdminServices.with(database, logging: logging, access: .readOnly,
                                          configuration: try api.configuration()) { services in
-                let report = try await QuotaReport.read(services, day: day)
+                let report = try await QuotaReport.read(services, day: day, freshness: try api.configuration())
                 if json {
                     try printJSON(report)
                 } else {
@@ -209,11 +209,26 @@ struct QuotaReport: Codable {
         var calls: Int
     }
 
+    /// The freshness an endpoint's stored answers are served with, without asking (`fresh_for`).
+    struct Freshness: Codable {
+        /// The endpoint, or `*` for every endpoint without its own.
+        var endpoint: String
+        /// As the description writes it: `300s`, `{min: 60s, max: 3600s, follow_budget: true}`.
+        var chosen: String
+        /// The lifetime the rule gives it now, in seconds.
+        var lifetimeSeconds: Int
+        /// Why.
+        var reason: String
+    }
+
     var pacificDate: String
     var resetsAt: Date
     var buckets: [Bucket]
+    /// Every endpoint whose stored answers are served without asking for a while; none when the
+    /// cache is RFC 9111 alone.
+    var freshness: [Freshness] = []
 
-    static func read(_ services: AdminServices, day: PacificDay?) async throws -> QuotaReport {
+    static func read(_ services: AdminServices, day: PacificDay?, freshness gate: GateConfiguration) async throws -> QuotaReport {
         let day = day ?? PacificDay(containing: Date())
         let usage = try await services.quota.usage(on: day)
         let isToday = day == PacificDay(containing: Date())
@@ -243,7 +258,32 @@ struct QuotaReport: Codable {
                 runsOutAt: forecasts.first { $0.bucket == name }?.runsOutAt
             ))
         }
-        return QuotaReport(pacificDate: day.key, resetsAt: day.nextReset, buckets: buckets)
+        var report = QuotaReport(pacificDate: day.key, resetsAt: day.nextReset, buckets: buckets)
+        report.freshness = try await freshnessInForce(services, gate)
+        return report
+    }
+
+    /// The freshness each endpoint's chosen `fresh_for` gives now: a fixed lifetime as it is; one
+    /// that follows the budget as ``BudgetFreshness`` decides it from the bucket's spending over its
+    /// last interval (from the minimum: a gate keeps the lifetime it stretched to in its own memory).
+    static func freshnessInForce(_ services: AdminServices, _ gate: GateConfiguration) async throws -> [Freshness] {
+        var chosen = gate.endpointFreshFor.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        if let defaults = gate.freshFor { chosen.insert(("*", defaults), at: 0) }
+        guard !chosen.isEmpty else { return [] }
+        let forecasts = try await services.quota.forecast(over: BudgetFreshness.interval)
+        return chosen.map { endpoint, freshness in
+            let bucket = endpoint == "*" ? services.quota.configuration.defaultBucket : services.quota.price(of: endpoint).bucket
+            let decision: BudgetFreshness.Decision
+            if freshness.followsBudget, let forecast = forecasts.first(where: { $0.bucket == bucket }) {
+                decision = BudgetFreshness.decide(freshness, inForce: freshness.minimum, unitsPerHour: forecast.unitsPerHour,
+                                                  remaining: forecast.remaining, now: Date(), resetsAt: forecast.resetsAt)
+            } else {
+                decision = BudgetFreshness.Decision(lifetime: freshness.minimum, decidedAt: Date(), reason: .budgetLasts)
+            }
+            let reason = freshness.followsBudget ? "follows \(bucket): \(decision.reason.rawValue)" : "fixed"
+            return Freshness(endpoint: endpoint, chosen: freshness.description,
+                             lifetimeSeconds: Int(decision.lifetime.components.seconds), reason: reason)
+        }
     }
 
     func printText() {
@@ -264,6 +304,13 @@ struct QuotaReport: Codable {
             for endpoint in bucket.endpoints {
                 print("  \(endpoint.endpoint.padding(toLength: width, withPad: " ", startingAt: 0))  "
                     + "\(DashboardRenderer.grouped(endpoint.units)) units  \(endpoint.calls) calls")
+            }
+        }
+        if !freshness.isEmpty {
+            print("Freshness chosen (served without asking after a fetch or revalidation)")
+            for entry in freshness {
+                print("  \(entry.endpoint == "*" ? "every endpoint" : entry.endpoint): fresh for \(entry.lifetimeSeconds) s now"
+                    + " · fresh_for \(entry.chosen) · \(entry.reason)")
             }
         }
     }

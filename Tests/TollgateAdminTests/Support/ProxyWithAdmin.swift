@@ -14,11 +14,11 @@ struct ProxyWithAdmin {
     let proxy: GateProxy
     let admin: AdminServer
 
-    init(upstream: URL, token: String? = nil) async throws {
+    init(upstream: URL, token: String? = nil, configuration: GateConfiguration = .youTubeDataAPIv3) async throws {
         directory = try TemporaryDirectory()
         store = try SQLiteStore(path: directory.path("tollgate.sqlite"), logger: quiet)
         let metrics = ProcessMetrics()
-        gate = try Gate(storage: store, transport: URLSessionTransport(), configuration: .youTubeDataAPIv3,
+        gate = try Gate(storage: store, transport: URLSessionTransport(), configuration: configuration,
                         clock: SystemClock(), logger: quiet, metrics: metrics.factory)
         proxy = try await GateProxy.start(gate: gate, upstream: upstream, listen: try LoopbackAddress(parsing: "127.0.0.1:0"),
                                           logger: quiet)
@@ -30,8 +30,11 @@ struct ProxyWithAdmin {
     }
 
     /// Runs `body` with a proxy and its listener, and stops both however `body` ends.
-    static func with(upstream: URL, token: String? = nil, _ body: (ProxyWithAdmin) async throws -> Void) async throws {
-        let harness = try await ProxyWithAdmin(upstream: upstream, token: token)
+    static func with(
+        upstream: URL, token: String? = nil, configuration: GateConfiguration = .youTubeDataAPIv3,
+        _ body: (ProxyWithAdmin) async throws -> Void
+    ) async throws {
+        let harness = try await ProxyWithAdmin(upstream: upstream, token: token, configuration: configuration)
         do {
             try await body(harness)
         } catch {

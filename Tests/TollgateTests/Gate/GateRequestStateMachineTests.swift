@@ -130,19 +130,30 @@ struct GateRequestStateMachineTests {
 
     // MARK: 5–6. Attempts and settlement
 
-    @Test("a 304 is refunded, settled with the answer's write, and answered with the stored response revised")
+    @Test("a free 304 is refunded, settled with the answer's write, and answered with the stored response revised")
     func notModifiedRefund() {
-        var machine = Self.attempting(Machine.Sending(revalidates: true, refundsNotModified: true))
+        var machine = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .free, price: 1))
         #expect(describe(machine.responseReceived(status: 304, body: Data(), retryAfter: nil))
             == "settleWithAnswer success refund(notModified)")
         var generator = Self.generator
         #expect(describe(machine.settlementDeferred(now: Self.now, using: &generator)) == "answer revise(inMemory: true)")
     }
 
-    @Test("a 304 of an endpoint that charges it keeps the charge")
+    @Test("a 304 of an endpoint that charges it in full, or as much as the call, keeps the charge")
     func notModifiedCharged() {
-        var machine = Self.attempting(Machine.Sending(revalidates: true, refundsNotModified: false))
-        #expect(describe(machine.responseReceived(status: 304, body: Data(), retryAfter: nil)) == "settleWithAnswer success")
+        var full = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .full, price: 50))
+        #expect(describe(full.responseReceived(status: 304, body: Data(), retryAfter: nil)) == "settleWithAnswer success")
+        var youTube = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .units(1), price: 1))
+        #expect(describe(youTube.responseReceived(status: 304, body: Data(), retryAfter: nil)) == "settleWithAnswer success")
+    }
+
+    @Test("a 304 that costs less than the call settles the charge at its units, as the ledger's settle does")
+    func notModifiedSettled() {
+        var machine = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .units(1), price: 100))
+        #expect(describe(machine.responseReceived(status: 304, body: Data(), retryAfter: nil))
+            == "settleWithAnswer success settle(1)")
+        var ok = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .units(1), price: 100))
+        #expect(describe(ok.responseReceived(status: 200, body: Data(), retryAfter: nil)) == "settleWithAnswer success")
     }
 
     @Test("the half-open probe's success is settled at once: it closes the circuit")
@@ -294,20 +305,35 @@ struct GateRequestStateMachineTests {
             == "serveStale upstreamFailure")
     }
 
-    @Test("how the answer is delivered: a GET stored after it, other methods before it, a body the cache cannot key or a stream not at all")
+    @Test("how the answer is delivered: a GET stored after it, other methods before it, a body the cache cannot key not at all; a stream passed on and settled at its end, a GET's stored with it")
     func deliveries() {
         var generator = Self.generator
         func delivered(_ method: HTTPRequest.Method, _ sending: Machine.Sending = Machine.Sending(),
-                       isStreamed: Bool = false) -> String {
+                       status: Int = 200, isStreamed: Bool = false) -> String {
             var machine = Self.attempting(method: method, sending)
-            _ = machine.responseReceived(status: 200, body: Data(), retryAfter: nil, isStreamed: isStreamed)
+            _ = machine.responseReceived(status: status, body: Data(), retryAfter: nil, isStreamed: isStreamed)
             return describe(machine.settlementDeferred(now: Self.now, using: &generator))
         }
         #expect(delivered(.get) == "answer answerThenStore")
         #expect(delivered(.head) == "answer storeThenAnswer")
         #expect(delivered(.delete) == "answer storeThenAnswer")
         #expect(delivered(.get, Machine.Sending(storesAnswer: false)) == "answer answerUnstored")
-        #expect(delivered(.get, isStreamed: true) == "answer answerUnstored")
+        #expect(delivered(.get, isStreamed: true) == "answer streamThenStore")
+        #expect(delivered(.post, isStreamed: true) == "answer storeThenStream")
+        #expect(delivered(.get, Machine.Sending(storesAnswer: false), isStreamed: true) == "answer streamUnstored")
+        // A 404's body too large to read whole: passed on, not stored.
+        #expect(delivered(.get, status: 404, isStreamed: true) == "answer streamUnstored")
+    }
+
+    @Test("a streamed 200 is the answer, never retried: a stream that reached the caller is never replayed; a streamed 503 is retried (its stream dropped unread)")
+    func streamsAreNeverReplayed() {
+        var generator = Self.generator
+        var streamed = Self.attempting(method: .post, options: GateRequestOptions(markedIdempotent: true))
+        _ = streamed.responseReceived(status: 200, body: Data(), retryAfter: nil, isStreamed: true)
+        #expect(describe(streamed.settlementDeferred(now: Self.now, using: &generator)) == "answer storeThenStream")
+        var failing = Self.attempting(method: .get)
+        _ = failing.responseReceived(status: 503, body: Data(), retryAfter: nil, isStreamed: true)
+        #expect(describe(failing.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "retry 1 after 1.0s")
     }
 
     @Test("a 304 that revised nothing is sent again without the cache's conditions, or passed on when the caller sent them")
@@ -378,6 +404,7 @@ func describe(_ action: GateRequestStateMachine.AdmissionAction?) -> String {
 func describe(_ action: GateRequestStateMachine.SettlementAction) -> String {
     func settlement(_ settlement: GateRequestStateMachine.Settlement) -> String {
         "\(settlement.outcome)" + (settlement.refunds ? " refund(\(settlement.refundReason.map { "\($0)" } ?? "?"))" : "")
+            + (settlement.settledUnits.map { " settle(\($0))" } ?? "")
             + (settlement.quotaSpent ? " quotaSpent" : "")
     }
     return switch action {

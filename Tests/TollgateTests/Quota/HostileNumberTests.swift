@@ -124,3 +124,37 @@ enum Compressed {
         return result
     }
 }
+
+/// Issue 36: refused requests make no permanent rows, so a client that makes up endpoint names
+/// cannot grow the file with refusals.
+@Suite("Refusals leave no rows behind")
+struct RefusalRowTests {
+    /// Never reached: every request here is refused before it is sent.
+    struct UnreachableTransport: HTTPTransport {
+        func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+            Issue.record("a refused request was sent")
+            return (HTTPResponse(status: .ok), Data())
+        }
+    }
+
+    @Test("requests refused for want of quota, on endpoints never seen, write no throttle, circuit or usage row")
+    func quotaRefusalsWriteNoRows() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("refused.sqlite"))
+        var configuration = GateConfiguration.youTubeDataAPIv3
+        configuration.quota = QuotaConfiguration(bucketLimits: ["empty": 0], defaultBucket: "empty")
+        let gate = try Gate(store: store, transport: UnreachableTransport(), configuration: configuration,
+                            clock: ManualClock(now: Date(timeIntervalSince1970: 1_795_000_000)))
+        for index in 0..<5 {
+            let request = HTTPRequest(method: .get, scheme: "https", authority: "api.example.com", path: "/made-up/\(index)")
+            await #expect(throws: TollgateError.self) { try await gate.send(request, endpoint: "GET /made-up/\(index)") }
+        }
+        try await gate.flush()
+        let counts = try await store.read { db in
+            try ["throttle_limits", "circuits", "quota_usage"].map { table in
+                try db.fetchValue(sql: "SELECT CAST(COUNT(*) AS TEXT) FROM \(table)").string ?? "?"
+            }
+        }
+        #expect(counts == ["0", "0", "0"])
+    }
+}

@@ -33,10 +33,10 @@ private struct Fixture {
 }
 
 /// One bucket `b` of `limit` units and an endpoint `e.list` costing `cost`.
-private func smallConfiguration(limit: Int, cost: Int = 1, refundsNotModified: Bool = true) -> QuotaConfiguration {
+private func smallConfiguration(limit: Int, cost: Int = 1, notModifiedCost: NotModifiedCost = .free) -> QuotaConfiguration {
     QuotaConfiguration(
         bucketLimits: ["b": limit],
-        endpointCosts: ["e.list": .init(bucket: "b", units: cost, refundsNotModified: refundsNotModified)],
+        endpointCosts: ["e.list": .init(bucket: "b", units: cost, notModifiedCost: notModifiedCost)],
         defaultBucket: "b"
     )
 }
@@ -60,7 +60,7 @@ struct QuotaLedgerTests {
             + "The quota resets at 2026-11-22 00:00 PST.")
         #expect(try await fixture.eventCount() == events)
         #expect(try await fixture.ledger.remaining() == 50)
-        #expect(fixture.log.messages(at: .info).contains(error?.description ?? "?"))
+        #expect(fixture.log.messages(at: .debug).contains(error?.description ?? "?"))
 
         // The 50 units left still pay for 50 one-unit calls, and not one more.
         for _ in 0..<50 { try await fixture.ledger.reserve(endpoint: "videos.list") }
@@ -120,43 +120,53 @@ struct QuotaLedgerTests {
         #expect(spring.resetsAt.timeIntervalSince(utc("2026-03-08T08:00:00Z")) == 23 * 3600)
     }
 
-    @Test("a 304 is refunded with a negative event, once; other answers keep the charge; an endpoint can opt out")
-    func notModifiedIsRefunded() async throws {
+    @Test("a 304 costs what the endpoint documents: 1 unit on YouTube, settled once; free refunded; full kept")
+    func notModifiedCostsWhatTheAPIDocuments() async throws {
         var configuration = QuotaConfiguration.youTubeDataAPIv3SinglePool
-        configuration.endpointCosts["charged.list"] = .init(bucket: "youtube", units: 5, refundsNotModified: false)
+        configuration.endpointCosts["charged.list"] = .init(bucket: "youtube", units: 5, notModifiedCost: .full)
+        configuration.endpointCosts["free.list"] = .init(bucket: "youtube", units: 5, notModifiedCost: .free)
         let fixture = try Fixture(configuration: configuration)
         let search = try await fixture.ledger.reserve(endpoint: "search.list")
         #expect(try await fixture.ledger.remaining() == 9900)
 
-        #expect(try await fixture.ledger.settle(search, responseStatus: 304) == .refunded(units: 100))
-        #expect(try await fixture.ledger.remaining() == 10_000)
+        // Google: every request costs at least one point; a 304 of a 100-unit search costs 1.
+        #expect(try await fixture.ledger.settle(search, responseStatus: 304) == .settled(units: 1))
+        #expect(try await fixture.ledger.remaining() == 9999)
         #expect(try await fixture.ledger.settle(search, responseStatus: 304) == .alreadyRefunded)
-        #expect(try await fixture.reopened().refund(search, reason: "again") == .alreadyRefunded)
-        #expect(try await fixture.ledger.remaining() == 10_000)
+        #expect(try await fixture.ledger.remaining() == 9999)
 
         let videos = try await fixture.ledger.reserve(endpoint: "videos.list")
         #expect(try await fixture.ledger.settle(videos, responseStatus: 200) == .kept)
+        let videos304 = try await fixture.ledger.reserve(endpoint: "videos.list")
+        #expect(try await fixture.ledger.settle(videos304, responseStatus: 304) == .kept, "a 1-unit call's 304 costs its 1 unit")
         let charged = try await fixture.ledger.reserve(endpoint: "charged.list")
         #expect(try await fixture.ledger.settle(charged, responseStatus: 304) == .kept)
-        #expect(try await fixture.ledger.remaining() == 10_000 - 1 - 5)
+        let free = try await fixture.ledger.reserve(endpoint: "free.list")
+        #expect(try await fixture.ledger.settle(free, responseStatus: 304) == .refunded(units: 5))
+        #expect(try await fixture.ledger.settle(free, responseStatus: 304) == .alreadyRefunded)
+        #expect(try await fixture.reopened().refund(free, reason: "again") == .alreadyRefunded)
+        #expect(try await fixture.ledger.remaining() == 10_000 - 1 - 1 - 1 - 5)
 
         let search304 = try #require(try await fixture.ledger.usage().first { $0.endpoint == "search.list" })
-        #expect(search304.units == 0)
-        #expect(search304.calls == 1) // the 304 still reached the server
+        #expect(search304.units == 1)
+        #expect(search304.calls == 1) // the 304 reached the server
+        #expect(try await fixture.ledger.discrepancies().isEmpty)
         let events = try await fixture.store.read { db in
             try db.fetchAll(sql: "SELECT kind, units, reservation_id FROM quota_events WHERE endpoint = 'search.list' ORDER BY id")
         }
-        #expect(events == [Row(["charge", 100, nil]), Row(["refund", -100, .integer(search.id)])])
+        #expect(events == [Row(["charge", 100, nil]), Row(["settle", -99, .integer(search.id)])])
         #expect(try await fixture.ledger.discrepancies().isEmpty)
     }
 
-    @Test("a refund after midnight goes back to the day that was charged")
+    @Test("a refund, or a 304's settlement, after midnight goes back to the day that was charged")
     func refundAfterMidnight() async throws {
         let fixture = try Fixture(now: utc("2026-11-22T07:59:00Z")) // 23:59 PST, 2026-11-21
-        let reservation = try await fixture.ledger.reserve(endpoint: "search.list")
+        let refunded = try await fixture.ledger.reserve(endpoint: "search.list")
+        let settled = try await fixture.ledger.reserve(endpoint: "search.list")
         fixture.clock.set(to: utc("2026-11-22T08:01:00Z"))
-        try await fixture.ledger.settle(reservation, responseStatus: 304)
-        #expect(try await fixture.ledger.usage(on: PacificDay(key: "2026-11-21")!).map(\.units) == [0])
+        #expect(try await fixture.ledger.refund(refunded, reason: "never sent") == .refunded(units: 100))
+        #expect(try await fixture.ledger.settle(settled, responseStatus: 304) == .settled(units: 1))
+        #expect(try await fixture.ledger.usage(on: PacificDay(key: "2026-11-21")!).map(\.units) == [1])
         #expect(try await fixture.ledger.usage().isEmpty)
         #expect(try await fixture.ledger.remaining() == 10_000)
     }
@@ -386,7 +396,7 @@ struct QuotaLedgerTests {
         for (method, units) in expected {
             #expect(table.cost(for: method)?.units == units, "\(method)")
         }
-        #expect(table.endpointCosts.values.allSatisfy { $0.bucket == "youtube" && $0.refundsNotModified })
+        #expect(table.endpointCosts.values.allSatisfy { $0.bucket == "youtube" && $0.notModifiedCost == .units(1) })
         #expect(table.bucketLimits == ["youtube": 10_000])
         #expect(table.endpointCosts.filter { $0.key.hasSuffix(".list") && $0.key != "search.list" && $0.key != "captions.list" }
             .allSatisfy { $0.value.units == 1 })
@@ -396,19 +406,20 @@ struct QuotaLedgerTests {
     func youTubeCurrentPreset() throws {
         let table = QuotaConfiguration.youTubeDataAPIv3
         #expect(table.bucketLimits == ["youtube": 10_000, "youtube.search": 100, "youtube.videos.insert": 100])
-        #expect(table.cost(for: "search.list") == .init(bucket: "youtube.search", units: 1))
-        #expect(table.cost(for: "videos.insert") == .init(bucket: "youtube.videos.insert", units: 1))
+        #expect(table.cost(for: "search.list") == .init(bucket: "youtube.search", units: 1, notModifiedCost: .units(1)))
+        #expect(table.cost(for: "videos.insert") == .init(bucket: "youtube.videos.insert", units: 1, notModifiedCost: .units(1)))
         let shared = ["videos.list": 1, "captions.list": 50, "videos.update": 50, "captions.insert": 400,
                       "captions.update": 450, "captions.download": 200]
         for (method, units) in shared {
-            #expect(table.cost(for: method) == .init(bucket: "youtube", units: units), "\(method)")
+            #expect(table.cost(for: method) == .init(bucket: "youtube", units: units, notModifiedCost: .units(1)), "\(method)")
         }
-        #expect(!table.chargesNotModified)
+        #expect(table.effectiveCost(for: "x.unknown").notModifiedCost == .units(1))
         var charging = table
-        charging.chargesNotModified = true
-        #expect(charging.chargesNotModified)
-        #expect(charging.endpointCosts.values.allSatisfy { !$0.refundsNotModified })
-        #expect(!charging.effectiveCost(for: "x.unknown").refundsNotModified)
+        charging.setNotModifiedCost(.full)
+        #expect(charging.endpointCosts.values.allSatisfy { $0.notModifiedCost == .full })
+        #expect(charging.effectiveCost(for: "x.unknown").notModifiedCost == .full)
+        #expect(QuotaConfiguration(bucketLimits: ["b": 1], defaultBucket: "b").effectiveCost(for: "any").notModifiedCost == .full,
+                "an API nobody described: a 304 costs the full price")
         try table.validate()
     }
 
@@ -504,7 +515,7 @@ struct MultiBucketChargeTests {
     static func configuration(secondLimit: Int = 3) -> QuotaConfiguration {
         QuotaConfiguration(
             bucketLimits: ["daily": 100, "calls": secondLimit],
-            endpointCosts: ["reports.query": .init(bucket: "daily", units: 5,
+            endpointCosts: ["reports.query": .init(bucket: "daily", units: 5, notModifiedCost: .free,
                                                    additionalCharges: [.init(bucket: "calls", units: 1)])],
             defaultBucket: "daily"
         )
