@@ -3,64 +3,119 @@ import HTTPTypes
 import Logging
 
 extension Gate {
+    /// Where a request stands with batching.
+    enum BatchPassage {
+        /// It is not batched (its endpoint is not batchable, or it is not a request for one ID).
+        case notBatched
+        /// Its answer, from a batch.
+        case answered(GateResponse)
+        /// It goes on alone as its key's call on the wire, which it lands when it ends
+        /// (``RequestBatcher/landed(_:)``), or as one of a batch whose answer could not be split.
+        case alone(landing: RequestBatcher.Key?)
+    }
+
     /// Batching (DESIGN.md, "Batching"): a request the cache could not answer, for one ID of an
-    /// endpoint that takes several (``GateConfiguration/batching``), joins the open batch of
-    /// requests equal to it but for the ID. The batch waits ``BatchPolicy/wait`` on the gate's
-    /// clock, or less when it fills up (``BatchPolicy/maximum``), and goes as one call through
-    /// the ordinary path: one admission, one throttle slot, one charge (its event's detail says
-    /// how many IDs it carried), retries by the endpoint's policy. Each member gets the answer a
-    /// call for its ID alone would have given, stored under its own key; a refusal or failure is
-    /// every member's, each serving its stored response where it may. A member whose task is
-    /// cancelled leaves the batch to the others. A batch of one goes on as if nothing happened.
+    /// endpoint that takes several (``GateConfiguration/batching``). It waits only when there is
+    /// concurrency: with nothing of its batch key on the wire or collecting it goes at once, alone.
+    /// Else it joins the batch collecting behind the call on the wire, which is sent when full
+    /// (``BatchPolicy/maximum``), or once ``BatchPolicy/wait`` has passed on the gate's clock
+    /// without another request joining it and the calls ahead of it have landed, as one
+    /// call through the ordinary path: one admission, one throttle slot, one charge (its event's
+    /// detail says how many IDs it carried), retries by the endpoint's policy. Each member gets the
+    /// answer a call for its ID alone would have given, stored under its own key; a refusal or
+    /// failure is every member's, each serving its stored response where it may. A member whose
+    /// task is cancelled leaves the batch to the others.
     ///
     /// Only a GET without a body or conditions of the caller's own is batched, not the gate's
     /// resend of one, nor a request whose options say it does not join batches. The batch goes
     /// by its first member's transport, and its answer is read whole, streamed to no one.
-    /// - Returns: The answer from the batch; nil when the request goes on alone.
+    /// - Returns: The answer from the batch, or how the request goes on without one.
     /// - Throws: The batch's refusal or failure when nothing stored can stand in; `CancellationError`
     ///   when the caller's task was cancelled while it waited.
-    func batchedAnswer(_ request: GateRequest, lookup: CacheLookup) async throws -> GateResponse? {
+    func batchPassage(_ request: GateRequest, lookup: CacheLookup) async throws -> BatchPassage {
         guard !configuration.batching.isEmpty, let policy = configuration.batching[request.endpoint],
               request.batchedIDs == nil, request.revalidation != .bypassingCache, request.options.joinsBatches
-        else { return nil }
+        else { return .notBatched }
         let http = request.request
         guard http.method == .get, request.body?.isEmpty ?? true,
               !http.headerFields.contains(.ifNoneMatch), !http.headerFields.contains(.ifModifiedSince),
               let target = http.path, let share = BatchSplitter(policy: policy).share(of: target)
-        else { return nil }
+        else { return .notBatched }
         let key = RequestBatcher.Key(endpoint: request.endpoint, request: http, share: share, options: request.options)
-        let joined = batcher.join(key, RequestBatcher.Member(share: share, request: http, transport: request.transport), maximum: policy.maximum)
-        let batch = joined.batch
-        if let entries = joined.closed {
-            // Full: sent at once, in a task of its own, which no member's cancellation reaches.
-            Task { await self.sendBatch(entries, of: batch, key: key, policy: policy) }
-        } else if joined.opened {
-            batch.setTimer(Task { [clock, batcher] in
-                do { try await clock.sleep(for: policy.wait) } catch { return }
-                // Closing the batch cancels this task, its timer: the batch goes in a task of its own.
-                guard let entries = batcher.close(key, batch) else { return }
-                Task { await self.sendBatch(entries, of: batch, key: key, policy: policy) }
-            })
+        let member = RequestBatcher.Member(share: share, request: http, transport: request.transport)
+        let batch: RequestBatcher.Batch
+        let ticket: Int
+        switch batcher.join(key, member, maximum: policy.maximum, now: clock.now()) {
+        case .goesAlone:
+            return .alone(landing: key)
+        case .fills(let full, let own, let entries):
+            (batch, ticket) = (full, own)
+            // In a task of its own, which no member's cancellation reaches.
+            Task { await self.sendBatch(entries, of: full, key: key, policy: policy) }
+        case .waits(let collecting, let own, let opensBatch):
+            (batch, ticket) = (collecting, own)
+            if opensBatch { startTimer(collecting, key: key, policy: policy) }
         }
-        let ticket = joined.ticket
-        guard let outcome = await batch.outcome(for: ticket, onCancel: { [batcher] in
-            batcher.leave(key, batch, ticket: ticket)
+        guard let outcome = await batch.outcome(for: ticket, onCancel: { [self] in
+            follow(batcher.leave(key, batch, ticket: ticket, wait: policy.wait, now: clock.now()), key: key, policy: policy)
         }) else { throw CancellationError() }
         let stored = request.options.allowsStale ? lookup.cachedResponse.flatMap { servableOnError($0, for: http) } : nil
         switch outcome {
-        case .alone:
-            return nil
+        case .alone(let landsCall):
+            return .alone(landing: landsCall ? key : nil)
         case .answered(let answer):
             if let stored, answer.status.code >= 500 || answer.status.code == 429 {
-                return await serveStale(stored, reason: .upstreamFailure, request)
+                return .answered(await serveStale(stored, reason: .upstreamFailure, request))
             }
-            return answer
+            return .answered(answer)
         case .failed(let error):
             if let stored, let reason = Self.staleReason(for: error) {
-                return await serveStale(stored, reason: reason, request)
+                return .answered(await serveStale(stored, reason: reason, request))
             }
             throw error
         }
+    }
+
+    /// A call of `key` on the wire has ended (a request gone alone, or a batch): the batch
+    /// collecting behind it may go now.
+    func batchCallLanded(_ key: RequestBatcher.Key) {
+        guard let policy = configuration.batching[key.endpoint] else { return }
+        follow(batcher.landed(key, wait: policy.wait, now: clock.now()), key: key, policy: policy)
+    }
+
+    /// Does what a landing left to do: sends the batch that waited for it, or starts its timer again.
+    private func follow(_ landing: RequestBatcher.Landing, key: RequestBatcher.Key, policy: BatchPolicy) {
+        switch landing {
+        case .nothing:
+            break
+        case .sends(let batch, let entries):
+            Task { await self.sendBatch(entries, of: batch, key: key, policy: policy) }
+        case .restartsTimer(let batch, let remaining):
+            startTimer(batch, key: key, policy: policy, after: remaining)
+        }
+    }
+
+    /// Closes `batch` once its wait has passed on the gate's clock without another request
+    /// joining it and no call of its key is on the wire, unless it filled or emptied first, and
+    /// sends it. While calls are on the wire the timer stops; the last to land takes over.
+    private func startTimer(
+        _ batch: RequestBatcher.Batch, key: RequestBatcher.Key, policy: BatchPolicy, after first: Duration? = nil
+    ) {
+        batch.setTimer(Task { [clock, batcher] in
+            var remaining = first ?? policy.wait
+            while true {
+                do { try await clock.sleep(for: remaining) } catch { return }
+                switch batcher.timerFired(key, batch, wait: policy.wait, now: clock.now()) {
+                case .closes(let entries):
+                    await self.sendBatch(entries, of: batch, key: key, policy: policy)
+                    return
+                case .closedAlready, .waitsForCallsAhead:
+                    return
+                case .waitsLonger(let more):
+                    remaining = more
+                }
+            }
+        })
     }
 
     /// Sends a closed batch as one call and hands each member its answer.
@@ -69,9 +124,14 @@ extension Gate {
         policy: BatchPolicy
     ) async {
         guard entries.count > 1, let first = entries.first else {
-            for entry in entries { batch.deliver(.alone, to: entry.ticket) }
+            // Alone after all (the others left): it goes on as a single request, and lands the
+            // call when it ends; if it has gone too, the call ends here.
+            if !(entries.first.map { batch.deliver(.alone(landsCall: true), to: $0.ticket) } ?? false) {
+                batchCallLanded(key)
+            }
             return
         }
+        defer { batchCallLanded(key) }
         let splitter = BatchSplitter(policy: policy)
         var ids: [String] = []
         var rawValues: [String] = []
@@ -82,7 +142,9 @@ extension Gate {
         var combined = first.member.request
         combined.path = splitter.combinedTarget(combined.path ?? "", ids: rawValues)
         var options = key.options
+        // Read whole, to be split.
         options.streamsLargeBodies = false
+        options.streamsBodies = false
         var call = GateRequest(request: combined, body: nil, endpoint: key.endpoint, options: options,
                                transport: first.member.transport, revalidation: .bypassingCache, logger: logger)
         call.batchedIDs = ids.count
@@ -115,7 +177,7 @@ extension Gate {
         } catch {
             logger.warning("batching: the answer could not be split; each request is sent alone",
                            metadata: ["gate.endpoint": "\(key.endpoint)", "error": "\(error)"])
-            for entry in entries { batch.deliver(.alone, to: entry.ticket) }
+            for entry in entries { batch.deliver(.alone(landsCall: false), to: entry.ticket) }
             return
         }
         for (index, entry) in entries.enumerated() {

@@ -91,8 +91,11 @@ extension Gate {
     func forward(
         _ request: inout GateRequest, lookup: CacheLookup, machine: GateRequestStateMachine, flight: Flight? = nil
     ) async throws -> GateResponse {
-        // A request for one ID of a batchable endpoint goes in a batch, unless it is alone in it.
-        if let batched = try await batchedAnswer(request, lookup: lookup) { return batched }
+        // A request for one ID of a batchable endpoint goes in a batch, unless nothing else of
+        // its batch is on the wire or collecting.
+        let passage = try await batchPassage(request, lookup: lookup)
+        if case .answered(let answer) = passage { return answer }
+        defer { if case .alone(let key?) = passage { batchCallLanded(key) } }
         var machine = machine
         let http = request.request
         let revalidating = if case .revalidate(let cached, _) = lookup { cached } else { CachedResponse?.none }

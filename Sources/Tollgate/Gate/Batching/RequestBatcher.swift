@@ -2,10 +2,18 @@ import Foundation
 import HTTPTypes
 import Synchronization
 
-/// The batches of this process still collecting requests, one per batch key (endpoint, target
-/// without the ID, header fields, options): requests for single IDs join the open batch of their
-/// key; the batch is closed when its wait ends or it is full, and sent as one call by the gate
-/// (see `Gate+Batching.swift`).
+/// The lanes of this process's batchable requests, one per batch key (endpoint, target without
+/// the ID, header fields, options), and what each lane has on the wire and collecting.
+///
+/// Batching waits only where there is concurrency, as a DataLoader collects only what arrives in
+/// one tick: a request that finds nothing of its key on the wire or collecting goes at once,
+/// alone, and waits for nothing. A request that arrives while a call of its key is on the wire
+/// joins the batch collecting behind it, opening one when there is none. A collecting batch is
+/// closed when it is full, at once; else once its wait has passed without another request joining
+/// it and the calls ahead of it have landed (what arrives together, and while the calls ahead are
+/// on the wire, goes together, up to the batch's maximum: a group commit, as in `CallBatcher`).
+/// Then it is on the wire, and requests arriving meanwhile open the next batch. The gate sends
+/// what is closed (see `Gate+Batching.swift`).
 final class RequestBatcher: Sendable {
     /// What requests must share to share a batch: all but their ID.
     struct Key: Sendable, Hashable {
@@ -46,73 +54,177 @@ final class RequestBatcher: Sendable {
 
     /// What a member gets from its batch.
     enum Outcome: Sendable {
-        /// The batch had no other member: the request goes on alone, as if there were no batching.
-        case alone
+        /// The request goes on alone, as if there were no batching: its batch had no other member
+        /// (the request is then its key's call on the wire, and lands it when it ends), or its
+        /// answer could not be split (the batch's call has landed).
+        case alone(landsCall: Bool)
         /// Its answer, split from the batch's.
         case answered(GateResponse)
         /// The batch's call failed or was refused: the same error for every member.
         case failed(any Error)
     }
 
-    /// How a request joined.
-    struct Joined: Sendable {
-        /// The batch.
-        let batch: Batch
-        /// The member's ticket in it.
-        let ticket: Int
-        /// Whether it opened the batch (and starts its wait).
-        let opened: Bool
-        /// Whether it filled the batch, which is closed: it is sent at once.
-        let closed: [Batch.Entry]?
+    /// Where a request stands once it has asked to join.
+    enum Joined: Sendable {
+        /// Nothing of its key is on the wire or collecting: it goes at once, alone, as its key's
+        /// call on the wire, and calls ``landed(_:wait:now:)`` when it ends.
+        case goesAlone
+        /// It waits in `batch` with `ticket`; `opensBatch` when it opened the batch, which then
+        /// needs its timer (``timerFired(_:_:wait:now:)``).
+        case waits(batch: Batch, ticket: Int, opensBatch: Bool)
+        /// It filled `batch`, which is closed and on the wire: the caller sends `entries` at once
+        /// and waits for its own outcome with `ticket`.
+        case fills(batch: Batch, ticket: Int, entries: [Batch.Entry])
     }
 
-    private let open = Mutex<[Key: Batch]>([:])
+    /// One key's calls on the wire (a request gone alone, or a batch) and the batch collecting behind them.
+    private struct Lane {
+        var onTheWire = 0
+        var collecting: Batch?
+        /// Whether the collecting batch's timer found it due while calls were on the wire, and
+        /// stopped: the last of them to land sends it, or starts its timer again.
+        var parked = false
 
-    /// Adds `member` to the open batch of `key`, opening one when there is none.
-    /// - Parameter maximum: The most IDs a batch carries.
-    func join(_ key: Key, _ member: Member, maximum: Int) -> Joined {
-        open.withLock { open in
-            let batch: Batch
-            let opened: Bool
-            if let running = open[key] {
-                (batch, opened) = (running, false)
-            } else {
-                (batch, opened) = (Batch(), true)
-                open[key] = batch
+        var isIdle: Bool { onTheWire == 0 && collecting == nil }
+    }
+
+    private let lanes = Mutex<[Key: Lane]>([:])
+
+    /// Goes alone when nothing of `key` is on the wire or collecting; else adds `member` to the
+    /// collecting batch of `key`, opening one when there is none, and closes it when it holds
+    /// `maximum` distinct IDs.
+    /// - Parameter now: The time it joins, on the gate's clock: the batch's wait counts from the last join.
+    func join(_ key: Key, _ member: Member, maximum: Int, now: Date) -> Joined {
+        lanes.withLock { lanes in
+            var lane = lanes[key] ?? Lane()
+            defer { lanes[key] = lane }
+            guard !lane.isIdle else {
+                lane.onTheWire += 1
+                return .goesAlone
             }
-            let (ticket, distinct) = batch.add(member)
+            let batch = lane.collecting ?? Batch()
+            let opens = lane.collecting == nil
+            lane.collecting = batch
+            let (ticket, distinct) = batch.add(member, at: now)
             guard distinct >= maximum, let entries = batch.close() else {
-                return Joined(batch: batch, ticket: ticket, opened: opened, closed: nil)
+                return .waits(batch: batch, ticket: ticket, opensBatch: opens)
             }
-            open[key] = nil
-            return Joined(batch: batch, ticket: ticket, opened: opened, closed: entries)
+            lane.collecting = nil
+            lane.parked = false
+            lane.onTheWire += 1
+            return .fills(batch: batch, ticket: ticket, entries: entries)
         }
     }
 
-    /// Closes the batch of `key` when it is still open: its wait ended.
-    /// - Returns: Its members, or nil when it was closed already (full, or left by all).
-    func close(_ key: Key, _ batch: Batch) -> [Batch.Entry]? {
-        open.withLock { open in
-            if open[key] === batch { open[key] = nil }
-            return batch.close()
+    /// What a batch's timer finds when it fires.
+    enum WaitsEnd: Sendable {
+        /// The batch is closed now, with these members, and on the wire: send them.
+        case closes([Batch.Entry])
+        /// It was closed already (full, or left by all).
+        case closedAlready
+        /// A request joined it less than its wait ago: it waits this much longer.
+        case waitsLonger(Duration)
+        /// Calls of its key are still on the wire: the timer stops, and the last of them to land
+        /// sends the batch (``Landing``).
+        case waitsForCallsAhead
+    }
+
+    /// What a batch's timer does when it fires: closes the batch once no request has joined it for
+    /// `wait` and no call of its key is on the wire.
+    func timerFired(_ key: Key, _ batch: Batch, wait: Duration, now: Date) -> WaitsEnd {
+        lanes.withLock { lanes in
+            guard var lane = lanes[key], lane.collecting === batch else { return .closedAlready }
+            defer { lanes[key] = lane }
+            if let remaining = Self.remainingWait(of: batch, wait: wait, now: now) { return .waitsLonger(remaining) }
+            guard lane.onTheWire == 0 else {
+                lane.parked = true
+                return .waitsForCallsAhead
+            }
+            return Self.close(&lane).map(WaitsEnd.closes) ?? .closedAlready
+        }
+    }
+
+    /// What the end of a call on the wire leaves to do.
+    enum Landing: Sendable {
+        /// Nothing: other calls of its key are on the wire, or no batch waits for it.
+        case nothing
+        /// The batch that waited for it is closed and on the wire: send these members.
+        case sends(Batch, [Batch.Entry])
+        /// The batch that waited for it had a request join less than its wait ago: its timer
+        /// starts again, for this long.
+        case restartsTimer(Batch, Duration)
+    }
+
+    /// A call of `key` on the wire has ended (a request gone alone, or a batch). When it was the
+    /// last, the batch collecting behind it goes once it has been quiet for `wait`; when nothing
+    /// of the key is left, the next request goes at once.
+    func landed(_ key: Key, wait: Duration, now: Date) -> Landing {
+        lanes.withLock { lanes in
+            guard var lane = lanes[key] else { return .nothing }
+            lane.onTheWire = max(0, lane.onTheWire - 1)
+            let landing = Self.afterLanding(&lane, wait: wait, now: now)
+            lanes[key] = lane.isIdle ? nil : lane
+            return landing
         }
     }
 
     /// A member that has gone (its task was cancelled) leaves its batch: before the batch is sent
     /// its ID is not sent unless another member asks for it; after, the batch's answer is not its.
-    func leave(_ key: Key, _ batch: Batch, ticket: Int) {
-        open.withLock { open in
-            if batch.leave(ticket), open[key] === batch {
+    /// - Returns: What is left to do when the member had been told to go alone as its key's call
+    ///   on the wire, and never will: that call has landed.
+    func leave(_ key: Key, _ batch: Batch, ticket: Int, wait: Duration, now: Date) -> Landing {
+        let (emptied, dropsCall) = batch.leave(ticket)
+        return lanes.withLock { lanes in
+            guard var lane = lanes[key] else { return .nothing }
+            if emptied, lane.collecting === batch {
                 // No one is left: the batch is never sent.
-                open[key] = nil
                 _ = batch.close()
+                lane.collecting = nil
+                lane.parked = false
             }
+            var landing = Landing.nothing
+            if dropsCall {
+                lane.onTheWire = max(0, lane.onTheWire - 1)
+                landing = Self.afterLanding(&lane, wait: wait, now: now)
+            }
+            lanes[key] = lane.isIdle ? nil : lane
+            return landing
         }
     }
 
-    /// The batches open now: for tests that step a clock once every request has joined.
-    var openMembers: Int {
-        open.withLock { $0.values.reduce(0) { $0 + $1.memberCount } }
+    /// What a lane does once a call of it has landed: the parked batch goes, or waits on.
+    private static func afterLanding(_ lane: inout Lane, wait: Duration, now: Date) -> Landing {
+        guard lane.onTheWire == 0, lane.parked, let batch = lane.collecting else { return .nothing }
+        lane.parked = false
+        if let remaining = remainingWait(of: batch, wait: wait, now: now) { return .restartsTimer(batch, remaining) }
+        return close(&lane).map { .sends(batch, $0) } ?? .nothing
+    }
+
+    /// How much longer `batch` waits for a request to join it; nil when it has been quiet for `wait`.
+    private static func remainingWait(of batch: Batch, wait: Duration, now: Date) -> Duration? {
+        guard let joined = batch.lastJoined else { return nil }
+        let quiet = Duration.seconds(now.timeIntervalSince(joined))
+        return quiet < wait ? wait - quiet : nil
+    }
+
+    /// Closes the lane's collecting batch, from its timer or a landing: it is then on the wire.
+    private static func close(_ lane: inout Lane) -> [Batch.Entry]? {
+        guard let batch = lane.collecting else { return nil }
+        lane.collecting = nil
+        lane.parked = false
+        guard let entries = batch.close(stoppingTimer: false) else { return nil }
+        lane.onTheWire += 1
+        return entries
+    }
+
+    /// Requests waiting in collecting batches: for tests that step a clock once every request has joined.
+    var collectingMembers: Int {
+        lanes.withLock { $0.values.reduce(0) { $0 + ($1.collecting?.memberCount ?? 0) } }
+    }
+
+    /// Calls on the wire, alone or batched, over every key.
+    var callsOnTheWire: Int {
+        lanes.withLock { $0.values.reduce(0) { $0 + $1.onTheWire } }
     }
 
     /// Requests for single IDs, collected to go as one call.
@@ -128,6 +240,7 @@ final class RequestBatcher: Sendable {
             var nextTicket = 0
             var closed = false
             var timer: Task<Void, Never>?
+            var lastJoined: Date?
             var outcomes: [Int: Outcome] = [:]
             var waiters: [Int: CheckedContinuation<Outcome?, Never>] = [:]
             var gone: Set<Int> = []
@@ -138,24 +251,29 @@ final class RequestBatcher: Sendable {
         /// Members collected and not gone.
         var memberCount: Int { state.withLock { $0.entries.count } }
 
-        /// Adds a member. - Returns: Its ticket, and how many distinct IDs the batch now holds.
-        fileprivate func add(_ member: Member) -> (ticket: Int, distinct: Int) {
+        /// When the last member joined, while it collects.
+        var lastJoined: Date? { state.withLock { $0.closed ? nil : $0.lastJoined } }
+
+        /// Adds a member joining at `now`. - Returns: Its ticket, and how many distinct IDs the batch now holds.
+        fileprivate func add(_ member: Member, at now: Date) -> (ticket: Int, distinct: Int) {
             state.withLock { state in
                 state.nextTicket += 1
+                state.lastJoined = now
                 state.entries.append(Entry(ticket: state.nextTicket, member: member))
                 return (state.nextTicket, Set(state.entries.map(\.member.share.id)).count)
             }
         }
 
-        /// Closes the batch, stopping its wait. - Returns: Its members, or nil when closed already.
-        fileprivate func close() -> [Entry]? {
+        /// Closes the batch. - Returns: Its members, or nil when closed already.
+        /// - Parameter stoppingTimer: Whether to cancel its timer: not from the timer's own task.
+        fileprivate func close(stoppingTimer: Bool = true) -> [Entry]? {
             let (entries, timer) = state.withLock { state -> ([Entry]?, Task<Void, Never>?) in
                 guard !state.closed else { return (nil, nil) }
                 state.closed = true
                 defer { state.timer = nil }
                 return (state.entries, state.timer)
             }
-            timer?.cancel()
+            if stoppingTimer { timer?.cancel() }
             return entries
         }
 
@@ -169,26 +287,33 @@ final class RequestBatcher: Sendable {
             if closed { timer.cancel() }
         }
 
-        /// Removes a member that has gone. - Returns: Whether the batch, still open, is now empty.
-        fileprivate func leave(_ ticket: Int) -> Bool {
-            let (waiter, empty) = state.withLock { state -> (CheckedContinuation<Outcome?, Never>?, Bool) in
+        /// Removes a member that has gone.
+        /// - Returns: Whether the batch, still collecting, is now empty; whether the member had
+        ///   been told to go alone as its key's call and had not yet heard it.
+        fileprivate func leave(_ ticket: Int) -> (emptied: Bool, dropsCall: Bool) {
+            let (waiter, emptied, unheard) = state.withLock { state in
                 state.gone.insert(ticket)
                 if !state.closed { state.entries.removeAll { $0.ticket == ticket } }
-                return (state.waiters.removeValue(forKey: ticket), !state.closed && state.entries.isEmpty)
+                return (state.waiters.removeValue(forKey: ticket), !state.closed && state.entries.isEmpty,
+                        state.outcomes.removeValue(forKey: ticket))
             }
             waiter?.resume(returning: nil)
-            return empty
+            if case .alone(landsCall: true) = unheard { return (emptied, true) }
+            return (emptied, false)
         }
 
         /// Hands a member its outcome.
-        func deliver(_ outcome: Outcome, to ticket: Int) {
-            let waiter = state.withLock { state -> CheckedContinuation<Outcome?, Never>? in
-                guard !state.gone.contains(ticket) else { return nil }
-                if let waiter = state.waiters.removeValue(forKey: ticket) { return waiter }
+        /// - Returns: Whether the member is there to take it (it has not gone).
+        @discardableResult
+        func deliver(_ outcome: Outcome, to ticket: Int) -> Bool {
+            let (waiter, taken) = state.withLock { state -> (CheckedContinuation<Outcome?, Never>?, Bool) in
+                guard !state.gone.contains(ticket) else { return (nil, false) }
+                if let waiter = state.waiters.removeValue(forKey: ticket) { return (waiter, true) }
                 state.outcomes[ticket] = outcome
-                return nil
+                return (nil, true)
             }
             waiter?.resume(returning: outcome)
+            return taken
         }
 
         /// Waits for a member's outcome. - Returns: nil when the member's task was cancelled.
