@@ -8,13 +8,15 @@ import TollgateFakeAPI
 import TollgateTestSupport
 
 /// `tollgate proxy` with the YouTube preset (its list methods batch) in front of the fake YouTube
-/// API, its answers fresh for 5 minutes, driven by one curl that opens 50 connections at once.
+/// API, its answers fresh for 5 minutes, driven by 50 Python clients: each opens its own
+/// connection, and once all are connected they ask at once.
 @Suite("tollgate proxy: batching across clients")
 struct ProxyBatchingCommandTests {
     @Test("50 clients asking at once for one video each reach the API in at most 2 calls for at most 2 units; each gets its own video; a repeat is a cache hit")
     func fiftyClients() async throws {
-        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3") else {
-            Issue.record("curl and sqlite3 are needed: .ci/run installs them"); return
+        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3"), CommandRunner.isInstalled("python3") else {
+            Issue.record("curl, sqlite3 and python3 are needed: .ci/run installs curl and sqlite3; python3 is on this kind of machine")
+            return
         }
         let fixture = try AdminFixture()
         var behaviour = FakeAPIBehaviour()
@@ -34,15 +36,9 @@ struct ProxyBatchingCommandTests {
             let ids = (0..<50).map { String(format: "v%02d", $0) }
             let output = fixture.directory.path("bodies")
             try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
-            // One curl, 50 connections opened at once: 50 clients of the proxy.
-            var arguments = ["curl", "-sS", "--max-time", "20", "--parallel", "--parallel-immediate", "--parallel-max", "50",
-                             "-w", "%{http_code} %header{x-tollgate-source} %{url}\\n"]
-            for id in ids {
-                arguments += ["\(base)/youtube/v3/videos?id=\(id)&part=snippet", "-o", "\(output)/\(id).json"]
-            }
-            let curl = arguments
-            let result = try await offPool { try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), curl) }
-            #expect(result.status == 0, "curl: \(result.stderr)")
+            let arguments = ["python3", "-c", Self.clients, base, output] + ids
+            let result = try await offPool { try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), arguments) }
+            #expect(result.status == 0, "clients: \(result.stderr)")
             let lines = result.stdout.split(separator: "\n")
             #expect(lines.count == 50)
             #expect(lines.allSatisfy { $0.hasPrefix("200 network ") }, "\(lines)")
@@ -75,6 +71,29 @@ struct ProxyBatchingCommandTests {
             #expect(api.receivedRequests.count == calls, "the repeat never reached the API")
         }
     }
+
+    /// 50 clients of the proxy: each its own thread and connection; they wait until every one is
+    /// connected, then each asks for its video, writes the body to DIR/ID.json and prints
+    /// `STATUS SOURCE ID`. Arguments: the proxy's base URL, the directory, the IDs.
+    static let clients = """
+        import sys, threading, http.client, urllib.parse
+        base, directory, ids = urllib.parse.urlsplit(sys.argv[1]), sys.argv[2], sys.argv[3:]
+        ready = threading.Barrier(len(ids))
+        lines = []
+        def client(video):
+            connection = http.client.HTTPConnection(base.hostname, base.port, timeout=20)
+            connection.connect()
+            ready.wait()
+            connection.request("GET", f"/youtube/v3/videos?id={video}&part=snippet")
+            answer = connection.getresponse()
+            with open(f"{directory}/{video}.json", "wb") as body:
+                body.write(answer.read())
+            lines.append(f"{answer.status} {answer.getheader('x-tollgate-source')} {video}")
+        threads = [threading.Thread(target=client, args=(video,)) for video in ids]
+        for thread in threads: thread.start()
+        for thread in threads: thread.join()
+        print("\\n".join(lines))
+        """
 
     static func items(_ body: Data) throws -> [NSDictionary] {
         let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])

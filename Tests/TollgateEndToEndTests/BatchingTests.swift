@@ -43,15 +43,25 @@ struct BatchingHarness {
         HTTPRequest(url: api.url("videos", ["id": id, "part": part]))
     }
 
-    /// Sends each request in a task of its own; once `joining` of them wait in batches, steps the
-    /// clock past the batches' wait.
-    func sendAll(_ requests: [HTTPRequest], joining: Int? = nil) async -> [Result<GateResponse, any Error>] {
-        let tasks = start(requests)
-        let expected = joining ?? requests.count
-        #expect(await eventually { gate.batcher.openMembers == expected }, "every request waits in a batch")
+    /// Sends `first` alone and holds its answer, so that it is on the wire while `others` arrive
+    /// and collect in batches behind it; once they all wait, steps the clock past the batches'
+    /// wait and lets the first answer go: the batches follow it.
+    /// - Returns: The first request's outcome, then the others', in order.
+    func sendBehind(_ first: HTTPRequest, _ others: [HTTPRequest]) async -> [Result<GateResponse, any Error>] {
+        await sendBehind([first], others)
+    }
+
+    /// ``sendBehind(_:_:)`` with several requests first, each alone in its own batch key.
+    func sendBehind(_ firsts: [HTTPRequest], _ others: [HTTPRequest]) async -> [Result<GateResponse, any Error>] {
+        api.holdAnswers()
+        let leading = start(firsts)
+        #expect(await eventually { api.heldAnswerCount == firsts.count }, "the first requests are on the wire")
+        let following = start(others)
+        #expect(await eventually { gate.batcher.collectingMembers == others.count }, "the others wait in batches")
         clock.advance(by: .milliseconds(10))
+        api.releaseHeldAnswers()
         var results: [Result<GateResponse, any Error>] = []
-        for task in tasks { results.append(await task.result) }
+        for task in leading + following { results.append(await task.result) }
         return results
     }
 
@@ -84,46 +94,66 @@ struct BatchingHarness {
 
 @Suite("Batching: single-ID lookups sent as one call and split back", .serialized)
 struct BatchingTests {
-    @Test("ten lookups at once reach the API as one call of ten IDs for one unit; each caller gets its own item, cached under its own key")
-    func tenAsOne() async throws {
+    /// The IDs a call to the origin asked for.
+    static func sentIDs(_ request: FakeAPIReceivedRequest) -> [String] {
+        let ids = request.query.split(separator: "&").first { $0.hasPrefix("id=") }
+        return ids.map { $0.dropFirst(3).split(separator: ",").map(String.init) } ?? []
+    }
+
+    @Test("ten lookups at once: the first goes at once; the nine that arrive while it is on the wire go as one call of nine IDs for one unit; each caller gets its own item, cached under its own key")
+    func tenAsTwo() async throws {
         let harness = try await BatchingHarness()
-        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+        try await withStopping(harness, stop: { await $0.stop() }) { harness throws in
             let ids = (0..<10).map { "v\($0)" }
-            let results = await harness.sendAll(ids.map { harness.video($0) })
+            let results = await harness.sendBehind(harness.video(ids[0]), ids.dropFirst().map { harness.video($0) })
             let received = harness.api.receivedRequests
-            #expect(received.count == 1)
-            let query = try #require(received.first?.query)
-            let sent = try #require(query.split(separator: "&").first { $0.hasPrefix("id=") })
-            #expect(Set(sent.dropFirst(3).split(separator: ",").map(String.init)) == Set(ids))
-            #expect(harness.api.unitsUsed == 1)
+            #expect(received.count == 2)
+            #expect(received.map(Self.sentIDs).first == ["v0"])
+            #expect(Set(received.map(Self.sentIDs).last ?? []) == Set(ids.dropFirst()))
+            #expect(harness.api.unitsUsed == 2)
             var charged = 0
             for (id, result) in zip(ids, results) {
                 let answer = try result.get()
                 #expect(answer.status == .ok)
                 #expect(answer.source == .network)
-                #expect(answer.response.headerFields[.eTag] == nil, "the batch's validator is not the member's")
+                if id != "v0" { #expect(answer.response.headerFields[.eTag] == nil, "the batch's validator is not the member's") }
                 charged += answer.unitsCharged
                 let items = try BatchingHarness.items(answer.body)
                 #expect(items.count == 1)
                 #expect(items.first?["id"] as? String == id)
                 #expect(items == (try await harness.originItems(id)), "what the origin answers for \(id) alone")
             }
-            #expect(charged == 1)
+            #expect(charged == 2)
             try await harness.gate.flush()
             let usage = try await harness.store.quotaUsage(on: PacificDay(containing: harness.clock.now()))
             let videos = try #require(usage.first { $0.endpoint == "videos.list" })
-            #expect(videos.units == 1)
-            #expect(videos.calls == 1, "the batch is one call in the ledger")
+            #expect(videos.units == 2)
+            #expect(videos.calls == 2, "the batch is one call in the ledger")
+            let details = try harness.store.read { db in
+                try db.fetchAll(sql: "SELECT detail FROM quota_events WHERE kind = 'charge' ORDER BY id").map { $0[0].string }
+            }
+            #expect(details == [nil, "batch of 9 IDs"], "the batch's charge says how many IDs it carried")
 
             // A repeat of one of them is a fresh hit under its own key: no batch, no request.
-            let repeating = harness.start([harness.video("v7")])[0]
-            // Bounded: a repeat that is not a cache hit would wait for a clock no one moves.
-            let deadline = Task { try await Task.sleep(for: .seconds(10)); repeating.cancel() }
-            let repeated = try await repeating.value
-            deadline.cancel()
+            let repeated = try await harness.gate.send(harness.video("v7"), endpoint: "videos.list")
             #expect(repeated.source == .cache)
             #expect(try BatchingHarness.items(repeated.body).first?["id"] as? String == "v7")
-            #expect(harness.api.receivedRequests.count == 11, "the batch and the test's ten direct requests to the origin")
+            #expect(harness.api.receivedRequests.count == 12, "the two calls and the test's ten direct requests to the origin")
+        }
+    }
+
+    @Test("a lone lookup goes at once, as a single request: it waits for nothing, and revalidates its own stored answer")
+    func aloneIsASingleRequest() async throws {
+        let harness = try await BatchingHarness(behaviour: FakeAPIBehaviour())
+        try await withStopping(harness, stop: { await $0.stop() }) { harness throws in
+            let first = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(first.response.headerFields[.eTag] != nil, "the origin's own answer, validator and all")
+            let second = try await harness.gate.send(harness.video("v1"), endpoint: "videos.list")
+            #expect(second.source == .revalidated)
+            let third = try await harness.gate.send(harness.video("v2"), endpoint: "videos.list")
+            #expect(try BatchingHarness.ids(third) == ["v2"])
+            #expect(harness.api.receivedRequests.map(\.query) == ["id=v1&part=snippet", "id=v1&part=snippet", "id=v2&part=snippet"])
+            #expect(harness.clock.sleeps.isEmpty, "no wait on the clock without concurrency")
         }
     }
 
@@ -132,12 +162,14 @@ struct BatchingTests {
         var behaviour = BatchingHarness.cacheable
         behaviour.unknownIDs = ["gone"]
         let harness = try await BatchingHarness(behaviour: behaviour)
-        try await withStopping(harness, stop: { await $0.stop() }) { harness in
-            let results = await harness.sendAll([harness.video("v1"), harness.video("gone")])
-            #expect(harness.api.receivedRequests.count == 1)
-            let known = try results[0].get()
-            let unknown = try results[1].get()
-            #expect(try BatchingHarness.items(known.body).map { $0["id"] as? String } == ["v1"])
+        try await withStopping(harness, stop: { await $0.stop() }) { harness throws in
+            let results = await harness.sendBehind(harness.video("v0"), [harness.video("v1"), harness.video("gone")])
+            let received = harness.api.receivedRequests
+            #expect(received.count == 2)
+            #expect(Set(received.last.map(Self.sentIDs) ?? []) == ["v1", "gone"])
+            let known = try results[1].get()
+            let unknown = try results[2].get()
+            #expect(try BatchingHarness.ids(known) == ["v1"])
             #expect(unknown.status == .ok)
             #expect(try BatchingHarness.items(unknown.body).isEmpty)
             #expect(try await harness.originItems("gone").isEmpty)
@@ -147,20 +179,21 @@ struct BatchingTests {
     @Test("requests that differ in another parameter (part) never share a batch")
     func differentPartsApart() async throws {
         let harness = try await BatchingHarness()
-        try await withStopping(harness, stop: { await $0.stop() }) { harness in
-            let requests = [harness.video("v1"), harness.video("v2", part: "statistics"), harness.video("v3"),
-                            harness.video("v4", part: "statistics")]
-            let results = await harness.sendAll(requests)
-            let received = harness.api.receivedRequests
-            #expect(received.count == 2)
-            for request in received {
+        try await withStopping(harness, stop: { await $0.stop() }) { harness throws in
+            let firsts = [harness.video("v0"), harness.video("v9", part: "statistics")]
+            let others = [harness.video("v1"), harness.video("v2", part: "statistics"), harness.video("v3"),
+                          harness.video("v4", part: "statistics")]
+            let results = await harness.sendBehind(firsts, others)
+            let batches = harness.api.receivedRequests.filter { Self.sentIDs($0).count > 1 }
+            #expect(harness.api.receivedRequests.count == 4, "two alone, one batch for each part")
+            #expect(batches.count == 2)
+            for request in batches {
                 let parts = request.query.split(separator: "&").filter { $0.hasPrefix("part=") }
                 #expect(parts.count == 1)
-                let ids = request.query.split(separator: "&").first { $0.hasPrefix("id=") }.map(String.init)
-                if parts.first == "part=snippet" { #expect(ids == "id=v1,v3" || ids == "id=v3,v1") }
-                else { #expect(ids == "id=v2,v4" || ids == "id=v4,v2") }
+                let ids = Set(Self.sentIDs(request))
+                if parts.first == "part=snippet" { #expect(ids == ["v1", "v3"]) } else { #expect(ids == ["v2", "v4"]) }
             }
-            for (index, result) in results.enumerated() {
+            for (index, result) in results.dropFirst(2).enumerated() {
                 let item = try #require(try BatchingHarness.items(try result.get().body).first)
                 let part = index % 2 == 0 ? "snippet" : "statistics"
                 #expect(item[part] != nil)
@@ -172,13 +205,17 @@ struct BatchingTests {
     @Test("a batch answered 403 quotaExceeded gives every caller the quota error, for the one attempt")
     func quotaExceededFansOut() async throws {
         var behaviour = BatchingHarness.cacheable
-        behaviour.dailyQuota = 0
+        // The first lookup spends the origin's last unit; the batch behind it finds none.
+        behaviour.dailyQuota = 1
         let harness = try await BatchingHarness(behaviour: behaviour)
-        try await withStopping(harness, stop: { await $0.stop() }) { harness in
-            let results = await harness.sendAll((1...3).map { harness.video("v\($0)") })
-            #expect(harness.api.receivedRequests.count == 1)
-            for result in results {
-                #expect(throws: TollgateError.self) { try result.get() }
+        try await withStopping(harness, stop: { await $0.stop() }) { harness throws in
+            let results = await harness.sendBehind(harness.video("v0"), (1...3).map { harness.video("v\($0)") })
+            #expect(try BatchingHarness.ids(try results[0].get()) == ["v0"])
+            let received = harness.api.receivedRequests
+            #expect(received.count == 2)
+            #expect(received.last?.status == 403)
+            #expect(Set(received.last.map(Self.sentIDs) ?? []) == ["v1", "v2", "v3"])
+            for result in results.dropFirst() {
                 guard case .failure(TollgateError.quotaExceeded(let endpoint, _, let remaining, _)) = result else {
                     Issue.record("expected quotaExceeded, got \(result)")
                     continue
@@ -189,124 +226,166 @@ struct BatchingTests {
         }
     }
 
-    @Test("a caller cancelled while its batch waits leaves it: its ID is not sent, the others get their answers")
+    @Test("a caller cancelled while its batch collects leaves it: its ID is not sent, the others get their answers")
     func cancelledBeforeSending() async throws {
         let harness = try await BatchingHarness()
-        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+        try await withStopping(harness, stop: { await $0.stop() }) { harness throws in
+            harness.api.holdAnswers()
+            let first = harness.start([harness.video("v0")])[0]
+            #expect(await eventually { harness.api.heldAnswerCount == 1 })
             let tasks = harness.start(["v1", "v2", "v3"].map { harness.video($0) })
-            #expect(await eventually { harness.gate.batcher.openMembers == 3 })
+            #expect(await eventually { harness.gate.batcher.collectingMembers == 3 })
             tasks[1].cancel()
-            #expect(await eventually { harness.gate.batcher.openMembers == 2 })
+            #expect(await eventually { harness.gate.batcher.collectingMembers == 2 })
             harness.clock.advance(by: .milliseconds(10))
+            harness.api.releaseHeldAnswers()
             #expect(await tasks[1].result.failure is CancellationError)
-            let first = try await tasks[0].value
-            #expect(try BatchingHarness.ids(first) == ["v1"])
-            let third = try await tasks[2].value
-            #expect(try BatchingHarness.ids(third) == ["v3"])
-            let query = try #require(harness.api.receivedRequests.first?.query)
-            #expect(query.contains("id=v1,v3"))
+            #expect(try BatchingHarness.ids(try await first.value) == ["v0"])
+            #expect(try BatchingHarness.ids(try await tasks[0].value) == ["v1"])
+            #expect(try BatchingHarness.ids(try await tasks[2].value) == ["v3"])
+            #expect(harness.api.receivedRequests.map(Self.sentIDs).last == ["v1", "v3"])
         }
     }
 
     @Test("a caller cancelled while its batch is on the wire does not change the others' answers")
     func cancelledInFlight() async throws {
-        var behaviour = BatchingHarness.cacheable
-        behaviour.latency = .milliseconds(300)
-        let harness = try await BatchingHarness(behaviour: behaviour)
-        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+        let harness = try await BatchingHarness()
+        try await withStopping(harness, stop: { await $0.stop() }) { harness throws in
+            harness.api.holdAnswers()
+            let first = harness.start([harness.video("v0")])[0]
+            #expect(await eventually { harness.api.heldAnswerCount == 1 })
             let tasks = harness.start(["v1", "v2", "v3"].map { harness.video($0) })
-            #expect(await eventually { harness.gate.batcher.openMembers == 3 })
+            #expect(await eventually { harness.gate.batcher.collectingMembers == 3 })
             harness.clock.advance(by: .milliseconds(10))
-            #expect(await eventually { harness.gate.batcher.openMembers == 0 })
+            // The first answer goes; the batch that follows it is held on the wire.
+            harness.api.releaseHeldAnswers(holdingOn: true)
+            #expect(await eventually { harness.api.receivedRequests.count == 2 && harness.api.heldAnswerCount == 1 })
             tasks[0].cancel()
             #expect(await tasks[0].result.failure is CancellationError)
+            harness.api.releaseHeldAnswers()
+            #expect(try BatchingHarness.ids(try await first.value) == ["v0"])
             for (index, id) in [(1, "v2"), (2, "v3")] {
-                let answer = try await tasks[index].value
-                #expect(try BatchingHarness.ids(answer) == [id])
+                #expect(try BatchingHarness.ids(try await tasks[index].value) == [id])
             }
-            #expect(harness.api.receivedRequests.count == 1)
-            let sent = harness.api.receivedRequests.first?.query.split(separator: "&").first { $0.hasPrefix("id=") }
-            #expect(sent.map { Set($0.dropFirst(3).split(separator: ",").map(String.init)) } == ["v1", "v2", "v3"])
+            #expect(harness.api.receivedRequests.count == 2)
+            #expect(Set(harness.api.receivedRequests.map(Self.sentIDs).last ?? []) == ["v1", "v2", "v3"])
         }
     }
 
-    @Test("a full batch is sent at once, without waiting")
+    @Test("a full batch is sent at once, without waiting for its wait or for the call ahead of it")
     func fullBatchAtOnce() async throws {
         let harness = try await BatchingHarness { configuration in
             configuration.batching["videos.list"]?.maximum = 3
         }
-        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+        try await withStopping(harness, stop: { await $0.stop() }) { harness throws in
+            harness.api.holdAnswers()
+            let first = harness.start([harness.video("v0")])[0]
+            #expect(await eventually { harness.api.heldAnswerCount == 1 })
             let tasks = harness.start(["v1", "v2", "v3"].map { harness.video($0) })
-            // The clock never moves: only the full batch's own send answers them.
+            // The clock never moves and the first answer is held: only the full batch's own send reaches the origin.
+            #expect(await eventually { harness.api.heldAnswerCount == 2 }, "the full batch is on the wire beside the first")
+            harness.api.releaseHeldAnswers()
+            #expect(try BatchingHarness.ids(try await first.value) == ["v0"])
             for (task, id) in zip(tasks, ["v1", "v2", "v3"]) {
-                let answer = try await task.value
-                #expect(try BatchingHarness.ids(answer) == [id])
+                #expect(try BatchingHarness.ids(try await task.value) == [id])
             }
-            #expect(harness.api.receivedRequests.count == 1)
+            #expect(harness.api.receivedRequests.count == 2)
             #expect(harness.clock.sleeperCount == 0, "the full batch's wait was stopped")
+        }
+    }
+
+    @Test("a batch waits while requests keep joining it, however long the burst, and goes once quiet for its wait")
+    func quietPeriod() async throws {
+        let harness = try await BatchingHarness()
+        try await withStopping(harness, stop: { await $0.stop() }) { harness throws in
+            harness.api.holdAnswers()
+            let first = harness.start([harness.video("v0")])[0]
+            #expect(await eventually { harness.api.heldAnswerCount == 1 })
+            harness.api.releaseHeldAnswers()
+            _ = try await first.value
+            // Nothing on the wire now: v1 goes alone again; v2 collects behind it.
+            harness.api.holdAnswers()
+            let second = harness.start([harness.video("v1")])[0]
+            #expect(await eventually { harness.api.heldAnswerCount == 1 })
+            var tasks = harness.start([harness.video("v2")])
+            #expect(await eventually { harness.gate.batcher.collectingMembers == 1 })
+            harness.api.releaseHeldAnswers()
+            _ = try await second.value
+            harness.clock.advance(by: .milliseconds(6))
+            tasks += harness.start([harness.video("v3")])
+            #expect(await eventually { harness.gate.batcher.collectingMembers == 2 })
+            // 10 ms since v2 joined, 4 since v3 did: it waits on.
+            harness.clock.advance(by: .milliseconds(4))
+            #expect(await eventually { harness.clock.sleeperCount == 1 }, "the batch's timer waits 6 ms more")
+            #expect(harness.gate.batcher.collectingMembers == 2)
+            harness.clock.advance(by: .milliseconds(6))
+            for (task, id) in zip(tasks, ["v2", "v3"]) {
+                #expect(try BatchingHarness.ids(try await task.value) == [id])
+            }
+            #expect(harness.api.receivedRequests.map(Self.sentIDs) == [["v0"], ["v1"], ["v2", "v3"]])
         }
     }
 
     @Test("a 503 is retried once for the whole batch, by the endpoint's retry policy")
     func retriedAsOne() async throws {
-        var behaviour = BatchingHarness.cacheable
-        behaviour.outage = FakeAPIBehaviour.Outage(status: 503, count: 1)
-        let harness = try await BatchingHarness(behaviour: behaviour)
-        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+        let harness = try await BatchingHarness()
+        try await withStopping(harness, stop: { await $0.stop() }) { harness throws in
+            harness.api.holdAnswers()
+            let first = harness.start([harness.video("v0")])[0]
+            #expect(await eventually { harness.api.heldAnswerCount == 1 })
             let tasks = harness.start(["v1", "v2"].map { harness.video($0) })
-            #expect(await eventually { harness.gate.batcher.openMembers == 2 })
+            #expect(await eventually { harness.gate.batcher.collectingMembers == 2 })
             harness.clock.advance(by: .milliseconds(10))
+            // The first was answered as it arrived; the batch after it meets an outage.
+            harness.api.updateBehaviour { $0.outage = FakeAPIBehaviour.Outage(status: 503, count: 1) }
+            harness.api.releaseHeldAnswers()
+            #expect(try BatchingHarness.ids(try await first.value) == ["v0"])
             #expect(await eventually { harness.clock.sleeperCount == 1 }, "the batch waits for its retry")
             harness.clock.advance(by: .seconds(1))
             for (task, id) in zip(tasks, ["v1", "v2"]) {
-                let answer = try await task.value
-                #expect(try BatchingHarness.ids(answer) == [id])
+                #expect(try BatchingHarness.ids(try await task.value) == [id])
             }
             let received = harness.api.receivedRequests
-            #expect(received.map(\.status) == [503, 200])
-            #expect(received.allSatisfy { $0.query.contains("id=v1,v2") || $0.query.contains("id=v2,v1") })
+            #expect(received.map(\.status) == [200, 503, 200])
+            #expect(received.dropFirst().allSatisfy { Set(Self.sentIDs($0)) == ["v1", "v2"] })
         }
     }
 
-    @Test("the URLSession drop-in batches its tasks: five lookups at once, one call")
+    @Test("the URLSession drop-in batches its tasks: six lookups at once, one alone and one call of five")
     func urlSessionDropIn() async throws {
         let harness = try await BatchingHarness { configuration in
-            // Full at five, sent at once: the test never waits for the clock.
+            // Full at five, sent at once: the test never steps the clock.
             configuration.batching["videos.list"]?.maximum = 5
         }
-        try await withStopping(harness, stop: { await $0.stop() }) { harness in
+        try await withStopping(harness, stop: { await $0.stop() }) { harness throws in
             // `localhost`: the drop-in's routes are per host and process-wide, and the drop-in's own
             // suite, which may run beside this one, routes 127.0.0.1 to its gate.
             let session = URLSession(configuration: .tollgated(by: harness.gate, hosts: ["localhost"]))
             defer { session.finishTasksAndInvalidate() }
-            let ids = (1...5).map { "v\($0)" }
-            let bodies = try await withThrowingTaskGroup(of: (String, Data).self) { group in
+            let ids = (1...6).map { "v\($0)" }
+            // Held: whichever goes first stays on the wire while the other five fill a batch.
+            harness.api.holdAnswers()
+            let api = harness.api
+            let bodies = try await withThrowingTaskGroup(of: (String, Data)?.self) { group in
                 for id in ids {
-                    let url = URL(string: harness.api.url("videos", ["id": id, "part": "snippet"]).absoluteString
+                    let url = URL(string: api.url("videos", ["id": id, "part": "snippet"]).absoluteString
                         .replacingOccurrences(of: "//127.0.0.1:", with: "//localhost:"))!
                     group.addTask { (id, try await session.data(from: url).0) }
                 }
-                return try await group.reduce(into: [String: Data]()) { $0[$1.0] = $1.1 }
+                group.addTask {
+                    #expect(await eventually { api.heldAnswerCount == 2 }, "one alone and the full batch on the wire")
+                    api.releaseHeldAnswers()
+                    return nil
+                }
+                return try await group.reduce(into: [String: Data]()) { bodies, fetched in
+                    if let (id, body) = fetched { bodies[id] = body }
+                }
             }
             for id in ids {
                 let body = try #require(bodies[id])
                 #expect(try BatchingHarness.items(body).map { $0["id"] as? String } == [id])
             }
-            #expect(harness.api.receivedRequests.count == 1)
-        }
-    }
-
-    @Test("a request alone in its batch goes on as a single request, revalidating its own stored answer")
-    func aloneIsASingleRequest() async throws {
-        let harness = try await BatchingHarness(behaviour: FakeAPIBehaviour())
-        try await withStopping(harness, stop: { await $0.stop() }) { harness in
-            let first = await harness.sendAll([harness.video("v1")])
-            let firstAnswer = try first[0].get()
-            #expect(firstAnswer.response.headerFields[.eTag] != nil, "the origin's own answer, validator and all")
-            let second = await harness.sendAll([harness.video("v1")])
-            let secondAnswer = try second[0].get()
-            #expect(secondAnswer.source == .revalidated)
-            #expect(harness.api.receivedRequests.map(\.query) == ["id=v1&part=snippet", "id=v1&part=snippet"])
+            #expect(harness.api.receivedRequests.map { Self.sentIDs($0).count }.sorted() == [1, 5])
         }
     }
 }

@@ -204,7 +204,8 @@ final class RequestBatcher: Sendable {
     private static func remainingWait(of batch: Batch, wait: Duration, now: Date) -> Duration? {
         guard let joined = batch.lastJoined else { return nil }
         let quiet = Duration.seconds(now.timeIntervalSince(joined))
-        return quiet < wait ? wait - quiet : nil
+        // Within a few microseconds counts as quiet: times are Dates, whose differences round.
+        return quiet + .microseconds(10) < wait ? wait - quiet : nil
     }
 
     /// Closes the lane's collecting batch, from its timer or a landing: it is then on the wire.
