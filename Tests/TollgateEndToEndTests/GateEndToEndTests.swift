@@ -35,8 +35,6 @@ struct GateHarness {
         configuration.throttle = ThrottleConfiguration(defaultLimit: ThrottleLimit(requests: throttleLimit, per: .seconds(60)))
         configuration.retry.jitter = 0
         configuration.maximumThrottleWait = .zero
-        // One request's path, its sleeps counted exactly: a lone lookup's batch wait is BatchingTests'.
-        configuration.batching = [:]
         return configuration
     }
 

@@ -22,9 +22,6 @@ public struct EndToEndScenario: Sendable {
         api = try await FakeYouTubeAPI.start()
         transport = URLSessionTransport()
         var configuration = GateConfiguration.youTubeDataAPIv3
-        // One request's path: a batch's wait (10 ms for videos.list, the time a lone lookup gives
-        // others to join it) is a chosen delay, counted by the batching scenario, not overhead.
-        configuration.batching = [:]
         configuration.quota.bucketLimits = configuration.quota.bucketLimits.mapValues { _ in 1_000_000_000 }
         // Never reached at benchmark rates; a short window keeps its row count realistic (see
         // AdmissionScenario).
