@@ -492,14 +492,19 @@ struct DescriptionReader {
             guard !value.isEmpty, value.count <= 64 else { throw fail(node, "\(key).\(name)", "expected 1 to 64 characters") }
             return value
         }
+        var wait = Duration.milliseconds(10)
+        if let node = entries["wait"] {
+            wait = try duration(node, "\(key).wait")
+            // Callers wait this long behind one another: milliseconds, not minutes.
+            guard wait <= .seconds(1) else { throw fail(node, "\(key).wait", "expected at most 1s, such as 10ms") }
+        }
         return BatchPolicy(
             parameter: try text("parameter", try string(parameterNode, "\(key).parameter")),
             separator: try text("separator", ","),
             maximum: try entries["max"].map { node throws(APIDescriptionError) in try int(node, "\(key).max", in: 1...1000) } ?? 50,
             itemsField: try text("items", "items"),
             itemKey: try text("item_key", "id"),
-            wait: try entries["wait"].map { node throws(APIDescriptionError) in try duration(node, "\(key).wait") }
-                ?? .milliseconds(10)
+            wait: wait
         )
     }
 

@@ -1,7 +1,12 @@
-/// How an endpoint that takes a list of IDs in one parameter is batched: single-ID requests that
-/// arrive within ``wait`` of each other, with equal other parameters, headers and options, go as
-/// one call with up to ``maximum`` IDs, and each caller gets the answer a call for its ID alone
-/// would have given (the envelope with only its items), stored under its own cache key.
+/// How an endpoint that takes a list of IDs in one parameter is batched: single-ID requests with
+/// equal other parameters, headers and options that come together go as one call with up to
+/// ``maximum`` IDs, and each caller gets the answer a call for its ID alone would have given (the
+/// envelope with only its items), stored under its own cache key.
+///
+/// Batching waits only where there is concurrency: a request with nothing of its batch on the
+/// wire goes at once, alone. Those that arrive while a call is on the wire collect behind it, and
+/// go once none has joined for ``wait`` and the call ahead has landed, or at once when ``maximum``
+/// have.
 ///
 /// YouTube's `videos.list`, `channels.list` and `playlists.list` take up to 50 IDs for one unit:
 ///
@@ -22,7 +27,7 @@ public struct BatchPolicy: Sendable, Hashable {
     public var itemsField: String
     /// The field of each item that holds its ID, such as `id`.
     public var itemKey: String
-    /// How long the first request of a batch waits for others to join it, on the gate's clock.
+    /// How long a collecting batch stays open after the last request joined it, on the gate's clock.
     public var wait: Duration
 
     /// Creates a policy.
@@ -32,7 +37,7 @@ public struct BatchPolicy: Sendable, Hashable {
     ///   - maximum: The most IDs in one call; at least 1.
     ///   - itemsField: The answer's field that lists the items; `items` by default.
     ///   - itemKey: Each item's ID field; `id` by default.
-    ///   - wait: How long a batch waits for more requests; 10 ms by default.
+    ///   - wait: How long a batch stays open after its last request joined; 10 ms by default.
     public init(parameter: String = "id", separator: String = ",", maximum: Int = 50, itemsField: String = "items",
                 itemKey: String = "id", wait: Duration = .milliseconds(10)) {
         self.parameter = parameter
