@@ -58,6 +58,9 @@ struct BatchingHarness {
         #expect(await eventually { api.heldAnswerCount == firsts.count }, "the first requests are on the wire")
         let following = start(others)
         #expect(await eventually { gate.batcher.collectingMembers == others.count }, "the others wait in batches")
+        // Each batch's timer sleeps on the clock before it is stepped.
+        let batches = Set(others.map { $0.path?.split(separator: "&").filter { $0.hasPrefix("part=") } ?? [] }).count
+        #expect(await eventually { clock.sleeperCount == batches }, "each batch's timer waits")
         clock.advance(by: .milliseconds(10))
         api.releaseHeldAnswers()
         var results: [Result<GateResponse, any Error>] = []
@@ -122,6 +125,8 @@ struct BatchingTests {
                 #expect(items.count == 1)
                 #expect(items.first?["id"] as? String == id)
                 #expect(items == (try await harness.originItems(id)), "what the origin answers for \(id) alone")
+                let page = try #require(try JSONSerialization.jsonObject(with: answer.body) as? NSDictionary)["pageInfo"]
+                #expect(page as? NSDictionary == ["totalResults": 1, "resultsPerPage": 1], "its own page counts")
             }
             #expect(charged == 2)
             try await harness.gate.flush()
@@ -237,6 +242,7 @@ struct BatchingTests {
             #expect(await eventually { harness.gate.batcher.collectingMembers == 3 })
             tasks[1].cancel()
             #expect(await eventually { harness.gate.batcher.collectingMembers == 2 })
+            #expect(await eventually { harness.clock.sleeperCount == 1 }, "the batch's timer sleeps on the clock")
             harness.clock.advance(by: .milliseconds(10))
             harness.api.releaseHeldAnswers()
             #expect(await tasks[1].result.failure is CancellationError)
@@ -256,6 +262,7 @@ struct BatchingTests {
             #expect(await eventually { harness.api.heldAnswerCount == 1 })
             let tasks = harness.start(["v1", "v2", "v3"].map { harness.video($0) })
             #expect(await eventually { harness.gate.batcher.collectingMembers == 3 })
+            #expect(await eventually { harness.clock.sleeperCount == 1 }, "the batch's timer sleeps on the clock")
             harness.clock.advance(by: .milliseconds(10))
             // The first answer goes; the batch that follows it is held on the wire.
             harness.api.releaseHeldAnswers(holdingOn: true)
@@ -311,6 +318,7 @@ struct BatchingTests {
             #expect(await eventually { harness.gate.batcher.collectingMembers == 1 })
             harness.api.releaseHeldAnswers()
             _ = try await second.value
+            #expect(await eventually { harness.clock.sleeperCount == 1 }, "the batch's timer sleeps on the clock")
             harness.clock.advance(by: .milliseconds(6))
             tasks += harness.start([harness.video("v3")])
             #expect(await eventually { harness.gate.batcher.collectingMembers == 2 })
@@ -335,6 +343,7 @@ struct BatchingTests {
             #expect(await eventually { harness.api.heldAnswerCount == 1 })
             let tasks = harness.start(["v1", "v2"].map { harness.video($0) })
             #expect(await eventually { harness.gate.batcher.collectingMembers == 2 })
+            #expect(await eventually { harness.clock.sleeperCount == 1 }, "the batch's timer sleeps on the clock")
             harness.clock.advance(by: .milliseconds(10))
             // The first was answered as it arrived; the batch after it meets an outage.
             harness.api.updateBehaviour { $0.outage = FakeAPIBehaviour.Outage(status: 503, count: 1) }

@@ -90,8 +90,8 @@ extension Gate {
             break
         case .sends(let batch, let entries):
             Task { await self.sendBatch(entries, of: batch, key: key, policy: policy) }
-        case .restartsTimer(let batch, let remaining):
-            startTimer(batch, key: key, policy: policy, after: remaining)
+        case .restartsTimer(let batch, _):
+            startTimer(batch, key: key, policy: policy)
         }
     }
 
@@ -99,12 +99,12 @@ extension Gate {
     /// joining it and no call of its key is on the wire, unless it filled or emptied first, and
     /// sends it. While calls are on the wire the timer stops; the last to land takes over.
     private func startTimer(
-        _ batch: RequestBatcher.Batch, key: RequestBatcher.Key, policy: BatchPolicy, after first: Duration? = nil
+        _ batch: RequestBatcher.Batch, key: RequestBatcher.Key, policy: BatchPolicy
     ) {
         batch.setTimer(Task { [clock, batcher] in
-            var remaining = first ?? policy.wait
+            // Each pass asks how long is left since the last join: the clock may have moved
+            // before this task first ran.
             while true {
-                do { try await clock.sleep(for: remaining) } catch { return }
                 switch batcher.timerFired(key, batch, wait: policy.wait, now: clock.now()) {
                 case .closes(let entries):
                     await self.sendBatch(entries, of: batch, key: key, policy: policy)
@@ -112,7 +112,7 @@ extension Gate {
                 case .closedAlready, .waitsForCallsAhead:
                     return
                 case .waitsLonger(let more):
-                    remaining = more
+                    do { try await clock.sleep(for: more) } catch { return }
                 }
             }
         })

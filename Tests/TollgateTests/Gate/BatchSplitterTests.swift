@@ -57,6 +57,9 @@ struct BatchSplitterTests {
         #expect((items.first?["snippet"] as? [String: Any])?["title"] as? String == "one")
         #expect((try object("v2")["items"] as? [[String: Any]])?.map { $0["id"] as? String } == ["v2"])
         #expect((try object("unknown")["items"] as? [Any])?.isEmpty == true)
+        // The page counts are each ID's own, as its call alone would have said.
+        #expect(one["pageInfo"] as? [String: Int] == ["totalResults": 1, "resultsPerPage": 1])
+        #expect(try object("unknown")["pageInfo"] as? [String: Int] == ["totalResults": 0, "resultsPerPage": 0])
     }
 
     @Test("an answer that is not a JSON object with a list of items cannot be split")

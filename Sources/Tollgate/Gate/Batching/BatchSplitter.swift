@@ -65,7 +65,9 @@ struct BatchSplitter: Sendable {
     }
 
     /// Splits a batch's answer: for each ID, the answer's JSON object with only the items whose
-    /// key is that ID (none for an ID the API does not know), every other field as it came.
+    /// key is that ID (none for an ID the API does not know), every other field as it came but
+    /// the counts of a `pageInfo` object (`totalResults`, `resultsPerPage`, as Google's list
+    /// answers carry), which count the ID's own items, as a call for it alone would have.
     /// - Parameters:
     ///   - body: The batch's answer.
     ///   - ids: The IDs asked for.
@@ -84,7 +86,12 @@ struct BatchSplitter: Sendable {
         var bodies: [String: Data] = [:]
         for id in ids where bodies[id] == nil {
             var own = envelope
-            own[policy.itemsField] = byID[id] ?? []
+            let items = byID[id] ?? []
+            own[policy.itemsField] = items
+            if var page = envelope["pageInfo"] as? [String: Any] {
+                for count in ["totalResults", "resultsPerPage"] where page[count] is NSNumber { page[count] = items.count }
+                own["pageInfo"] = page
+            }
             bodies[id] = (try? JSONSerialization.data(withJSONObject: own, options: [.sortedKeys, .withoutEscapingSlashes]))
                 ?? Data()
         }

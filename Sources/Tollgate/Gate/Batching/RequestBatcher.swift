@@ -150,8 +150,8 @@ final class RequestBatcher: Sendable {
         case nothing
         /// The batch that waited for it is closed and on the wire: send these members.
         case sends(Batch, [Batch.Entry])
-        /// The batch that waited for it had a request join less than its wait ago: its timer
-        /// starts again, for this long.
+        /// The batch that waited for it had a request join less than its wait ago (this much):
+        /// its timer starts again.
         case restartsTimer(Batch, Duration)
     }
 
