@@ -239,15 +239,20 @@ case "batching":
         result("batching.\(name).units", spent.units)
         result("batching.\(name).median_lookup", spent.medianLookup)
     }
-    let rows = [("", "without batching", "with batching"),
-                ("upstream calls", "\(without.upstreamCalls)", "\(with.upstreamCalls)"),
-                ("units (ledger)", "\(without.units)", "\(with.units)"),
-                ("units (API's count)", "\(without.apiUnits)", "\(with.apiUnits)"),
-                ("median lookup", "\(without.medianLookup / 1000) µs", "\(with.medianLookup / 1000) µs")]
+    func ratio(_ with: Int, _ without: Int) -> String {
+        without == 0 ? "-" : String(format: "%.3f", Double(with) / Double(without))
+    }
+    let rows = [("", "without batching", "with batching", "ratio (with/without)"),
+                ("upstream calls", "\(without.upstreamCalls)", "\(with.upstreamCalls)", ratio(with.upstreamCalls, without.upstreamCalls)),
+                ("units (ledger)", "\(without.units)", "\(with.units)", ratio(with.units, without.units)),
+                ("units (API's count)", "\(without.apiUnits)", "\(with.apiUnits)", ratio(with.apiUnits, without.apiUnits)),
+                ("median lookup", "\(without.medianLookup / 1000) µs", "\(with.medianLookup / 1000) µs",
+                 ratio(Int(with.medianLookup), Int(without.medianLookup)))]
     print("INFO batching: \(lookups) single-ID videos.list lookups over \(ids) IDs, 50 at a time, answers fresh for 60 s")
     for row in rows {
         print("INFO " + row.0.padding(toLength: 22, withPad: " ", startingAt: 0)
-              + row.1.padding(toLength: 18, withPad: " ", startingAt: 0) + row.2)
+              + row.1.padding(toLength: 18, withPad: " ", startingAt: 0)
+              + row.2.padding(toLength: 15, withPad: " ", startingAt: 0) + row.3)
     }
 
 case "pg-admission":
