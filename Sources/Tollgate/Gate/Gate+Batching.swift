@@ -10,7 +10,7 @@ extension Gate {
         /// Its answer, from a batch.
         case answered(GateResponse)
         /// It goes on alone as its key's call on the wire, which it lands when it ends
-        /// (``RequestBatcher/landed(_:)``), or as one of a batch whose answer could not be split.
+        /// (``batchCallLanded(_:)``), or as one of a batch whose answer could not be split.
         case alone(landing: RequestBatcher.Key?)
     }
 
