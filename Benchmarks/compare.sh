@@ -100,5 +100,8 @@ for round in $(seq 1 "$rounds"); do
     run "$bin" e2e "$(iterations 1000)" "$(fresh e2e.sqlite)"
 done
 
+log "batching: 1,000 single-ID lookups over 200 IDs, with and without the YouTube preset's batching"
+run "$bin" batching 1000 200 "$(fresh batching.sqlite)"
+
 # --- Report ---------------------------------------------------------------------------------
 python3 report.py "$results" "$max_entries" ${check:+--check baseline.json} ${write_baseline:+--write-baseline baseline.json}

@@ -111,6 +111,11 @@ if "e2e.gate_back_to_back" in v:
                    f"meets the rest of that answer's write): {us(sequential)}, {(sequential / v['e2e.bare'] - 1) * 100:+.0f} % "
                    f"over the bare transport. Not a goal row: the row above times the gate up to its answer.")
 
+if "batching.with.units" in v:
+    context.append(f"Batching (1,000 single-ID videos.list lookups over 200 IDs, 50 at a time; not a timing row): "
+                   f"without batching {v['batching.without.upstream_calls']:.0f} upstream calls and {v['batching.without.units']:.0f} units, "
+                   f"with batching {v['batching.with.upstream_calls']:.0f} calls and {v['batching.with.units']:.0f} units.")
+
 headers = ("Benchmark", "Tollgate", "Reference", "Ratio", "Goal", "")
 widths = [max(len(str(x[i])) for x in rows + [headers]) for i in range(6)]
 line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"

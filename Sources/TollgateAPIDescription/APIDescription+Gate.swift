@@ -111,6 +111,7 @@ extension APIDescription {
         configuration.circuit.endpointPolicies = endpoints.compactMapValues(\.circuit)
         configuration.retry = defaults.retry
         configuration.endpointRetries = endpoints.compactMapValues(\.retry)
+        configuration.batching = endpoints.compactMapValues(\.batch)
         configuration.freshFor = defaults.freshFor
         configuration.endpointFreshFor = endpoints.compactMapValues(\.freshFor)
         configuration.cache.sensitiveQueryParameters.formUnion(secrets.parameters)

@@ -479,6 +479,35 @@ struct DescriptionReader {
         return policy
     }
 
+    /// `{parameter: id, separator: ",", max: 50, items: items, item_key: id, wait: 10ms}`: every
+    /// field but `parameter` may be left out (`,`, 50, `items`, `id`, 10 ms).
+    func batch(_ node: Node, _ key: String) throws(APIDescriptionError) -> BatchPolicy {
+        let entries = try mapping(node, key, allowed: ["parameter", "separator", "max", "items", "item_key", "wait"])
+        guard let parameterNode = entries["parameter"] else {
+            throw fail(node, key, "name the parameter that takes the IDs: {parameter: id, max: 50}")
+        }
+        func text(_ name: String, _ fallback: String) throws(APIDescriptionError) -> String {
+            guard let node = entries[name] else { return fallback }
+            let value = try string(node, "\(key).\(name)")
+            guard !value.isEmpty, value.count <= 64 else { throw fail(node, "\(key).\(name)", "expected 1 to 64 characters") }
+            return value
+        }
+        var wait = Duration.milliseconds(10)
+        if let node = entries["wait"] {
+            wait = try duration(node, "\(key).wait")
+            // Callers wait this long behind one another: milliseconds, not minutes.
+            guard wait <= .seconds(1) else { throw fail(node, "\(key).wait", "expected at most 1s, such as 10ms") }
+        }
+        return BatchPolicy(
+            parameter: try text("parameter", try string(parameterNode, "\(key).parameter")),
+            separator: try text("separator", ","),
+            maximum: try entries["max"].map { node throws(APIDescriptionError) in try int(node, "\(key).max", in: 1...1000) } ?? 50,
+            itemsField: try text("items", "items"),
+            itemKey: try text("item_key", "id"),
+            wait: wait
+        )
+    }
+
     /// `{method: GET, path: /youtube/v3/{resource}, endpoint: "{resource}.list"}`.
     func route(_ node: Node, _ key: String) throws(APIDescriptionError) -> APIDescription.Route {
         let entries = try mapping(node, key, allowed: ["method", "path", "endpoint"])
@@ -532,7 +561,7 @@ struct DescriptionReader {
         _ node: Node, _ key: String, buckets: [String: APIDescription.Bucket]
     ) throws(APIDescriptionError) -> APIDescription.Endpoint {
         let entries = try mapping(node, key, allowed: ["cost", "bucket", "charges", "not_modified_cost", "refund_not_modified",
-                                                       "throttle", "circuit", "actual_cost", "retry", "fresh_for"])
+                                                       "throttle", "circuit", "actual_cost", "retry", "fresh_for", "batch"])
         var endpoint = APIDescription.Endpoint()
         func knownBucket(_ node: Node, _ key: String) throws(APIDescriptionError) -> String {
             let name = try string(node, key)
@@ -563,6 +592,7 @@ struct DescriptionReader {
         if let node = entries["throttle"] { endpoint.throttle = try throttle(node, "\(key).throttle") }
         if let node = entries["circuit"] { endpoint.circuit = try circuit(node, "\(key).circuit") }
         if let node = entries["retry"] { endpoint.retry = try retry(node, "\(key).retry") }
+        if let node = entries["batch"] { endpoint.batch = try batch(node, "\(key).batch") }
         if let node = entries["fresh_for"] { endpoint.freshFor = try freshFor(node, "\(key).fresh_for") }
         if let node = entries["actual_cost"] {
             let actual = try actualCost(node, "\(key).actual_cost", knownBucket: knownBucket)

@@ -117,6 +117,8 @@ public struct APIDescription: Sendable, Hashable {
         public var actualCost: QuotaConfiguration.ActualCost?
         /// Its own retry policy.
         public var retry: RetryPolicy?
+        /// How its single-ID requests are batched, when it takes several IDs in one parameter.
+        public var batch: BatchPolicy?
         /// How long its stored answers are served without asking (`fresh_for`).
         public var freshFor: ChosenFreshness?
     }

@@ -192,7 +192,7 @@ endpoints:
   channelSections.insert: {cost: 50}
   channelSections.list: {cost: 1}
   channelSections.update: {cost: 50}
-  channels.list: {cost: 1}
+  channels.list: {cost: 1, batch: {parameter: id, separator: ",", max: 50, items: items, item_key: id, wait: 10ms}}
   channels.update: {cost: 50}
   commentThreads.insert: {cost: 50}
   commentThreads.list: {cost: 1}
@@ -217,7 +217,7 @@ endpoints:
   playlistItems.update: {cost: 50}
   playlists.delete: {cost: 50}
   playlists.insert: {cost: 50}
-  playlists.list: {cost: 1}
+  playlists.list: {cost: 1, batch: {parameter: id, separator: ",", max: 50, items: items, item_key: id, wait: 10ms}}
   playlists.update: {cost: 50}
   subscriptions.delete: {cost: 50}
   subscriptions.insert: {cost: 50}
@@ -228,7 +228,7 @@ endpoints:
   videoCategories.list: {cost: 1}
   videos.delete: {cost: 50}
   videos.getRating: {cost: 1}
-  videos.list: {cost: 1}
+  videos.list: {cost: 1, batch: {parameter: id, separator: ",", max: 50, items: items, item_key: id, wait: 10ms}}
   videos.rate: {cost: 50}
   videos.reportAbuse: {cost: 50}
   videos.update: {cost: 50}
@@ -298,7 +298,7 @@ endpoints:
   channelSections.insert: {cost: 50}
   channelSections.list: {cost: 1}
   channelSections.update: {cost: 50}
-  channels.list: {cost: 1}
+  channels.list: {cost: 1, batch: {parameter: id, separator: ",", max: 50, items: items, item_key: id, wait: 10ms}}
   channels.update: {cost: 50}
   commentThreads.insert: {cost: 50}
   commentThreads.list: {cost: 1}
@@ -323,7 +323,7 @@ endpoints:
   playlistItems.update: {cost: 50}
   playlists.delete: {cost: 50}
   playlists.insert: {cost: 50}
-  playlists.list: {cost: 1}
+  playlists.list: {cost: 1, batch: {parameter: id, separator: ",", max: 50, items: items, item_key: id, wait: 10ms}}
   playlists.update: {cost: 50}
   subscriptions.delete: {cost: 50}
   subscriptions.insert: {cost: 50}
@@ -334,7 +334,7 @@ endpoints:
   videoCategories.list: {cost: 1}
   videos.delete: {cost: 50}
   videos.getRating: {cost: 1}
-  videos.list: {cost: 1}
+  videos.list: {cost: 1, batch: {parameter: id, separator: ",", max: 50, items: items, item_key: id, wait: 10ms}}
   videos.rate: {cost: 50}
   videos.reportAbuse: {cost: 50}
   videos.update: {cost: 50}

@@ -76,6 +76,9 @@ public struct FakeAPIBehaviour: Sendable, Hashable {
     public var latency: Duration = .zero
     /// Bytes of padding added to every JSON resource, to make bodies of a given size.
     public var bodyPadding: Int = 0
+    /// IDs the API does not know: a list of `videos`, `channels` or `playlists` by `id` leaves them
+    /// out of its `items`, as YouTube does (an ID alone gets `items: []` and a 200).
+    public var unknownIDs: Set<String> = []
 
     /// The default: healthy, 10,000 units, strong ETags.
     public init() {}

@@ -99,7 +99,11 @@ final class FakeAPIEngine: Sendable {
         if notModified {
             return (Answer(status: 304, headers: validators, body: Data()), cost)
         }
-        let body = resourceBody(path: path, key: key, version: version, etag: etag, padding: state.behaviour.bodyPadding)
+        let body = if let ids = listedIDs(path: path, query: query) {
+            idListBody(path: path, query: query, ids: ids, etag: etag, state: state)
+        } else {
+            resourceBody(path: path, key: key, version: version, etag: etag, padding: state.behaviour.bodyPadding)
+        }
         return (Answer(status: 200, headers: json + validators, body: method == "HEAD" ? Data() : body), cost)
     }
 
@@ -145,6 +149,54 @@ final class FakeAPIEngine: Sendable {
         }
         if ifNoneMatch.trimmingCharacters(in: .whitespaces) == "*" { return true }
         return ifNoneMatch.split(separator: ",").contains { opaque($0) == opaque(Substring(etag)) }
+    }
+
+    /// The IDs of a list of videos, channels or playlists by `id` (`id=a,b,c`, as YouTube takes up to 50).
+    static func listedIDs(path: String, query: String) -> [String]? {
+        guard ["/youtube/v3/videos", "/youtube/v3/channels", "/youtube/v3/playlists"].contains(path) else { return nil }
+        for item in query.split(separator: "&") {
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, parts[0] == "id" else { continue }
+            let value = String(parts[1]).removingPercentEncoding ?? String(parts[1])
+            return value.split(separator: ",").map(String.init)
+        }
+        return nil
+    }
+
+    /// YouTube's envelope for a list by ID: one item per known ID, in the order asked, each as
+    /// the list of that ID alone would carry it (its revision is that single list's), with the
+    /// parts asked for.
+    private static func idListBody(path: String, query: String, ids: [String], etag: String, state: State) -> Data {
+        let resource = path.split(separator: "/").last.map(String.init) ?? "resource"
+        let singular = resource.hasSuffix("s") ? String(resource.dropLast()) : resource
+        let otherItems = query.split(separator: "&").filter { !$0.hasPrefix("id=") }
+        let parts = otherItems.first { $0.hasPrefix("part=") }
+            .map { String($0.dropFirst(5)).removingPercentEncoding ?? "" }?.split(separator: ",").map(String.init) ?? ["snippet"]
+        var items: [[String: Any]] = []
+        for id in ids where !state.behaviour.unknownIDs.contains(id) {
+            let single = resourceKey(path: path, query: (["id=\(id)"] + otherItems.map(String.init)).joined(separator: "&"))
+            let version = state.versions[single, default: 1]
+            var item: [String: Any] = [
+                "kind": "youtube#\(singular)", "id": id, "revision": version,
+                "etag": entityTag(key: single, version: version, weak: false).replacingOccurrences(of: "\"", with: ""),
+            ]
+            for part in parts {
+                switch part {
+                case "snippet": item["snippet"] = ["title": "\(resource) \(single) (revision \(version))"]
+                case "statistics": item["statistics"] = ["viewCount": String(FNV1a.hash("\(id)#\(version)".utf8) % 100_000)]
+                default: item[part] = [String: Any]()
+                }
+            }
+            items.append(item)
+        }
+        let object: [String: Any] = [
+            "kind": "youtube#\(singular)ListResponse",
+            "etag": etag,
+            "items": items,
+            "pageInfo": ["totalResults": items.count, "resultsPerPage": items.count],
+            "padding": String(repeating: "x", count: max(0, state.behaviour.bodyPadding)),
+        ]
+        return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
     }
 
     static func resourceBody(path: String, key: String, version: Int, etag: String, padding: Int) -> Data {

@@ -23,15 +23,17 @@ public final class FakeYouTubeAPI: Sendable {
     /// The port the operating system picked on 127.0.0.1.
     public let port: Int
     private let engine: FakeAPIEngine
+    private let hold: AnswerHold
     private let services: ServiceGroup
     private let server: Mutex<Task<Void, any Error>?>
 
     /// `http://127.0.0.1:PORT`.
     public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
-    private init(port: Int, engine: FakeAPIEngine, services: ServiceGroup, server: Task<Void, any Error>) {
+    private init(port: Int, engine: FakeAPIEngine, hold: AnswerHold, services: ServiceGroup, server: Task<Void, any Error>) {
         self.port = port
         self.engine = engine
+        self.hold = hold
         self.services = services
         self.server = Mutex(server)
     }
@@ -47,9 +49,10 @@ public final class FakeYouTubeAPI: Sendable {
     ) async throws -> FakeYouTubeAPI {
         let engine = FakeAPIEngine()
         engine.behaviour = behaviour
+        let hold = AnswerHold()
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
-            responder: FakeAPIResponder(engine: engine),
+            responder: FakeAPIResponder(engine: engine, hold: hold),
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0), serverName: "FakeYouTubeAPI"),
             onServerRunning: { channel in
                 portContinuation.yield(channel.localAddress?.port ?? 0)
@@ -68,7 +71,7 @@ public final class FakeYouTubeAPI: Sendable {
             try await server.value
             throw FakeAPIError.couldNotStart
         }
-        return FakeYouTubeAPI(port: port, engine: engine, services: services, server: server)
+        return FakeYouTubeAPI(port: port, engine: engine, hold: hold, services: services, server: server)
     }
 
     /// Stops the server and waits until it has closed its socket.
@@ -77,6 +80,7 @@ public final class FakeYouTubeAPI: Sendable {
             defer { task = nil }
             return task
         }
+        hold.release(holding: false)
         // A graceful shutdown lets open connections finish instead of logging cancellations.
         await services.triggerGracefulShutdown()
         _ = try? await task?.value
@@ -106,6 +110,18 @@ public final class FakeYouTubeAPI: Sendable {
 
     /// Every request received so far, oldest first.
     public var receivedRequests: [FakeAPIReceivedRequest] { engine.received }
+
+    /// Holds every answer from now on: each request is received (``receivedRequests``) and
+    /// answered, and the answer waits before it is sent, so the call stays on the wire until
+    /// ``releaseHeldAnswers(holdingOn:)``.
+    public func holdAnswers() { hold.start() }
+
+    /// Sends the answers held now.
+    /// - Parameter holdingOn: Whether later answers are held too; by default holding stops.
+    public func releaseHeldAnswers(holdingOn: Bool = false) { hold.release(holding: holdingOn) }
+
+    /// How many answers are held now.
+    public var heldAnswerCount: Int { hold.count }
 
     /// Forgets the received requests.
     public func clearReceivedRequests() { engine.clearLog() }
@@ -147,6 +163,7 @@ public enum FakeAPIError: Error, Sendable, CustomStringConvertible {
 struct FakeAPIResponder: HTTPResponder {
     typealias Context = BasicRequestContext
     let engine: FakeAPIEngine
+    let hold: AnswerHold
 
     func respond(to request: Request, context: Context) async throws -> Response {
         let latency = engine.behaviour.latency
@@ -160,6 +177,7 @@ struct FakeAPIResponder: HTTPResponder {
         let answer = engine.answer(
             method: request.method.rawValue, path: request.uri.path, query: request.uri.query ?? "", headers: headers
         )
+        await hold.pass()
         var fields = HTTPFields()
         for (name, value) in answer.headers {
             if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }

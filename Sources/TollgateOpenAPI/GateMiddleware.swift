@@ -52,6 +52,8 @@ public struct GateMiddleware: ClientMiddleware {
             try await gate.send(
                 Self.absolute(request, baseURL: baseURL), body: requestBody,
                 endpoint: endpoint(for: operationID),
+                // `next` sends the operation's own request: it cannot carry a batch's other target.
+                options: GateRequestOptions(joinsBatches: false),
                 via: NextTransport(original: request, baseURL: baseURL, next: next)
             )
         }

@@ -24,10 +24,13 @@ struct APIDescriptionTests {
         #expect(described.retry == preset.retry)
         #expect(described.cache.sensitiveQueryParameters == preset.cache.sensitiveQueryParameters)
         #expect(described.cache.sensitiveHeaders == preset.cache.sensitiveHeaders)
+        #expect(described.batching == preset.batching)
+        #expect(described.batching.keys.sorted() == ["channels.list", "playlists.list", "videos.list"])
 
         var single = try APIDescription.named("youtube-v3-single-pool").gateConfiguration()
         single.quota.chargesUnlistedEndpointsTheDefault = false
         #expect(single.quota == QuotaConfiguration.youTubeDataAPIv3SinglePool)
+        #expect(single.batching == BatchPolicy.youTubeDataAPIv3)
     }
 
     @Test("the shipped YouTube routes name requests as the Swift naming does", arguments: [
@@ -211,6 +214,9 @@ struct APIDescriptionTests {
         ("api: X\nbuckets:\n  b: {limit: 10}\n  c: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {bucket: b, actual_cost: {bucket: c, body: n}}\n", 7, "endpoints.e.actual_cost.bucket", "not charged in bucket 'c'"),
         ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nrewrite_urls:\n  bodies: [application/json, json]\n", 6, "rewrite_urls.bodies", "not a media type"),
         ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nrewrite_urls: {headers: [Link]}\n", 5, "rewrite_urls.headers", "unknown key"),
+        // Callers wait behind one another for a batch's wait: a day would hold them all.
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {batch: {parameter: id, wait: 1d}}\n", 6, "endpoints.e.batch.wait", "at most 1s"),
+        ("api: X\nbuckets:\n  b: {limit: 10}\ndefaults: {bucket: b}\nendpoints:\n  e: {batch: {parameter: id, max: 100000}}\n", 6, "endpoints.e.batch.max", "1"),
     ])
     func newKeysMistakes(yaml: String, line: Int, key: String, message: String) {
         let error = #expect(throws: APIDescriptionError.self) { try APIDescription(yaml: yaml, file: "mine.yaml") }

@@ -157,7 +157,7 @@ struct SimulateCommandTests {
         try Self.respaced(harPath, every: 12, to: hour)
         let fresh = directory.path("fresh-for.yaml")
         let freshText = try String(contentsOfFile: described, encoding: .utf8)
-            .replacingOccurrences(of: "  videos.list: {cost: 1}\n", with: "  videos.list: {cost: 1, fresh_for: 10m}\n")
+            .replacingOccurrences(of: "  videos.list: {cost: 1, batch: ", with: "  videos.list: {cost: 1, fresh_for: 10m, batch: ")
         #expect(freshText.contains("fresh_for: 10m"))
         try Data(freshText.utf8).write(to: URL(fileURLWithPath: fresh))
         let (compared, comparison) = try Self.simulate(["--api", described, "--api", fresh, "--har", hour])

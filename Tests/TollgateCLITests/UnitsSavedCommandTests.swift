@@ -58,8 +58,8 @@ struct UnitsSavedCommandTests {
         let directory = try TemporaryDirectory()
         let file = directory.path("youtube-fresh.yaml")
         let text = try Self.youTubeDescription
-        #expect(text.contains("  videos.list: {cost: 1}\n"))
-        try text.replacingOccurrences(of: "  videos.list: {cost: 1}\n", with: "  videos.list: {cost: 1, fresh_for: 5m}\n")
+        #expect(text.contains("  videos.list: {cost: 1, batch: "))
+        try text.replacingOccurrences(of: "  videos.list: {cost: 1, batch: ", with: "  videos.list: {cost: 1, fresh_for: 5m, batch: ")
             .write(toFile: file, atomically: true, encoding: .utf8)
         let shown = try CommandRunner.tollgate("api", "show", "--api", file)
         #expect(shown.stdout.contains("videos.list: 1 in youtube, fresh for 300s"), "\(shown.stdout)")

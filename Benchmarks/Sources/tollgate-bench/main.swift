@@ -23,6 +23,7 @@ func argument(_ index: Int) -> String {
     guard index < arguments.count else {
         FileHandle.standardError.write(Data("""
             usage: tollgate-bench admission|hit|store|e2e ITERATIONS FILE
+                   tollgate-bench batching LOOKUPS IDS FILE
                    tollgate-bench fill ENTRIES FILE
                    tollgate-bench scale ENTRIES ITERATIONS FILE
                    tollgate-bench contention PROCESSES ITERATIONS FILE
@@ -225,6 +226,35 @@ case "e2e":
     }
     result("e2e.gate_back_to_back", Timing.median(backToBack))
     await scenario.stop()
+
+case "batching":
+    // Counts, not times: LOOKUPS single-ID lookups over IDS IDs, in waves of 50 at once, with the
+    // YouTube preset's batching and without it, side by side.
+    let (lookups, ids) = (integer(2), integer(3))
+    let without = try await BatchingScenario.run(batching: false, lookups: lookups, ids: ids, wave: 50,
+                                                 path: argument(4) + "-without")
+    let with = try await BatchingScenario.run(batching: true, lookups: lookups, ids: ids, wave: 50,
+                                              path: argument(4) + "-with")
+    for (name, spent) in [("without", without), ("with", with)] {
+        result("batching.\(name).upstream_calls", spent.upstreamCalls)
+        result("batching.\(name).units", spent.units)
+        result("batching.\(name).median_lookup", spent.medianLookup)
+    }
+    func ratio(_ with: Int, _ without: Int) -> String {
+        without == 0 ? "-" : String(format: "%.3f", Double(with) / Double(without))
+    }
+    let rows = [("", "without batching", "with batching", "ratio (with/without)"),
+                ("upstream calls", "\(without.upstreamCalls)", "\(with.upstreamCalls)", ratio(with.upstreamCalls, without.upstreamCalls)),
+                ("units (ledger)", "\(without.units)", "\(with.units)", ratio(with.units, without.units)),
+                ("units (API's count)", "\(without.apiUnits)", "\(with.apiUnits)", ratio(with.apiUnits, without.apiUnits)),
+                ("median lookup", "\(without.medianLookup / 1000) µs", "\(with.medianLookup / 1000) µs",
+                 ratio(Int(with.medianLookup), Int(without.medianLookup)))]
+    print("INFO batching: \(lookups) single-ID videos.list lookups over \(ids) IDs, 50 at a time, answers fresh for 60 s")
+    for row in rows {
+        print("INFO " + row.0.padding(toLength: 22, withPad: " ", startingAt: 0)
+              + row.1.padding(toLength: 18, withPad: " ", startingAt: 0)
+              + row.2.padding(toLength: 15, withPad: " ", startingAt: 0) + row.3)
+    }
 
 case "pg-admission":
     // One process (one machine of a fleet, with its pool) and CLIENTS concurrent callers admitting

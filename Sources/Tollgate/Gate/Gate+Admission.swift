@@ -31,7 +31,8 @@ extension Gate {
         await quota.noteUnknownEndpoint(endpoint)
         // Earlier answers' settlements first: the ledger and the circuit as those answers left them.
         await afterAnswerWrites.waitForQueued()
-        let charge = try quota.reservationRequest(endpoint: endpoint, cost: request.options.cost)
+        var charge = try quota.reservationRequest(endpoint: endpoint, cost: request.options.cost)
+        charge.detail = request.batchedIDs.map { "batch of \($0) IDs" }
         let lease = admission.takesLease ? flight.flatMap { flight in flight.leaseHolder.map { (flight.key, $0) } } : nil
         let outcome: AdmissionOutcome
         do {

@@ -91,6 +91,11 @@ extension Gate {
     func forward(
         _ request: inout GateRequest, lookup: CacheLookup, machine: GateRequestStateMachine, flight: Flight? = nil
     ) async throws -> GateResponse {
+        // A request for one ID of a batchable endpoint goes in a batch, unless nothing else of
+        // its batch is on the wire or collecting.
+        let passage = try await batchPassage(request, lookup: lookup)
+        if case .answered(let answer) = passage { return answer }
+        defer { if case .alone(let key?) = passage { batchCallLanded(key) } }
         var machine = machine
         let http = request.request
         let revalidating = if case .revalidate(let cached, _) = lookup { cached } else { CachedResponse?.none }
@@ -102,7 +107,7 @@ extension Gate {
         let sending = GateRequestStateMachine.Sending(
             hasServableStale: stored != nil,
             revalidates: revalidating != nil,
-            storesAnswer: !request.isSafeWithBody,
+            storesAnswer: !request.isSafeWithBody && request.batchedIDs == nil,
             cacheAddedConditions: outgoing != http && !http.headerFields.contains(.ifNoneMatch)
                 && !http.headerFields.contains(.ifModifiedSince),
             notModifiedCost: quota.price(of: request.endpoint).notModifiedCost,

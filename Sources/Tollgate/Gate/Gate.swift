@@ -60,6 +60,8 @@ public final class Gate: Sendable {
     let metrics: GateMetrics
     /// Identical requests in flight in this process.
     let coalescer = RequestCoalescer()
+    /// Batches of single-ID requests collecting in this process (``GateConfiguration/batching``).
+    let batcher = RequestBatcher()
     /// `stale-while-revalidate` revalidations running after their stale answer was returned, by
     /// resource, so one runs at a time per resource and ``flush()`` can wait for them.
     let backgroundRevalidations = Mutex<[String: Task<Void, Never>]>([:])

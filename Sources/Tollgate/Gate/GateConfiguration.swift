@@ -26,6 +26,10 @@ public struct GateConfiguration: Sendable {
     /// Endpoints that retry by a policy of their own (an upload that must not be repeated, a
     /// search that may wait longer); every other endpoint follows ``retry``.
     public var endpointRetries: [String: RetryPolicy] = [:]
+    /// Endpoints that take several IDs in one parameter, whose single-ID requests the gate sends
+    /// together as one call (see ``BatchPolicy``); none by default, YouTube's three list methods in
+    /// ``youTubeDataAPIv3``.
+    public var batching: [String: BatchPolicy] = [:]
     /// The freshness the app chooses for every endpoint's stored answers (`fresh_for` in a
     /// description's `defaults`): served without asking for that long after they were fetched or
     /// revalidated, whatever `max-age=0` or `no-cache` said (see ``ChosenFreshness``). Nil, the
@@ -67,6 +71,12 @@ public struct GateConfiguration: Sendable {
     /// The YouTube Data API v3 with Google's current quota model
     /// (``QuotaConfiguration/youTubeDataAPIv3``: 10,000 units a day, and 100 calls each for
     /// `search.list` and `videos.insert`), a 304 free of charge, 30 requests a minute per endpoint, 5 failures open a circuit
-    /// for 60 s (1 hour after 5 rate limits), retries after 1, 2 and 4 s.
-    public static let youTubeDataAPIv3 = GateConfiguration()
+    /// for 60 s (1 hour after 5 rate limits), retries after 1, 2 and 4 s; single-ID requests to
+    /// `videos.list`, `channels.list` and `playlists.list` batched 50 to a call
+    /// (``BatchPolicy/youTubeDataAPIv3``).
+    public static let youTubeDataAPIv3: GateConfiguration = {
+        var configuration = GateConfiguration()
+        configuration.batching = BatchPolicy.youTubeDataAPIv3
+        return configuration
+    }()
 }

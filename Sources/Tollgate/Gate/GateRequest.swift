@@ -19,6 +19,9 @@ struct GateRequest: Sendable {
     /// The endpoint, its logger and the running totals: the part the writes after the answer
     /// keep (never the transport, which may be the caller's for this call only).
     var account: Account
+    /// For the gate's call that carries a batch of single-ID requests: how many IDs it carries
+    /// (kept in its charge's detail). Such a call's answer is not stored: its members' parts are.
+    var batchedIDs: Int?
     /// The freshness lifetime chosen for it (``Gate/chosenFreshness(for:)``), resolved at its lookup.
     var freshFor: Duration?
 

@@ -13,6 +13,10 @@ public struct GateRequestOptions: Sendable, Hashable {
     /// (``GateResponse/bodyStream``), never held whole, instead of in ``GateResponse/body``. It
     /// needs a transport that streams (`AsyncHTTPClientTransport`); others return bodies whole.
     public var streamsLargeBodies: Bool
+    /// Whether the request may join a batch of single-ID requests (``GateConfiguration/batching``),
+    /// sent as one call through this request's transport, or another member's. Turn it off when
+    /// the transport given for this request cannot send another target (the OpenAPI middleware's).
+    public var joinsBatches: Bool
     /// Whether every answer from the server comes back as it arrives (``GateResponse/bodyStream``,
     /// chunks as the transport reads them) instead of whole in ``GateResponse/body``: server-sent
     /// events and long answers reach the caller at once. A body that may be stored is kept as it
@@ -37,9 +41,11 @@ public struct GateRequestOptions: Sendable, Hashable {
     ///   - streamsLargeBodies: Whether answers too large for the cache come back as a stream.
     ///   - streamsBodies: Whether every answer from the server comes back as a stream.
     ///   - freshFor: How long a stored answer is served without asking; the configuration's by default.
+    ///   - joinsBatches: Whether the request may join a batch; on by default.
     public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true,
                 redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false, streamsBodies: Bool = false,
-                freshFor: Duration? = nil) {
+                freshFor: Duration? = nil, joinsBatches: Bool = true) {
+        self.joinsBatches = joinsBatches
         self.freshFor = freshFor
         self.cost = cost
         self.markedIdempotent = markedIdempotent

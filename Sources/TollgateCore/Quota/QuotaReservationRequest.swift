@@ -26,6 +26,8 @@ public struct QuotaReservationRequest: Sendable, Hashable {
     public var window: QuotaWindow
     /// How ``bucket`` spends its last units, if it paces them.
     public var pacing: QuotaPacing?
+    /// What the charge's event says about the call, such as `batch of 50 IDs`; nil says nothing.
+    public var detail: String?
 
     /// Creates a request.
     /// - Parameters:

@@ -79,7 +79,7 @@ extension PostgresStore: AdmissionStorage, GateStorage {
         let quota = request.quota
         // The function decides the Pacific day in SQL; another window, or pacing, is decided in
         // Swift by the full transaction (PostgresStore+QuotaWindows.swift).
-        guard quota.additionalCharges.isEmpty, quota.window.isPacificDay, quota.pacing == nil,
+        guard quota.additionalCharges.isEmpty, quota.window.isPacificDay, quota.pacing == nil, quota.detail == nil,
               (try? QuotaRules.validateCost(quota.cost, endpoint: quota.endpoint)) != nil,
               (try? QuotaRules.validateEndpoint(quota.endpoint)) != nil,
               (try? QuotaRules.validateLimit(quota.configuredLimit, bucket: quota.bucket)) != nil

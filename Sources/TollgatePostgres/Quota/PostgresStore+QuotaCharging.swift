@@ -37,7 +37,7 @@ extension PostgresStore {
         let primary = try await charge(
             connection, bucket: request.bucket, endpoint: request.endpoint, cost: request.cost,
             configuredLimit: request.configuredLimit, window: request.window, pacing: request.pacing,
-            reservationID: nil, detail: nil
+            reservationID: nil, detail: request.detail
         )
         let reservationID: Int64, day: PacificDay, period: QuotaPeriod, usedAfter: Int, limit: Int, warned: Int
         switch primary {

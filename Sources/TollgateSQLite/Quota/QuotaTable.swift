@@ -99,7 +99,7 @@ enum QuotaTable {
 
         let reservationID = try appendEvent(
             db, atMs: nowMs, key: period.key, bucket: request.bucket, endpoint: request.endpoint, kind: .charge,
-            units: request.cost
+            units: request.cost, detail: request.detail
         )
         for (charge, chargePeriod) in zip(request.additionalCharges, additionalPeriods) {
             try chargeAdditional(db, charge, endpoint: request.endpoint, reservationID: reservationID,

@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Tollgate
+import TollgateFakeAPI
+import TollgateTestSupport
+
+/// `tollgate proxy` with the YouTube preset (its list methods batch) in front of the fake YouTube
+/// API, its answers fresh for 5 minutes, driven by 50 Python clients: each opens its own
+/// connection, and once all are connected they ask at once.
+@Suite("tollgate proxy: batching across clients")
+struct ProxyBatchingCommandTests {
+    @Test("50 clients asking at once for one video each reach the API in at most 2 calls for at most 2 units; each gets its own video; a repeat is a cache hit")
+    func fiftyClients() async throws {
+        guard CommandRunner.isInstalled("curl"), CommandRunner.isInstalled("sqlite3"), CommandRunner.isInstalled("python3") else {
+            Issue.record("curl, sqlite3 and python3 are needed: .ci/run installs curl and sqlite3; python3 is on this kind of machine")
+            return
+        }
+        let fixture = try AdminFixture()
+        var behaviour = FakeAPIBehaviour()
+        behaviour.maxAge = 300
+        let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
+        let proxy = try BackgroundCommand(CommandRunner.tollgate, [
+            "proxy", "--listen", "127.0.0.1:0", "--upstream", api.baseURL.absoluteString, "--db", fixture.path,
+        ])
+        try await withStopping((api, proxy), stop: { parts in
+            let (status, stderr) = parts.1.interrupt()
+            #expect(status == 0, "proxy exit \(status): \(stderr)")
+            await parts.0.stop()
+        }) { parts in
+            let (api, proxy) = parts
+            let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
+            let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
+            let ids = (0..<50).map { String(format: "v%02d", $0) }
+            let output = fixture.directory.path("bodies")
+            try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+            let arguments = ["python3", "-c", Self.clients, base, output] + ids
+            let result = try await offPool { try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), arguments) }
+            #expect(result.status == 0, "clients: \(result.stderr)")
+            let lines = result.stdout.split(separator: "\n")
+            #expect(lines.count == 50)
+            #expect(lines.allSatisfy { $0.hasPrefix("200 network ") }, "\(lines)")
+
+            let received = api.receivedRequests
+            #expect((1...2).contains(received.count), "\(received.count) calls reached the API: \(received.map(\.query))")
+            #expect(api.unitsUsed <= 2)
+            let today = try fixture.value("SELECT units || '|' || calls FROM quota_today WHERE endpoint = 'videos.list'")
+            let counts = today.split(separator: "|").compactMap { Int($0) }
+            #expect(counts.count == 2 && counts[0] <= 2 && counts[0] == counts[1], "quota_today: \(today)")
+            let details = try fixture.value(
+                "SELECT group_concat(detail, ';') FROM quota_events WHERE kind = 'charge' AND endpoint = 'videos.list'"
+            )
+            #expect(details.hasPrefix("batch of "), "the charge says how many IDs it carried: \(details)")
+
+            for id in ids {
+                let body = try Data(contentsOf: URL(fileURLWithPath: "\(output)/\(id).json"))
+                let items = try Self.items(body)
+                #expect(items.count == 1)
+                #expect(items.first?["id"] as? String == id)
+                let (alone, _) = try await URLSession.shared.data(from: api.url("videos", ["id": id, "part": "snippet"]))
+                #expect(items == (try Self.items(alone)), "\(id): what the origin answers for it alone")
+            }
+
+            let calls = api.receivedRequests.count
+            let repeated = try await offPool { try CurlResponse.fetch("\(base)/youtube/v3/videos?id=v17&part=snippet") }
+            #expect(repeated.status == 200)
+            #expect(repeated.headers["x-tollgate-source"] == "cache")
+            #expect(try Self.items(Data(repeated.body.utf8)).first?["id"] as? String == "v17")
+            #expect(api.receivedRequests.count == calls, "the repeat never reached the API")
+        }
+    }
+
+    /// 50 clients of the proxy: each its own thread and connection; they wait until every one is
+    /// connected, then each asks for its video, writes the body to DIR/ID.json and prints
+    /// `STATUS SOURCE ID`. Arguments: the proxy's base URL, the directory, the IDs.
+    static let clients = """
+        import sys, threading, http.client, urllib.parse
+        base, directory, ids = urllib.parse.urlsplit(sys.argv[1]), sys.argv[2], sys.argv[3:]
+        ready = threading.Barrier(len(ids))
+        lines = []
+        def client(video):
+            connection = http.client.HTTPConnection(base.hostname, base.port, timeout=20)
+            connection.connect()
+            ready.wait()
+            connection.request("GET", f"/youtube/v3/videos?id={video}&part=snippet")
+            answer = connection.getresponse()
+            with open(f"{directory}/{video}.json", "wb") as body:
+                body.write(answer.read())
+            lines.append(f"{answer.status} {answer.getheader('x-tollgate-source')} {video}")
+        threads = [threading.Thread(target=client, args=(video,)) for video in ids]
+        for thread in threads: thread.start()
+        for thread in threads: thread.join()
+        print("\\n".join(lines))
+        """
+
+    static func items(_ body: Data) throws -> [NSDictionary] {
+        let object = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
+        return try #require(object["items"] as? [NSDictionary])
+    }
+}

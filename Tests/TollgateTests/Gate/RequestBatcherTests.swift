@@ -1,0 +1,143 @@
+import Foundation
+import HTTPTypes
+import Testing
+@testable import Tollgate
+
+/// The batcher's lanes as values: who goes alone, who collects, when a batch closes. No network,
+/// no store, no clock but the times passed in.
+@Suite("Batching: the batcher's lanes")
+struct RequestBatcherTests {
+    /// Never used: the batcher only carries a member's transport to the gate.
+    struct UnusedTransport: HTTPTransport {
+        func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
+            Issue.record("the batcher sent a request")
+            return (HTTPResponse(status: .ok), Data())
+        }
+    }
+
+    let splitter = BatchSplitter(policy: .youTubeList)
+    let start = Date(timeIntervalSince1970: 1_800_000_000)
+    let wait = Duration.milliseconds(10)
+
+    func member(_ id: String, part: String = "snippet") throws -> (RequestBatcher.Key, RequestBatcher.Member) {
+        let request = HTTPRequest(method: .get, scheme: "https", authority: "www.googleapis.com",
+                                  path: "/youtube/v3/videos?id=\(id)&part=\(part)")
+        let share = try #require(splitter.share(of: request.path ?? ""))
+        return (RequestBatcher.Key(endpoint: "videos.list", request: request, share: share, options: GateRequestOptions()),
+                RequestBatcher.Member(share: share, request: request, transport: UnusedTransport()))
+    }
+
+    func at(_ milliseconds: Double) -> Date { start.addingTimeInterval(milliseconds / 1000) }
+
+    @Test("the first request goes alone; the next collect behind it; once it lands and the batch is quiet for its wait, the batch goes; then the lane is idle")
+    func aloneThenBatch() throws {
+        let batcher = RequestBatcher()
+        let (key, first) = try member("v0")
+        guard case .goesAlone = batcher.join(key, first, maximum: 50, now: at(0)) else {
+            Issue.record("a lone request waits"); return
+        }
+        let (_, second) = try member("v1")
+        guard case .waits(let batch, _, opensBatch: true) = batcher.join(key, second, maximum: 50, now: at(1)) else {
+            Issue.record("the second request does not open a batch"); return
+        }
+        let (_, third) = try member("v2")
+        guard case .waits(let same, _, opensBatch: false) = batcher.join(key, third, maximum: 50, now: at(2)), same === batch else {
+            Issue.record("the third request does not join the open batch"); return
+        }
+        #expect(batcher.collectingMembers == 2)
+        // 9 ms after the last join: 1 ms more.
+        guard case .waitsLonger(let more) = batcher.timerFired(key, batch, wait: wait, now: at(11)) else {
+            Issue.record("the batch closed before its wait"); return
+        }
+        #expect(abs((more - .milliseconds(1)) / .microseconds(1)) < 1)
+        // Quiet now, but the first call is on the wire: the timer stops; its landing sends the batch.
+        guard case .waitsForCallsAhead = batcher.timerFired(key, batch, wait: wait, now: at(12)) else {
+            Issue.record("the batch went while the call ahead was on the wire"); return
+        }
+        guard case .sends(let sent, let entries) = batcher.landed(key, wait: wait, now: at(30)), sent === batch else {
+            Issue.record("the landing did not send the batch"); return
+        }
+        #expect(entries.map(\.member.share.id) == ["v1", "v2"])
+        #expect(batcher.collectingMembers == 0)
+        #expect(batcher.callsOnTheWire == 1)
+        guard case .nothing = batcher.landed(key, wait: wait, now: at(40)) else { Issue.record("a landing did something"); return }
+        #expect(batcher.callsOnTheWire == 0)
+        let (_, later) = try member("v3")
+        guard case .goesAlone = batcher.join(key, later, maximum: 50, now: at(50)) else {
+            Issue.record("a request on an idle lane waits"); return
+        }
+    }
+
+    @Test("a landing that finds the parked batch joined less than its wait ago starts its timer again for the rest")
+    func landingRestartsTimer() throws {
+        let batcher = RequestBatcher()
+        let (key, first) = try member("v0")
+        _ = batcher.join(key, first, maximum: 50, now: at(0))
+        guard case .waits(let batch, _, _) = batcher.join(key, try member("v1").1, maximum: 50, now: at(1)) else {
+            Issue.record("no batch"); return
+        }
+        guard case .waitsForCallsAhead = batcher.timerFired(key, batch, wait: wait, now: at(11)) else {
+            Issue.record("the batch did not park"); return
+        }
+        _ = batcher.join(key, try member("v2").1, maximum: 50, now: at(15))
+        guard case .restartsTimer(let restarted, let remaining) = batcher.landed(key, wait: wait, now: at(20)),
+              restarted === batch else {
+            Issue.record("the landing did not restart the timer"); return
+        }
+        #expect(abs((remaining - .milliseconds(5)) / .microseconds(1)) < 1)
+        guard case .closes(let entries) = batcher.timerFired(key, batch, wait: wait, now: at(25)) else {
+            Issue.record("the quiet batch did not close"); return
+        }
+        #expect(entries.map(\.member.share.id) == ["v1", "v2"])
+    }
+
+    @Test("a batch that reaches its maximum of distinct IDs closes at once, even behind a call on the wire; the next request opens the next batch")
+    func fullAtOnce() throws {
+        let batcher = RequestBatcher()
+        let (key, first) = try member("v0")
+        _ = batcher.join(key, first, maximum: 2, now: at(0))
+        _ = batcher.join(key, try member("v1").1, maximum: 2, now: at(1))
+        // The same ID again adds no ID.
+        guard case .waits = batcher.join(key, try member("v1").1, maximum: 2, now: at(1)) else {
+            Issue.record("a repeated ID filled the batch"); return
+        }
+        guard case .fills(let full, _, let entries) = batcher.join(key, try member("v2").1, maximum: 2, now: at(2)) else {
+            Issue.record("the full batch did not close"); return
+        }
+        #expect(entries.map(\.member.share.id) == ["v1", "v1", "v2"])
+        #expect(batcher.callsOnTheWire == 2)
+        guard case .waits(let next, _, opensBatch: true) = batcher.join(key, try member("v3").1, maximum: 2, now: at(3)) else {
+            Issue.record("no next batch"); return
+        }
+        #expect(next !== full)
+    }
+
+    @Test("requests that differ in part are in different lanes: each goes alone first")
+    func partsApart() throws {
+        let batcher = RequestBatcher()
+        let (snippet, first) = try member("v0")
+        let (statistics, other) = try member("v1", part: "statistics")
+        #expect(snippet != statistics)
+        guard case .goesAlone = batcher.join(snippet, first, maximum: 50, now: at(0)),
+              case .goesAlone = batcher.join(statistics, other, maximum: 50, now: at(0)) else {
+            Issue.record("a request waited behind another part's call"); return
+        }
+    }
+
+    @Test("the last member to leave a collecting batch removes it: it is never sent")
+    func leftByAll() throws {
+        let batcher = RequestBatcher()
+        let (key, first) = try member("v0")
+        _ = batcher.join(key, first, maximum: 50, now: at(0))
+        guard case .waits(let batch, let ticket, _) = batcher.join(key, try member("v1").1, maximum: 50, now: at(1)) else {
+            Issue.record("no batch"); return
+        }
+        guard case .nothing = batcher.leave(key, batch, ticket: ticket, wait: wait, now: at(2)) else {
+            Issue.record("leaving did something"); return
+        }
+        #expect(batcher.collectingMembers == 0)
+        guard case .closedAlready = batcher.timerFired(key, batch, wait: wait, now: at(20)) else {
+            Issue.record("the emptied batch closed"); return
+        }
+    }
+}
