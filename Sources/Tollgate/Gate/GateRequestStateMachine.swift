@@ -579,7 +579,7 @@ struct GateRequestStateMachine {
         case .response(let status, let after, let quotaSpent, _):
             // A spent quota is never retried, whatever its status (a 429 included): the bucket is
             // closed until its window ends.
-            trigger = (200...399).contains(status) || quotaSpent ? nil : .status(status)
+            trigger = quotaSpent ? nil : .answer(status: status)
             retryAfter = after
         case .transportFailure(let error):
             trigger = error.retryTrigger
@@ -587,16 +587,13 @@ struct GateRequestStateMachine {
         var stop: RetryStopReason?
         if let trigger {
             let retry = policies.retry(for: endpoint)
-            if circuit == .open {
-                // This attempt opened the circuit: retrying stops here.
-                stop = .circuitOpen
-            } else if sending.hasServableStale, retry.servesStaleInsteadOfRetrying {
-                // The policy prefers the stored answer to another attempt.
-                stop = .notRetryable
-            } else if !retry.isRetryable(trigger) {
-                stop = .notRetryable
-            } else if !retry.mayRetry(method: method, markedIdempotent: markedIdempotent) {
-                stop = .notIdempotent
+            // An attempt that opened the circuit is the last; so is one whose stored answer the
+            // policy prefers to another attempt.
+            if let reason = retry.stopReason(
+                for: trigger, method: method, markedIdempotent: markedIdempotent, circuit: circuit,
+                servesStaleInstead: sending.hasServableStale && retry.servesStaleInsteadOfRetrying
+            ) {
+                stop = reason
             } else {
                 switch retry.delay(forRetry: attempt, retryAfter: retryAfter, now: now, using: &generator) {
                 case .wait(let duration):
