@@ -64,18 +64,15 @@ extension Gate {
             throttle.report(throttleAdmission, endpoint: endpoint)
             return machine.throttled(retryAfter: throttleAdmission.retryAfter ?? limit.window.timeInterval)
         case .refusedByQuota(_, let refusal):
-            // The ledger logs the refusal and makes its error, which names the bucket that could
-            // not pay: with several buckets, not always the first.
-            do {
-                _ = try quota.report(.refused(refusal), endpoint: endpoint, cost: charge.cost)
-            } catch TollgateError.throttled(let retryAfter) {
+            // The ledger logs the refusal and says what it means, as a value: its error names the
+            // bucket that could not pay (with several buckets, not always the first).
+            switch quota.verdict(on: refusal, endpoint: endpoint) {
+            case .wait(let retryAfter):
                 // A paced bucket's next slot is a wait, as a full throttle window's is.
                 return machine.throttled(retryAfter: max(retryAfter, 0.001))
-            } catch let refused as TollgateError {
-                return machine.refused(refused)
+            case .refuse(let error):
+                return machine.refused(error)
             }
-            return machine.refused(.quotaExceeded(endpoint: endpoint, cost: refusal.cost, remaining: refusal.remaining,
-                                                  resetsAt: refusal.resetsAt))
         }
     }
 

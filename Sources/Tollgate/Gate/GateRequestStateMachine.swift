@@ -276,6 +276,13 @@ struct GateRequestStateMachine {
         self.allowsStale = options.allowsStale
     }
 
+    /// An event the gate's driver sent in a state that cannot receive it: the driver broke the
+    /// machine's protocol (every event above names the states it comes in, and each `switch` lists
+    /// every state, so a new state makes the compiler ask what each event does in it).
+    private func invalidTransition(_ event: String) -> Never {
+        preconditionFailure("\(event) in \(state)")
+    }
+
     // MARK: 1. Cache lookup
 
     /// The cache's verdict on the request.
@@ -287,7 +294,11 @@ struct GateRequestStateMachine {
     mutating func cacheLookedUp(
         _ verdict: CacheVerdict, onlyIfCached: Bool, revalidatesInBackground: Bool
     ) -> LookupAction {
-        guard case .lookingUp = state else { preconditionFailure("cacheLookedUp in \(state)") }
+        switch state {
+        case .lookingUp: break
+        case .coalescing, .admitting, .sending, .settling, .waitingToRetry, .answering, .finished:
+            invalidTransition("cacheLookedUp")
+        }
         if verdict == .fresh {
             state = .finished
             return .answerFromCache
@@ -309,7 +320,11 @@ struct GateRequestStateMachine {
     ///   - verdict: The cache's verdict now.
     ///   - sending: What the request brings.
     mutating func readyToSend(_ verdict: CacheVerdict, _ sending: Sending) -> AdmissionAction? {
-        guard case .coalescing = state else { preconditionFailure("readyToSend in \(state)") }
+        switch state {
+        case .coalescing: break
+        case .lookingUp, .admitting, .sending, .settling, .waitingToRetry, .answering, .finished:
+            invalidTransition("readyToSend")
+        }
         if verdict == .fresh {
             // Stored meanwhile by an earlier request, and fresh: no request at all.
             state = .finished
@@ -324,7 +339,12 @@ struct GateRequestStateMachine {
     /// The store admitted the attempt: circuit, throttle and quota passed, the charge made.
     /// - Parameter isProbe: The attempt is the half-open circuit's probe.
     mutating func admitted(isProbe: Bool) -> AdmissionAction {
-        guard case .admitting(let admission, _) = state else { preconditionFailure("admitted in \(state)") }
+        let admission: Admission
+        switch state {
+        case .admitting(let admissionFound, _): admission = admissionFound
+        case .lookingUp, .coalescing, .sending, .settling, .waitingToRetry, .answering, .finished:
+            invalidTransition("admitted")
+        }
         state = .sending(attempt: admission.attempt, recorded: true, probe: isProbe)
         return .send(attempt: admission.attempt)
     }
@@ -332,7 +352,12 @@ struct GateRequestStateMachine {
     /// The endpoint's throttle window is full.
     /// - Parameter retryAfter: When a request would pass, in seconds.
     mutating func throttled(retryAfter: TimeInterval) -> AdmissionAction {
-        guard case .admitting(let admission, let waited) = state else { preconditionFailure("throttled in \(state)") }
+        let (admission, waited): (Admission, Duration)
+        switch state {
+        case .admitting(let admissionFound, let waitedFound): (admission, waited) = (admissionFound, waitedFound)
+        case .lookingUp, .coalescing, .sending, .settling, .waitingToRetry, .answering, .finished:
+            invalidTransition("throttled")
+        }
         let delay = Duration.milliseconds(SaturatingConversion.int64((retryAfter * 1000).rounded(.up)))
         guard !admission.canServeStale, waited + delay <= policies.maximumThrottleWait else {
             return refused(.throttled(retryAfter: retryAfter))
@@ -343,14 +368,23 @@ struct GateRequestStateMachine {
 
     /// The throttle wait ended: ask again.
     mutating func throttleWaitEnded() -> AdmissionAction {
-        guard case .admitting(let admission, _) = state else { preconditionFailure("throttleWaitEnded in \(state)") }
+        let admission: Admission
+        switch state {
+        case .admitting(let admissionFound, _): admission = admissionFound
+        case .lookingUp, .coalescing, .sending, .settling, .waitingToRetry, .answering, .finished:
+            invalidTransition("throttleWaitEnded")
+        }
         return .admit(admission)
     }
 
     /// The circuit or the quota refused the attempt (or a full throttle window was not waited out).
     /// - Parameter refusal: The refusal.
     mutating func refused(_ refusal: TollgateError) -> AdmissionAction {
-        guard case .admitting = state else { preconditionFailure("refused in \(state)") }
+        switch state {
+        case .admitting: break
+        case .lookingUp, .coalescing, .sending, .settling, .waitingToRetry, .answering, .finished:
+            invalidTransition("refused")
+        }
         state = .finished
         guard sending.hasServableStale else { return .fail(refusal) }
         let reason: StaleReason = switch refusal {
@@ -364,7 +398,12 @@ struct GateRequestStateMachine {
     /// The admission threw.
     /// - Parameter error: What it threw.
     mutating func admissionFailed(_ error: any Error) -> AdmissionAction {
-        guard case .admitting(let admission, _) = state else { preconditionFailure("admissionFailed in \(state)") }
+        let admission: Admission
+        switch state {
+        case .admitting(let admissionFound, _): admission = admissionFound
+        case .lookingUp, .coalescing, .sending, .settling, .waitingToRetry, .answering, .finished:
+            invalidTransition("admissionFailed")
+        }
         if Self.goesUnrecorded(error, under: policies.ledgerFailurePolicy) {
             state = .sending(attempt: admission.attempt, recorded: false, probe: false)
             return .sendUnrecorded(attempt: admission.attempt, ledgerFailure: error)
@@ -386,8 +425,11 @@ struct GateRequestStateMachine {
     mutating func responseReceived(
         status: Int, fields: HTTPFields = [:], body: Data, retryAfter: RetryAfter?, isStreamed: Bool = false
     ) -> SettlementAction {
-        guard case .sending(let attempt, let recorded, let probe) = state else {
-            preconditionFailure("responseReceived in \(state)")
+        let (attempt, recorded, probe): (Int, Bool, Bool)
+        switch state {
+        case .sending(let attemptFound, let recordedFound, let probeFound): (attempt, recorded, probe) = (attemptFound, recordedFound, probeFound)
+        case .lookingUp, .coalescing, .admitting, .settling, .waitingToRetry, .answering, .finished:
+            invalidTransition("responseReceived")
         }
         let quotaSpent = policies.quotaSpent(status: status, fields: fields, body: body)
         // A spent quota says nothing of the server's health, whatever its status (GitHub's 429 with
@@ -411,7 +453,12 @@ struct GateRequestStateMachine {
     /// The transport threw instead of answering.
     /// - Parameter error: Its error.
     mutating func transportFailed(_ error: any Error) -> SettlementAction {
-        guard case .sending(let attempt, _, _) = state else { preconditionFailure("transportFailed in \(state)") }
+        let attempt: Int
+        switch state {
+        case .sending(let attemptFound, _, _): attempt = attemptFound
+        case .lookingUp, .coalescing, .admitting, .settling, .waitingToRetry, .answering, .finished:
+            invalidTransition("transportFailed")
+        }
         guard let error = error as? HTTPTransportError else {
             state = .finished
             return .fail(error)
@@ -434,7 +481,12 @@ struct GateRequestStateMachine {
     mutating func attemptSettled(
         circuit: CircuitState, now: Date, using generator: inout some RandomNumberGenerator
     ) -> AttemptAction {
-        guard case .settling(let attempt, let outcome) = state else { preconditionFailure("attemptSettled in \(state)") }
+        let (attempt, outcome): (Int, Outcome)
+        switch state {
+        case .settling(let attemptFound, let outcomeFound): (attempt, outcome) = (attemptFound, outcomeFound)
+        case .lookingUp, .coalescing, .admitting, .sending, .waitingToRetry, .answering, .finished:
+            invalidTransition("attemptSettled")
+        }
         return decide(after: attempt, outcome, circuit: circuit, now: now, using: &generator)
     }
 
@@ -456,7 +508,11 @@ struct GateRequestStateMachine {
     mutating func settlementFailed(
         _ error: any Error, now: Date, using generator: inout some RandomNumberGenerator
     ) -> (AttemptAction, unrecorded: Bool) {
-        guard case .settling = state else { preconditionFailure("settlementFailed in \(state)") }
+        switch state {
+        case .settling: break
+        case .lookingUp, .coalescing, .admitting, .sending, .waitingToRetry, .answering, .finished:
+            invalidTransition("settlementFailed")
+        }
         if Self.goesUnrecorded(error, under: policies.ledgerFailurePolicy) {
             return (attemptSettled(circuit: .closed, now: now, using: &generator), true)
         }
@@ -466,14 +522,23 @@ struct GateRequestStateMachine {
 
     /// The wait before a retry ended.
     mutating func retryTimerFired() -> AdmissionAction {
-        guard case .waitingToRetry(let attempt) = state else { preconditionFailure("retryTimerFired in \(state)") }
+        let attempt: Int
+        switch state {
+        case .waitingToRetry(let attemptFound): attempt = attemptFound
+        case .lookingUp, .coalescing, .admitting, .sending, .settling, .answering, .finished:
+            invalidTransition("retryTimerFired")
+        }
         return admit(attempt: attempt + 1)
     }
 
     /// The answer was a `304` that revised nothing stored (evicted meanwhile, or another
     /// process's entry).
     mutating func revisionFoundNothing() -> RevisionAction {
-        guard case .answering = state else { preconditionFailure("revisionFoundNothing in \(state)") }
+        switch state {
+        case .answering: break
+        case .lookingUp, .coalescing, .admitting, .sending, .settling, .waitingToRetry, .finished:
+            invalidTransition("revisionFoundNothing")
+        }
         state = .finished
         return sending.cacheAddedConditions ? .resendUnconditionally : .answerAsItIs
     }
@@ -514,7 +579,7 @@ struct GateRequestStateMachine {
         case .response(let status, let after, let quotaSpent, _):
             // A spent quota is never retried, whatever its status (a 429 included): the bucket is
             // closed until its window ends.
-            trigger = (200...399).contains(status) || quotaSpent ? nil : .status(status)
+            trigger = quotaSpent ? nil : .answer(status: status)
             retryAfter = after
         case .transportFailure(let error):
             trigger = error.retryTrigger
@@ -522,16 +587,13 @@ struct GateRequestStateMachine {
         var stop: RetryStopReason?
         if let trigger {
             let retry = policies.retry(for: endpoint)
-            if circuit == .open {
-                // This attempt opened the circuit: retrying stops here.
-                stop = .circuitOpen
-            } else if sending.hasServableStale, retry.servesStaleInsteadOfRetrying {
-                // The policy prefers the stored answer to another attempt.
-                stop = .notRetryable
-            } else if !retry.isRetryable(trigger) {
-                stop = .notRetryable
-            } else if !retry.mayRetry(method: method, markedIdempotent: markedIdempotent) {
-                stop = .notIdempotent
+            // An attempt that opened the circuit is the last; so is one whose stored answer the
+            // policy prefers to another attempt.
+            if let reason = retry.stopReason(
+                for: trigger, method: method, markedIdempotent: markedIdempotent, circuit: circuit,
+                servesStaleInstead: sending.hasServableStale && retry.servesStaleInsteadOfRetrying
+            ) {
+                stop = reason
             } else {
                 switch retry.delay(forRetry: attempt, retryAfter: retryAfter, now: now, using: &generator) {
                 case .wait(let duration):

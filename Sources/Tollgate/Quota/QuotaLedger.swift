@@ -121,14 +121,31 @@ public final class QuotaLedger: Sendable {
                 )
             }
             return QuotaReservation(charge)
-        case .refused(let refusal) where refusal.reason == .paced:
+        case .refused(let refusal):
+            switch verdict(on: refusal, endpoint: endpoint) {
+            case .wait(let retryAfter): throw TollgateError.throttled(retryAfter: retryAfter)
+            case .refuse(let error): throw error
+            }
+        }
+    }
+
+    /// Logs a refusal the store decided, and says what it means for the request as a value: a
+    /// paced bucket's next slot is a wait, like a full throttle window's; anything else is the
+    /// quota's refusal. The gate feeds it to its request machine; nothing is thrown.
+    /// - Parameters:
+    ///   - refusal: What the store decided.
+    ///   - endpoint: The endpoint.
+    /// - Returns: Wait, or refuse with the error to report.
+    public func verdict(on refusal: QuotaRefusal, endpoint: String) -> QuotaRefusalVerdict {
+        switch refusal.reason {
+        case .paced:
             let wait = max(refusal.retryAt.timeIntervalSince(clock.now()), 0)
             logger.debug("Quota bucket \(refusal.bucket) paces its last units: \(endpoint) may go in \(wait) s", metadata: [
                 "quota.bucket": "\(refusal.bucket)", "quota.used": "\(refusal.bucketUnitsUsed)",
                 "quota.limit": "\(refusal.limit)", "quota.resets": "\(refusal.resetsAt)",
             ])
-            throw TollgateError.throttled(retryAfter: wait)
-        case .refused(let refusal):
+            return .wait(retryAfter: wait)
+        case .overBudget, .exhaustedByServer:
             remember(QuotaBucketReading(bucket: refusal.bucket, limit: refusal.limit, remaining: refusal.remaining,
                                         day: refusal.day, period: refusal.period))
             let error = TollgateError.quotaExceeded(
@@ -138,7 +155,7 @@ public final class QuotaLedger: Sendable {
                 "quota.bucket": "\(refusal.bucket)", "quota.reason": "\(refusal.reason.rawValue)",
                 "quota.used": "\(refusal.bucketUnitsUsed)", "quota.limit": "\(refusal.limit)",
             ])
-            throw error
+            return .refuse(error)
         }
     }
 

@@ -44,7 +44,7 @@ public struct AttemptResult<Value: Sendable>: Sendable {
     public static func response(_ value: Value, status: Int, retryAfter: RetryAfter? = nil,
                                 outcome: CircuitOutcome) -> AttemptResult {
         AttemptResult(result: .success(value), outcome: outcome,
-                      trigger: (200...399).contains(status) ? nil : .status(status), retryAfter: retryAfter)
+                      trigger: .answer(status: status), retryAfter: retryAfter)
     }
 
     /// An error instead of an answer.

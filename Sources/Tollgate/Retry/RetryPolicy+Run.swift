@@ -88,12 +88,9 @@ extension RetryPolicy {
             guard let trigger = result.trigger else { return try result.result.get() }
             let stop: RetryStopReason?
             var wait = Duration.zero
-            if !isRetryable(trigger) {
-                stop = .notRetryable
-            } else if !mayRetry(method: method, markedIdempotent: markedIdempotent) {
-                stop = .notIdempotent
-            } else if circuitState != .closed {
-                stop = .circuitOpen
+            if let reason = stopReason(for: trigger, method: method, markedIdempotent: markedIdempotent,
+                                       circuit: circuitState) {
+                stop = reason
             } else {
                 switch delay(forRetry: attempt, retryAfter: result.retryAfter, now: clock.now(), using: &generator) {
                 case .wait(let duration):

@@ -204,6 +204,40 @@ public enum RetryTrigger: Sendable, Hashable {
     case other
 }
 
+extension RetryTrigger {
+    /// The trigger of an HTTP answer: none for 200…399 (a success or a redirect is no reason to
+    /// retry), its status otherwise. The one copy of that rule: the gate's request machine and
+    /// ``AttemptResult/response(_:status:retryAfter:outcome:)`` both ask it.
+    /// - Parameter status: The answer's status code.
+    /// - Returns: The trigger, or nil when the answer is not retried.
+    public static func answer(status: Int) -> RetryTrigger? {
+        (200...399).contains(status) ? nil : .status(status)
+    }
+}
+
+extension RetryPolicy {
+    /// Why an attempt that failed with `trigger` is not retried, before any delay is worked out; nil
+    /// when it may be. The one copy of these rules, in this order: the gate's request machine and
+    /// ``run(endpoint:method:markedIdempotent:circuit:clock:logger:randomNumberGenerator:isolation:operation:)`` both ask it.
+    /// - Parameters:
+    ///   - trigger: What went wrong.
+    ///   - method: The request's method.
+    ///   - markedIdempotent: The caller marked the request idempotent.
+    ///   - circuit: The circuit's state after the attempt's outcome was recorded: an attempt that
+    ///     opened it is the last.
+    ///   - servesStaleInstead: A stored answer stands in, and the policy prefers it to another attempt.
+    /// - Returns: The reason to stop, or nil.
+    public func stopReason(
+        for trigger: RetryTrigger, method: HTTPRequest.Method, markedIdempotent: Bool, circuit: CircuitState,
+        servesStaleInstead: Bool = false
+    ) -> RetryStopReason? {
+        if circuit == .open { return .circuitOpen }
+        if servesStaleInstead || !isRetryable(trigger) { return .notRetryable }
+        if !mayRetry(method: method, markedIdempotent: markedIdempotent) { return .notIdempotent }
+        return nil
+    }
+}
+
 /// The answer of ``RetryPolicy/delay(forRetry:retryAfter:now:using:)``.
 public enum RetryDelay: Sendable, Hashable {
     /// Sleep this long, then retry.

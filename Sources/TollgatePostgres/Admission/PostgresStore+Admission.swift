@@ -5,7 +5,7 @@ import TollgateCore
 /// The gate's hot path over PostgreSQL: the circuit, the throttle and the quota in one
 /// transaction per attempt, and the answer's consequences in one more.
 ///
-/// The usual admission is one statement, `tollgate_admit_batch` (migrations 0003 and 0004): a closed
+/// The usual admission is one statement, `tollgate_admit_batch` (migrations 0003 to 0005): a closed
 /// circuit, an endpoint and a bucket whose rows exist and are current, a bucket counted by the
 /// Pacific day without pacing, room in the window and in the budget.
 /// It holds the endpoint's throttle lock for that statement alone, where the full transaction

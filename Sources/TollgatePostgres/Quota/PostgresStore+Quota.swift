@@ -2,10 +2,9 @@ import Foundation
 import PostgresNIO
 import TollgateCore
 
-/// The quota ledger over PostgreSQL. Each operation is one transaction; the charge in a Pacific-day
-/// bucket is one statement per bucket (see ``chargeBucket(_:bucket:endpoint:cost:reservationID:detail:)``),
-/// the charge in another window a few under the bucket's row lock (see
-/// ``chargeInWindow(_:bucket:endpoint:cost:configuredLimit:window:pacing:reservationID:detail:)``).
+/// The quota ledger over PostgreSQL. Each operation is one transaction that reads the bucket's rows
+/// under its row lock, asks ``QuotaStateMachine`` (the rules SQLiteStore applies too) and writes
+/// what it says (see ``decideInWindow(_:bucket:endpoint:cost:configuredLimit:window:pacing:warningPercents:)``).
 ///
 /// The database's clock decides the window charged, the exhausted mark's end and every event's
 /// time: the `at` of ``QuotaReservationRequest`` and of the other operations is not used for them,
@@ -211,7 +210,7 @@ extension PostgresStore: QuotaStorage {
     public func resetQuotaDay(_ day: PacificDay, bucket: String, at: Date) async throws -> QuotaDayReset {
         try await inTransaction("resetting \(bucket) on \(day.key)") { [self] connection in
             let (now, row) = try await bucketRowAndNow(connection, bucket: bucket, configuredLimit: 0)
-            let nowMs = Self.milliseconds(now)
+            let nowMs = now.millisecondsSince1970
             let isToday = day == PacificDay(containing: now)
             let window = row?.storedWindow ?? .pacificDay
             let period = if isToday, !window.isPacificDay, let row { row.period(in: window, at: now) } else { QuotaPeriod(day) }

@@ -16,44 +16,16 @@ extension PostgresStore {
             connection, bucket: announcement.bucket, configuredLimit: announcement.configuredLimit,
             window: announcement.window
         )
-        let nowMs = Self.milliseconds(now)
-        var period = row.period(in: announcement.window, at: now)
-        var movedReset = false
-        if let reset = announcement.resetsAt, QuotaRules.announcedResetMovesEnd(reset, of: period, now: now) {
-            period = QuotaPeriod(key: period.key, firstKey: period.firstKey, start: period.start, end: reset)
-            movedReset = true
-            try await connection.run("""
-                UPDATE quota_buckets SET announced_key = \(period.key), announced_reset_ms = \(Self.milliseconds(reset))
-                WHERE bucket = \(announcement.bucket)
-                """, logger: logger)
-        }
-        try await noteWindow(connection, bucket: announcement.bucket, row: row, period: period)
-        let used = try await windowUnits(connection, bucket: announcement.bucket, in: period)
-        let followed = QuotaRules.unitsToFollow(announcedRemaining: announcement.remaining, limit: row.limit, used: used)
-        guard followed > 0 else {
-            return QuotaAnnouncementOutcome(unitsFollowed: 0, movedReset: movedReset, period: period, unitsUsed: used,
-                                            limit: row.limit)
-        }
-        let detail = QuotaRules.announcedDetail(
-            remaining: announcement.remaining, endpoint: announcement.endpoint,
-            counted: QuotaLimits.remaining(limit: row.limit, used: used)
+        let nowMs = now.millisecondsSince1970
+        let (period, movedReset, writes) = QuotaStateMachine.announcedPeriod(
+            row, window: announcement.window, resetsAt: announcement.resetsAt, now: now
         )
-        // Followed down to at most the limit; an operator's limit lowered since the key's last charge
-        // may still leave the row above the ceiling it was charged under.
-        try await connection.run("""
-            WITH event AS (
-                INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, detail)
-                VALUES (\(nowMs), \(period.key), \(announcement.bucket), '*', 'announced', \(followed), \(detail))
-            ), usage AS (
-                INSERT INTO quota_usage AS u (pacific_date, bucket, endpoint, units, calls)
-                VALUES (\(period.key), \(announcement.bucket), '*', \(followed), 0)
-                ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = u.units + excluded.units
-            )
-            INSERT INTO quota_bucket_days AS d (pacific_date, bucket, units, ceiling)
-            VALUES (\(period.key), \(announcement.bucket), \(followed), GREATEST(\(row.limit), \(followed)))
-            ON CONFLICT (pacific_date, bucket) DO UPDATE
-                SET units = d.units + excluded.units, ceiling = GREATEST(d.ceiling, d.units + excluded.units)
-            """, logger: logger)
+        try await apply(connection, writes, bucket: announcement.bucket, nowMs: nowMs, limit: row.limit)
+        let used = try await windowUnits(connection, bucket: announcement.bucket, in: period)
+        let (followed, follow) = QuotaStateMachine.follow(
+            remaining: announcement.remaining, endpoint: announcement.endpoint, limit: row.limit, period: period, used: used
+        )
+        try await apply(connection, follow, bucket: announcement.bucket, nowMs: nowMs, limit: row.limit)
         return QuotaAnnouncementOutcome(unitsFollowed: followed, movedReset: movedReset, period: period,
                                         unitsUsed: used + followed, limit: row.limit)
     }
@@ -105,7 +77,7 @@ extension PostgresStore {
         guard difference == 0 || inRange else {
             throw QuotaRules.settlementOutOfRange(difference: difference, endpoint: endpoint, bucket: bucket, key: key)
         }
-        let nowMs = windowClock.map { Self.milliseconds($0.now()) }
+        let nowMs = windowClock.map { $0.now().millisecondsSince1970 }
         try await connection.run("""
             WITH event AS (
                 INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail)
@@ -119,7 +91,7 @@ extension PostgresStore {
             WHERE pacific_date = \(key) AND bucket = \(bucket) AND \(difference) <> 0
             """, logger: logger)
         // A rolling window's usage is more than the charge's slice: all of it counts.
-        let now = try windowClock?.now() ?? Self.date(milliseconds: state["now_ms"].decode(Int.self))
+        let now = try windowClock?.now() ?? Date(millisecondsSince1970: state["now_ms"].decode(Int64.self))
         let current = try state["window_spec"].decode(String?.self).map { specification in
             QuotaRules.period(
                 in: QuotaWindow(specification: specification) ?? .pacificDay, at: now,

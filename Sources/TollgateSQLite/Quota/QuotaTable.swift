@@ -9,49 +9,13 @@ import TollgateCore
 /// index: the hot path (``reserve(_:_:)``) reads one bucket row and the day's usage rows of one
 /// bucket (a primary-key range), and writes one event and one usage row.
 enum QuotaTable {
-    /// A `quota_buckets` row with the limit rule applied.
-    struct BucketRow {
-        /// The limit in force.
-        var limit: Int
-        /// The limit written in the row (differs from ``limit`` when the configuration changed).
-        var storedLimit: Int
-        var limitSource: QuotaBucketStatus.LimitSource
-        var exhaustedUntilMs: Int64?
-        var warnedDate: String?
-        var warnedPercent: Int
-        /// The units the bucket used in the window asked for with the row, when one was.
-        var unitsUsed: Int? = nil
-        /// The bucket's window as stored (`window_spec`).
-        var windowSpecification = QuotaWindow.pacificDay.specification
-        /// The window the ledger last charged in, as the `quota_windows` view shows it.
-        var windowKey: String? = nil
-        var windowFirstKey: String? = nil
-        var windowEndMs: Int64? = nil
-        /// The last reset the server announced, and the key of the window it was announced in.
-        var announcedKey: String? = nil
-        var announcedResetMs: Int64? = nil
-        /// When a paced bucket last charged, and in which window.
-        var pacedAtMs: Int64? = nil
-        var pacedKey: String? = nil
-
-        /// The window stored with the bucket; the Pacific day for a text no window reads as.
-        var storedWindow: QuotaWindow { QuotaWindow(specification: windowSpecification) ?? .pacificDay }
-
-        /// The window in force at `at`, the server's announced reset applied.
-        func period(in window: QuotaWindow, at: Date) -> QuotaPeriod {
-            QuotaRules.period(in: window, at: at, announcedKey: announcedKey, announcedResetMs: announcedResetMs)
-        }
-
-        /// The server's mark holds for the window it was set in, and only that window: it ends at
-        /// that window's end, and a wall clock set back to an earlier window does not extend it.
-        func isExhausted(in period: QuotaPeriod, nowMs: Int64) -> Bool {
-            QuotaRules.isExhausted(untilMs: exhaustedUntilMs, in: period, nowMs: nowMs)
-        }
-    }
-
     // MARK: Operations
 
     /// Checks and charges, or refuses without writing a charge. See ``QuotaStorage/reserveQuota(_:)``.
+    ///
+    /// Reads the rows, asks ``QuotaStateMachine`` and writes what it says: every bucket of the call
+    /// is decided (its row brought up to date and its window noted, whatever the verdict) before any
+    /// is charged, so the charge is all or nothing.
     static func reserve(_ db: Database, _ request: QuotaReservationRequest) throws -> QuotaReservationOutcome {
         try QuotaRules.validateCost(request.cost, endpoint: request.endpoint)
         try QuotaRules.validateEndpoint(request.endpoint)
@@ -60,77 +24,43 @@ enum QuotaTable {
         // The natural window's usage is read with the row, in one statement; an announced reset,
         // rare, moves the window and costs one more read.
         let natural = request.window == .pacificDay ? QuotaPeriod(day) : request.window.naturalPeriod(containing: request.at)
-        let bucket = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit,
-                                           window: request.window, nowMs: nowMs, unitsIn: natural)
-        let period = bucket.announcedResetMs == nil ? natural : bucket.period(in: request.window, at: request.at)
-        let used = if period.key == natural.key, period.firstKey == natural.firstKey, let units = bucket.unitsUsed {
-            units
+        let (row, unitsInNatural) = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit,
+                                                          window: request.window, nowMs: nowMs, unitsIn: natural)
+        let period = row.announcedResetMs == nil ? natural : row.period(in: request.window, at: request.at)
+        let used = if period.key == natural.key, period.firstKey == natural.firstKey, let unitsInNatural {
+            unitsInNatural
         } else {
             try bucketUnits(db, bucket: request.bucket, in: period)
         }
-        try noteWindow(db, request.bucket, row: bucket, period: period)
-        func refusal(_ reason: QuotaRefusal.Reason, retryAt: Date? = nil) -> QuotaReservationOutcome {
-            .refused(QuotaRefusal(
-                reason: reason, bucket: request.bucket, endpoint: request.endpoint, cost: request.cost,
-                day: day, bucketUnitsUsed: used, limit: bucket.limit, period: period, retryAt: retryAt
-            ))
-        }
-        if bucket.isExhausted(in: period, nowMs: nowMs) { return refusal(.exhaustedByServer) }
-        // `used` is a sum read from the file: checked arithmetic, so no value in it can trap.
-        let (usedAfter, overflow) = used.addingReportingOverflow(request.cost)
-        guard !overflow, usedAfter <= bucket.limit else { return refusal(.overBudget) }
-        var paced = false
-        if let pacing = request.pacing {
-            let lastPaced = bucket.pacedKey == period.key ? bucket.pacedAtMs.map { Date(millisecondsSince1970: $0) } : nil
-            switch pacing.decide(cost: request.cost, used: used, limit: bucket.limit, period: period, now: request.at,
-                                 lastPacedCharge: lastPaced) {
-            case .wait(let until): return refusal(.paced, retryAt: until)
-            case .allowed(let isPaced): paced = isPaced
-            }
+        let decision = QuotaStateMachine.decide(QuotaStateMachine.Admission(
+            endpoint: request.endpoint, cost: request.cost, row: row, period: period, used: used, now: request.at,
+            pacing: request.pacing, warningPercents: request.warningPercents, alreadyWarned: row.warnedPercent(in: period)
+        ))
+        try apply(db, decision.bookkeeping, bucket: request.bucket, nowMs: nowMs)
+        let usedAfter: Int, crossed: [Int]
+        switch decision.outcome(bucket: request.bucket, endpoint: request.endpoint, cost: request.cost, day: day) {
+        case .refused(let refusal): return .refused(refusal)
+        case .admitted(let after, let warnings): (usedAfter, crossed) = (after, warnings)
         }
         // Every other bucket the call is charged in must be able to pay too: all or nothing.
-        var additionalPeriods: [QuotaPeriod] = []
+        var additional: [(bucket: String, decision: QuotaDecision)] = []
         for charge in request.additionalCharges {
-            switch try checkAdditional(db, charge, request: request, day: day, nowMs: nowMs) {
-            case .refused(let refused): return .refused(refused)
-            case .canPay(let additionalPeriod): additionalPeriods.append(additionalPeriod)
+            let chargeDecision = try decideAdditional(db, charge, request: request, nowMs: nowMs)
+            switch chargeDecision.outcome(bucket: charge.bucket, endpoint: request.endpoint, cost: charge.cost, day: day) {
+            case .refused(let refusal): return .refused(refusal)
+            case .admitted: additional.append((charge.bucket, chargeDecision))
             }
         }
-
-        let reservationID = try appendEvent(
-            db, atMs: nowMs, key: period.key, bucket: request.bucket, endpoint: request.endpoint, kind: .charge,
-            units: request.cost, detail: request.detail
-        )
-        for (charge, chargePeriod) in zip(request.additionalCharges, additionalPeriods) {
-            try chargeAdditional(db, charge, endpoint: request.endpoint, reservationID: reservationID,
-                                 period: chargePeriod, nowMs: nowMs)
+        guard let reservationID = try apply(db, decision.charges, bucket: request.bucket, nowMs: nowMs,
+                                           detail: request.detail) else {
+            throw StoreRefusal.invalidArgument("the quota charge of \(request.endpoint) in \(request.bucket) wrote no event")
         }
-        if paced {
-            try db.cachedStatement(sql: "UPDATE quota_buckets SET paced_at_ms = ?, paced_key = ? WHERE bucket = ?").execute(arguments: [nowMs, period.key, request.bucket])
+        for (bucket, chargeDecision) in additional {
+            try apply(db, chargeDecision.charges, bucket: bucket, nowMs: nowMs, reservationID: reservationID)
         }
-        // The guard keeps the endpoint's total within range even when the file holds a total that
-        // no charge could have made (edited by hand): then nothing is written and the whole
-        // reservation, event included, rolls back with a typed error.
-        try db.cachedStatement(sql: """
-            INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, ?, ?, 1)
-            ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1
-            WHERE quota_usage.units BETWEEN 0 AND ? - excluded.units
-            """).execute(arguments: [period.key, request.bucket, request.endpoint, request.cost,
-                  QuotaLimits.maximumUnits])
-        guard db.changesCount == 1 else {
-            throw StoreRefusal.invalidArgument(
-                "the stored usage of \(request.endpoint) in \(period.key) is outside \(QuotaLimits.rangeDescription) units; "
-                    + "the file was changed by hand. Reset the day (tollgate quota reset) to repair it"
-            )
-        }
-
-        let crossed = try recordWarnings(
-            db, bucket: request.bucket, row: bucket, period: period, usedAfter: usedAfter,
-            percents: request.warningPercents
-        )
         return .reserved(QuotaCharge(
             reservationID: reservationID, bucket: request.bucket, endpoint: request.endpoint, cost: request.cost,
-            day: day, bucketUnitsUsed: usedAfter, limit: bucket.limit, warningsCrossed: crossed, period: period
+            day: day, bucketUnitsUsed: usedAfter, limit: row.limit, warningsCrossed: crossed, period: period
         ))
     }
 
@@ -162,7 +92,7 @@ enum QuotaTable {
         let current = try db.cachedStatement(sql: "SELECT units FROM quota_usage WHERE pacific_date = ? AND bucket = ? AND endpoint = ?").fetchValue(arguments: [dateKey, bucket, endpoint]).int ?? 0
         // Nor below zero for the bucket: a reconciliation may have lowered it under this endpoint's total.
         let bucketTotal = try bucketUnits(db, bucket: bucket, key: dateKey)
-        let units = max(min(cost, current, bucketTotal), 0)
+        let units = QuotaStateMachine.refundUnits(cost: cost, endpointUnits: current, bucketUnits: bucketTotal)
         try appendEvent(
             db, atMs: at.millisecondsSince1970, key: dateKey, bucket: bucket, endpoint: endpoint, kind: .refund,
             units: -units, reservationID: reservationID, detail: reason
@@ -179,17 +109,11 @@ enum QuotaTable {
         _ db: Database, bucket: String, configuredLimit: Int, endpoint: String?, at: Date
     ) throws -> QuotaExhaustion {
         let nowMs = at.millisecondsSince1970
-        let row = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, window: nil, nowMs: nowMs)
-        let period = row.period(in: row.storedWindow, at: at)
-        if row.isExhausted(in: period, nowMs: nowMs) {
-            return QuotaExhaustion(bucket: bucket, until: period.end, isNew: false)
-        }
-        try db.cachedStatement(sql: "UPDATE quota_buckets SET exhausted_until_ms = ?, updated_at_ms = ? WHERE bucket = ?").execute(arguments: [period.end.millisecondsSince1970, nowMs, bucket])
-        try appendEvent(
-            db, atMs: nowMs, key: period.key, bucket: bucket, endpoint: endpoint ?? "*", kind: .exhausted, units: 0,
-            detail: QuotaRules.exhaustedDetail(window: row.storedWindow, until: period.end)
-        )
-        return QuotaExhaustion(bucket: bucket, until: period.end, isNew: true)
+        let (row, _) = try synchronizeBucket(db, bucket, configuredLimit: configuredLimit, window: nil, nowMs: nowMs)
+        let (exhaustion, writes) = QuotaStateMachine.markExhausted(row, bucket: bucket, endpoint: endpoint,
+                                                                    now: Date(millisecondsSince1970: nowMs))
+        try apply(db, writes, bucket: bucket, nowMs: nowMs)
+        return exhaustion
     }
 
     /// A day's usage rows. See ``QuotaStorage/quotaUsage(on:)``.
@@ -335,9 +259,13 @@ enum QuotaTable {
     // MARK: Parts
 
     /// The bucket's row with the limit in force: an operator's limit wins; otherwise the configured one.
-    /// - Parameter period: A window whose usage to read with the row, in the same statement.
-    static func bucketRow(_ db: Database, _ bucket: String, configuredLimit: Int, unitsIn period: QuotaPeriod? = nil)
-        throws -> BucketRow? {
+    static func bucketRow(_ db: Database, _ bucket: String, configuredLimit: Int) throws -> QuotaBucketRow? {
+        try bucketRow(db, bucket, configuredLimit: configuredLimit, unitsIn: nil)?.row
+    }
+
+    /// The bucket's row, and the units it used in `period` read in the same statement when one is given.
+    static func bucketRow(_ db: Database, _ bucket: String, configuredLimit: Int, unitsIn period: QuotaPeriod?)
+        throws -> (row: QuotaBucketRow, unitsUsed: Int?)? {
         let found = if let period {
             try db.cachedStatement(sql: """
                 SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent,
@@ -360,16 +288,14 @@ enum QuotaTable {
         // The table's CHECK allows only these two sources.
         let source = QuotaBucketStatus.LimitSource(rawValue: try row.decode(String.self, forColumn: "limit_source"))
             ?? .configuration
-        // A limit stored before limits were checked (or by hand) is read as the nearest allowed one.
-        let stored = QuotaLimits.clamped(try row.decode(Int.self, forColumn: "daily_limit"))
-        return BucketRow(
-            limit: source == .admin ? stored : configuredLimit,
-            storedLimit: stored,
+        return (QuotaBucketRow(
+            // A limit stored before limits were checked (or by hand) is read as the nearest allowed one.
+            storedLimit: QuotaLimits.clamped(try row.decode(Int.self, forColumn: "daily_limit")),
             limitSource: source,
+            configuredLimit: configuredLimit,
             exhaustedUntilMs: try row.decode(Int64?.self, forColumn: "exhausted_until_ms"),
-            warnedDate: try row.decode(String?.self, forColumn: "warned_date"),
+            warnedKey: try row.decode(String?.self, forColumn: "warned_date"),
             warnedPercent: try row.decode(Int.self, forColumn: "warned_percent"),
-            unitsUsed: period == nil ? nil : try row.decode(Int.self, forColumn: "units_used"),
             windowSpecification: try row.decode(String.self, forColumn: "window_spec"),
             windowKey: try row.decode(String?.self, forColumn: "window_key"),
             windowFirstKey: try row.decode(String?.self, forColumn: "window_first_key"),
@@ -378,67 +304,24 @@ enum QuotaTable {
             announcedResetMs: try row.decode(Int64?.self, forColumn: "announced_reset_ms"),
             pacedAtMs: try row.decode(Int64?.self, forColumn: "paced_at_ms"),
             pacedKey: try row.decode(String?.self, forColumn: "paced_key")
-        )
+        ), period == nil ? nil : try row.decode(Int.self, forColumn: "units_used"))
     }
 
     /// Creates the bucket's row from the configuration, or brings a configuration-owned limit and
-    /// the window up to date, recording each change as a `limit` event.
+    /// the window up to date, as ``QuotaStateMachine/synchronize(_:configuredLimit:window:now:)`` says.
     /// - Parameters:
     ///   - window: The configured window; nil keeps the stored one (or the Pacific day for a new row).
-    ///   - period: A window whose usage to read with the row (``BucketRow/unitsUsed``).
+    ///   - period: A window whose usage to read with the row; nil in the result for a new row.
     static func synchronizeBucket(
         _ db: Database, _ bucket: String, configuredLimit: Int, window: QuotaWindow?, nowMs: Int64,
         unitsIn period: QuotaPeriod? = nil
-    ) throws -> BucketRow {
+    ) throws -> (row: QuotaBucketRow, unitsUsed: Int?) {
         try QuotaRules.validateLimit(configuredLimit, bucket: bucket)
-        let now = Date(millisecondsSince1970: nowMs)
-        guard var row = try bucketRow(db, bucket, configuredLimit: configuredLimit, unitsIn: period) else {
-            let window = window ?? .pacificDay
-            try db.cachedStatement(sql: "INSERT INTO quota_buckets (bucket, daily_limit, limit_source, updated_at_ms, window_spec) VALUES (?, ?, 'configuration', ?, ?)").execute(arguments: [bucket, configuredLimit, nowMs, window.specification])
-            try appendEvent(
-                db, atMs: nowMs, key: window.naturalPeriod(containing: now).key, bucket: bucket, endpoint: "*",
-                kind: .limit, units: 0,
-                detail: QuotaRules.newBucketDetail(limit: configuredLimit, window: window)
-            )
-            return BucketRow(limit: configuredLimit, storedLimit: configuredLimit, limitSource: .configuration,
-                             warnedPercent: 0, windowSpecification: window.specification)
-        }
-        // Only a change writes an event, and only then is its key worked out.
-        var key: String { (window ?? row.storedWindow).naturalPeriod(containing: now).key }
-        if row.limitSource == .configuration, row.storedLimit != configuredLimit {
-            try db.cachedStatement(sql: "UPDATE quota_buckets SET daily_limit = ?, updated_at_ms = ? WHERE bucket = ?").execute(arguments: [configuredLimit, nowMs, bucket])
-            try appendEvent(
-                db, atMs: nowMs, key: key, bucket: bucket, endpoint: "*", kind: .limit, units: 0,
-                detail: "daily limit \(row.storedLimit) → \(configuredLimit) (configuration)"
-            )
-        }
-        if let window, window.specification != row.windowSpecification {
-            // A new window: what the old one counted stays under its keys, and the announced reset
-            // and pacing of the old window no longer apply.
-            try db.cachedStatement(sql: """
-                UPDATE quota_buckets SET window_spec = ?, announced_key = NULL, announced_reset_ms = NULL,
-                    paced_at_ms = NULL, paced_key = NULL, updated_at_ms = ?
-                WHERE bucket = ?
-                """).execute(arguments: [window.specification, nowMs, bucket])
-            try appendEvent(
-                db, atMs: nowMs, key: key, bucket: bucket, endpoint: "*", kind: .limit, units: 0,
-                detail: QuotaRules.windowChangeDetail(from: row.windowSpecification, to: window)
-            )
-            row.windowSpecification = window.specification
-            row.announcedKey = nil
-            row.announcedResetMs = nil
-            row.pacedAtMs = nil
-            row.pacedKey = nil
-        }
-        return row
-    }
-
-    /// Keeps the window the bucket charges in on its row, for the `quota_windows` view: written
-    /// when the window changes (once a day for a daily bucket), not on every charge.
-    static func noteWindow(_ db: Database, _ bucket: String, row: BucketRow, period: QuotaPeriod) throws {
-        let endMs = period.end.millisecondsSince1970
-        guard row.windowKey != period.key || row.windowFirstKey != period.firstKey || row.windowEndMs != endMs else { return }
-        try db.cachedStatement(sql: "UPDATE quota_buckets SET window_key = ?, window_first_key = ?, window_end_ms = ? WHERE bucket = ?").execute(arguments: [period.key, period.firstKey, endMs, bucket])
+        let stored = try bucketRow(db, bucket, configuredLimit: configuredLimit, unitsIn: period)
+        let (row, writes) = QuotaStateMachine.synchronize(stored?.row, configuredLimit: configuredLimit, window: window,
+                                                          now: Date(millisecondsSince1970: nowMs))
+        try apply(db, writes, bucket: bucket, nowMs: nowMs)
+        return (row, stored?.unitsUsed)
     }
 
     /// Units the bucket used on a Pacific day, all endpoints together: a primary-key range of `quota_usage`.
@@ -481,20 +364,5 @@ enum QuotaTable {
             """).execute(arguments: [atMs, key, bucket, endpoint, kind.rawValue, units,
                   reservationID, detail])
         return db.lastInsertedRowID
-    }
-
-    /// Works out which warning levels this charge crossed first in its window, and records them so
-    /// no other charge, in any process, reports them again in that window.
-    private static func recordWarnings(
-        _ db: Database, bucket: String, row: BucketRow, period: QuotaPeriod, usedAfter: Int, percents: [Int]
-    ) throws -> [Int] {
-        guard row.limit > 0, !percents.isEmpty else { return [] }
-        let alreadyWarned = row.warnedDate == period.key ? row.warnedPercent : 0
-        let crossed = QuotaRules.warningsCrossed(
-            percents: percents, usedAfter: usedAfter, limit: row.limit, alreadyWarned: alreadyWarned
-        )
-        guard let highest = crossed.last else { return [] }
-        try db.cachedStatement(sql: "UPDATE quota_buckets SET warned_date = ?, warned_percent = ? WHERE bucket = ?").execute(arguments: [period.key, highest, bucket])
-        return crossed
     }
 }

@@ -90,6 +90,12 @@ struct PostgresTestDatabase: Sendable {
         }
     }
 
+    /// Runs `body` on one connection to this test database, closed afterwards (for a test that
+    /// sends many statements, or needs a session setting to hold across them).
+    func withConnection<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+        try await Self.withConnection(to: location, body)
+    }
+
     /// The first column of the first row of a query on this test database, as text.
     func textValue(_ sql: String) async throws -> String? {
         try await Self.withConnection(to: location) { connection in
