@@ -33,8 +33,8 @@ struct StatusCommand: AsyncParsableCommand {
             var snapshot = try await opened.store.dashboardSnapshot(at: Date(), recentEvents: events)
             // The freshness in force is the description's, read with the gate's rule from the ledger.
             if try api.chosen() != nil {
-                snapshot.freshness = await FreshnessReading.fromLedger(opened.store, configuration: try api.configuration(),
-                                                                       logger: logger)()
+                let reading = try FreshnessReading.fromLedger(opened.store, configuration: try api.configuration(), logger: logger)
+                snapshot.freshness = await reading()
             }
             return snapshot
         }
