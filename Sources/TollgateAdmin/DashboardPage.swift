@@ -104,6 +104,24 @@ enum DashboardPage {
             html += "<tr><td>\(HTMLText.escape(PacificDay.localTimeDescription(of: event.at)))</td><td>\(HTMLText.escape(event.kind))</td><td>\(HTMLText.escape(event.endpoint))</td><td class=\"num\">\(event.units)</td></tr>"
         }
         html += "</table></div></div>"
+        html += freshnessCard(dashboard.freshness ?? [])
+        return html
+    }
+
+    /// The freshness in force per endpoint and why; nothing when no `fresh_for` is chosen (the
+    /// cache is then RFC 9111 alone).
+    static func freshnessCard(_ rows: [FreshnessInForce]) -> String {
+        guard !rows.isEmpty else { return "" }
+        var html = #"<div class="grid"><div class="card" id="freshness"><h2>Freshness in force (fresh_for)</h2><table><tr><th>endpoint</th><th>bucket</th><th class="num">fresh for</th><th>chosen</th><th>why</th><th>decided</th></tr>"#
+        for row in rows {
+            let decided = switch row.decidedBy {
+            case .description: "by the description"
+            case .gate: "by this gate" + (row.decidedAt.map { " at " + PacificDay.localTimeDescription(of: $0) } ?? "")
+            case .ledger: "from the ledger now"
+            }
+            html += "<tr><td>\(HTMLText.escape(row.endpoint == "*" ? "every other endpoint" : row.endpoint))</td><td>\(HTMLText.escape(row.bucket))</td><td class=\"num\">\(duration(row.lifetimeSeconds))</td><td>\(HTMLText.escape(row.chosen))</td><td class=\"\(row.reason == .fixed || row.reason == .budgetLasts ? "closed" : "half_open")\">\(HTMLText.escape(row.why))</td><td>\(HTMLText.escape(decided))</td></tr>"
+        }
+        html += "</table></div></div>"
         return html
     }
 

@@ -17,6 +17,9 @@ public struct OperatorsSnapshotReader: Sendable {
     public var maximumTransitions = 500
     /// How many endpoints the "top endpoints" chart lists.
     public var topEndpointCount = 10
+    /// The freshness in force per endpoint, from whoever knows the API's configuration (the proxy's
+    /// gate, or the ledger under a description given with `--api`); nil shows none.
+    public var freshness: (@Sendable () async -> [FreshnessInForce])?
 
     /// Creates a reader.
     /// - Parameters:
@@ -32,7 +35,8 @@ public struct OperatorsSnapshotReader: Sendable {
     /// - Returns: The snapshot and the forecasts.
     /// - Throws: The store's error.
     public func readForMetrics() async throws -> (DashboardSnapshot, [OperatorsSnapshot.Forecast]) {
-        let snapshot = try await storage.dashboardSnapshot(at: clock.now(), recentEvents: 0)
+        var snapshot = try await storage.dashboardSnapshot(at: clock.now(), recentEvents: 0)
+        snapshot.freshness = await freshness?()
         return (snapshot, try await forecasts(for: snapshot))
     }
 
@@ -40,7 +44,8 @@ public struct OperatorsSnapshotReader: Sendable {
     /// - Returns: The snapshot.
     /// - Throws: The store's error.
     public func read() async throws -> OperatorsSnapshot {
-        let snapshot = try await storage.dashboardSnapshot(at: clock.now(), recentEvents: 8)
+        var snapshot = try await storage.dashboardSnapshot(at: clock.now(), recentEvents: 8)
+        snapshot.freshness = await freshness?()
         let takenAt = snapshot.takenAt
         let day = PacificDay(key: snapshot.pacificDate) ?? PacificDay(containing: takenAt)
         let forecasts = try await forecasts(for: snapshot)
@@ -89,7 +94,8 @@ public struct OperatorsSnapshotReader: Sendable {
     }
 
     /// A bucket's cumulative units: 0 at midnight, a point at the end of each step that saw a
-    /// charge, and the bucket's usage now.
+    /// charge, and the bucket's usage now. Time only moves forward along it: a step stamped after
+    /// `now` (a writer whose clock runs ahead) is drawn where it was stamped, never back at now.
     static func burnSeries(
         _ bucket: DashboardSnapshot.Bucket, steps: [QuotaTimelineStep], stepSeconds: Int, dayStart: Date, now: Date
     ) -> OperatorsSnapshot.BurnSeries {
@@ -103,7 +109,9 @@ public struct OperatorsSnapshotReader: Sendable {
                 points.append(.init(secondsSinceMidnight: start, cumulativeUnits: total))
             }
             total += step.units
-            points.append(.init(secondsSinceMidnight: min(elapsed, start + Double(stepSeconds)), cumulativeUnits: total))
+            // The step in progress ends now; one stamped later ends where it ends.
+            let end = start + Double(stepSeconds)
+            points.append(.init(secondsSinceMidnight: start <= elapsed ? min(elapsed, end) : end, cumulativeUnits: total))
         }
         if let last = points.last, last.secondsSinceMidnight < elapsed {
             points.append(.init(secondsSinceMidnight: elapsed, cumulativeUnits: bucket.used))

@@ -85,6 +85,75 @@ struct MetricsExpositionTests {
         }
     }
 
+    @Test("the freshness in force per endpoint and why, as the proxy's gate serves by it: /metrics, /api/snapshot and the page")
+    func freshnessInForce() async throws {
+        let origin = try etagOrigin()
+        defer { origin.stop() }
+        var configuration = GateConfiguration.youTubeDataAPIv3
+        configuration.endpointFreshFor["videos.list"] = ChosenFreshness(minimum: .seconds(60), maximum: .seconds(3600),
+                                                                        followsBudget: true)
+        configuration.freshFor = ChosenFreshness(.seconds(300))
+        try await ProxyWithAdmin.with(upstream: URL(string: origin.baseURL)!, configuration: configuration) { harness in
+            #expect(try await harness.get("/youtube/v3/videos?id=1").status == 200)
+            let again = try await harness.get("/youtube/v3/videos?id=1")
+            #expect(again.headers["x-tollgate-source"] == "fresh")
+            try await harness.gate.flush()
+            let served = await harness.gate.freshnessInForce(try #require(configuration.endpointFreshFor["videos.list"]),
+                                                             endpoint: "videos.list")
+            #expect(served.reason == .budgetLasts && served.lifetime == .seconds(60))
+
+            let families = try PrometheusTextParser.parse(String(decoding: try await harness.admin("/metrics").body, as: UTF8.self))
+            #expect(families.family("tollgate_freshness_seconds")?.type == "gauge")
+            #expect(families.value("tollgate_freshness_seconds",
+                                   ["endpoint": "videos.list", "bucket": "youtube", "reason": "budget_lasts"]) == 60)
+            #expect(families.value("tollgate_freshness_seconds", ["endpoint": "*", "bucket": "youtube", "reason": "fixed"]) == 300)
+            #expect(families.family("tollgate_freshness_seconds")?.samples.count == 2)
+
+            let json = try await harness.admin("/api/snapshot")
+            let decoder = JSONDecoder()
+            decoder.keyDecodingStrategy = .convertFromSnakeCase
+            decoder.dateDecodingStrategy = .iso8601
+            let snapshot = try decoder.decode(OperatorsSnapshot.self, from: json.body)
+            let rows = try #require(snapshot.dashboard.freshness)
+            #expect(rows.map(\.endpoint) == ["*", "videos.list"])
+            #expect(rows.last?.decidedBy == .gate)
+            // The JSON's dates are whole seconds.
+            #expect(rows.last?.decidedAt.map { abs($0.timeIntervalSince(served.decidedAt)) < 1 } == true)
+            #expect(rows.last?.why == "follows youtube: the budget lasts at this rate")
+
+            let page = String(decoding: try await harness.admin("/").body, as: UTF8.self)
+            #expect(page.contains("Freshness in force (fresh_for)"))
+            #expect(page.contains("<td>videos.list</td><td>youtube</td><td class=\"num\">1m 0s</td><td>{min: 60s, max: 3600s, follow_budget: true}</td>"),
+                    "\(page)")
+            #expect(page.contains("follows youtube: the budget lasts at this rate"))
+        }
+
+        // Nothing chosen: no freshness family, no card.
+        try await ProxyWithAdmin.with(upstream: URL(string: origin.baseURL)!) { harness in
+            let families = try PrometheusTextParser.parse(String(decoding: try await harness.admin("/metrics").body, as: UTF8.self))
+            #expect(families.family("tollgate_freshness_seconds") == nil)
+            #expect(!String(decoding: try await harness.admin("/").body, as: UTF8.self).contains("Freshness in force"))
+        }
+    }
+
+    @Test("a charge stamped after the reader's now (a writer whose clock runs ahead) is drawn where it was stamped, never back at now")
+    func burnMovesForward() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("ahead.sqlite"), logger: quiet)
+        let day = PacificDay(key: "2026-11-20")!
+        let writer = ManualClock(now: day.start.addingTimeInterval(11 * 3600))
+        let ledger = try QuotaLedger(storage: store, configuration: GateConfiguration.youTubeDataAPIv3.quota, clock: writer, logger: quiet)
+        for _ in 0..<100 { try await ledger.reserve(endpoint: "search.list") }
+        let reader = OperatorsSnapshotReader(storage: store, clock: ManualClock(now: day.start.addingTimeInterval(10 * 3600)))
+        let snapshot = try await reader.read()
+        let search = try #require(snapshot.burn.first { $0.bucket == "youtube.search" })
+        let seconds = search.points.map(\.secondsSinceMidnight)
+        #expect(seconds == seconds.sorted(), "time only moves forward: \(search.points)")
+        #expect(search.points.map(\.cumulativeUnits) == search.points.map(\.cumulativeUnits).sorted(), "units never fall")
+        #expect(search.points.last?.cumulativeUnits == 100)
+        #expect(search.points.last.map { $0.secondsSinceMidnight > 11 * 3600 } == true, "\(search.points)")
+    }
+
     @Test("a token guards every path; a non-loopback address without one is refused before it binds")
     func token() async throws {
         let origin = try etagOrigin()

@@ -93,4 +93,56 @@ struct GetAndDemoCommandTests {
         #expect(again.status != 0)
         #expect(again.stderr.contains("--replace"))
     }
+
+    @Test("demo: freshness that follows the budget stretches on a tight day, and the file opened in dashboard --web draws what happened, in Chromium")
+    func demoInTheWebDashboard() async throws {
+        guard CommandRunner.isInstalled("curl") else { Issue.record("curl is not installed: .ci/run installs it"); return }
+        try #require(HeadlessChromium.executable != nil, "chromium is not installed: .ci/run installs it")
+        let directory = try TemporaryDirectory()
+        let path = directory.path("demo.sqlite")
+        let result = try CommandRunner.tollgate("demo", "--db", path)
+        let finished = Date()
+        #expect(result.status == 0, "\(result.stderr)")
+        // The follow_budget chapter: asked every minute at first, then stretched, and the units lasted.
+        let chapter = try #require(result.stdout.components(separatedBy: "2c. Every minute for half an hour").dropFirst().first,
+                                   "\(result.stdout)")
+        #expect(chapter.contains("600 requests → "), "\(chapter.prefix(600))")
+        let moral = try #require(chapter.components(separatedBy: "\n").first { $0.contains("the freshness in force") })
+        #expect(moral.contains(" (stretched)") || moral.contains(" (at maximum)"), "\(moral)")
+        #expect(moral.contains("of the 1,000 units were left"), "\(moral)")
+        let sent = try #require(chapter.components(separatedBy: " reached the API").first?.components(separatedBy: "→ ").last
+            .flatMap { Int($0) }, "\(chapter.prefix(300))")
+        #expect(sent < 600, "some answers were served without asking")
+        // Chapter 2's "without the gate" is what Google counts: every request, a 304 too.
+        #expect(result.stdout.contains("100 requests → 100 reached the API · 100 units charged (100 units without the gate)"))
+
+        let early = result.stdout.contains("It is early in the Pacific day")
+        try await AdminListenerCommandTests.running(["dashboard", "--web", "127.0.0.1:0", "--db", path]) { command in
+            let base = try AdminListenerCommandTests.adminURL(command.firstLine())
+            let dom = try await offPool { try HeadlessChromium.dumpDOM(URL(string: "\(base)/")!) }
+            let snapshot = try #require(try JSONSerialization.jsonObject(
+                with: Data(try await offPool { try CurlResponse.fetch("\(base)/api/snapshot") }.body.utf8)) as? [String: Any])
+            let dayStart = try #require((snapshot["day_start"] as? String).flatMap { ISO8601DateFormatter().date(from: $0) })
+            for bucket in ["youtube", "youtube.search"] {
+                let chart = try #require(dom.range(of: #"<svg class="chart burn"[^>]*data-bucket="\#(bucket)""#, options: .regularExpression)
+                    .map { String(dom[$0.lowerBound...]) }, "no chart for \(bucket)")
+                let used = try #require(chart.firstMatch(of: /data-used="(\d+)"/).map { Int($0.1)! })
+                let data = try #require(chart.firstMatch(of: /class="used" data-points="([^"]*)"/).map { String($0.1) })
+                let points = data.split(separator: " ").map { pair in
+                    let parts = pair.split(separator: ":")
+                    return (seconds: Double(parts[0]) ?? -1, units: Int(parts[1]) ?? -1)
+                }
+                #expect(points.map(\.seconds) == points.map(\.seconds).sorted(), "\(bucket): time goes forward: \(data)")
+                #expect(points.map(\.units) == points.map(\.units).sorted(), "\(bucket): units never fall: \(data)")
+                #expect(points.last?.units == used && used > 0, "\(bucket): \(data)")
+                if !early {
+                    // Everything happened before the page was drawn: nothing lies in the future.
+                    let now = finished.timeIntervalSince(dayStart) + 60
+                    #expect(points.allSatisfy { $0.seconds <= now }, "\(bucket): \(data), now \(now)")
+                }
+            }
+            #expect(dom.contains(#"data-bucket="youtube.search""#) && dom.contains(#"data-used="100""#))
+            AdminListenerCommandTests.expectCleanInterrupt(command)
+        }
+    }
 }

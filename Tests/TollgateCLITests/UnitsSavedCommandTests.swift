@@ -96,6 +96,53 @@ struct UnitsSavedCommandTests {
                 "\(budget.stdout)\(budget.stderr)")
     }
 
+    @Test("the freshness in force per endpoint and why: proxy --admin's /metrics and page, status and dashboard --web with --api")
+    func freshnessShown() async throws {
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
+        let directory = try TemporaryDirectory()
+        let file = directory.path("youtube-budget.yaml")
+        let text = try Self.youTubeDescription
+        try #require(text.contains("  videos.list: {cost: 1, batch: "), "the shipped line this test edits has changed")
+        try text.replacingOccurrences(of: "  videos.list: {cost: 1, batch: ",
+                                      with: "  videos.list: {cost: 1, fresh_for: {min: 1m, max: 1h, follow_budget: true}, batch: ")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let youtube = try await FakeYouTubeAPI.start()
+        defer { Task { await youtube.stop() } }
+        let database = directory.path("budget.sqlite")
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", youtube.baseURL.absoluteString, "--db", database,
+                                                         "--api", file, "--admin", "127.0.0.1:0"])
+        let admin = try AdminListenerCommandTests.adminURL(proxy.firstLine())
+        let url = "\(base)/youtube/v3/videos?id=v1&part=snippet"
+        #expect(try await offPool { try CurlResponse.fetch(url) }.headers["x-tollgate-source"] == "network")
+        #expect(try await offPool { try CurlResponse.fetch(url) }.headers["x-tollgate-source"] == "fresh")
+        let metrics = try PrometheusTextParser.parse(try await offPool { try CurlResponse.fetch("\(admin)/metrics") }.body)
+        #expect(metrics.value("tollgate_freshness_seconds", ["endpoint": "videos.list", "bucket": "youtube", "reason": "budget_lasts"])
+            == 60, "\(metrics.family("tollgate_freshness_seconds").map { "\($0)" } ?? "no freshness family")")
+        let page = try await offPool { try CurlResponse.fetch("\(admin)/") }.body
+        #expect(page.contains("Freshness in force (fresh_for)") && page.contains("by this gate at "), "\(page.suffix(3000))")
+        #expect(proxy.interrupt().status == 0)
+
+        let status = try CommandRunner.tollgate("status", "--db", database, "--api", file)
+        #expect(status.stdout.contains("videos.list: fresh for 60 s · fresh_for {min: 60s, max: 3600s, follow_budget: true} · "
+            + "follows youtube: the budget lasts at this rate (decided from the ledger now)"), "\(status.stdout)\(status.stderr)")
+        let json = try CommandRunner.tollgate("status", "--json", "--db", database, "--api", file)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let rows = try #require(object["freshness"] as? [[String: Any]], "\(json.stdout)")
+        #expect(rows.first?["endpoint"] as? String == "videos.list")
+        #expect(rows.first?["reason"] as? String == "budget_lasts")
+        #expect(rows.first?["decided_by"] as? String == "ledger")
+        #expect((rows.first?["lifetime_seconds"] as? NSNumber)?.doubleValue == 60)
+        let plain = try CommandRunner.tollgate("status", "--json", "--db", database)
+        #expect(!plain.stdout.contains("freshness"), "without --api nothing is known of the freshness")
+
+        try await AdminListenerCommandTests.running(["dashboard", "--web", "127.0.0.1:0", "--db", database, "--api", file]) { command in
+            let web = try AdminListenerCommandTests.adminURL(command.firstLine())
+            let page = try await offPool { try CurlResponse.fetch("\(web)/") }.body
+            #expect(page.contains("Freshness in force (fresh_for)") && page.contains("from the ledger now"))
+            AdminListenerCommandTests.expectCleanInterrupt(command)
+        }
+    }
+
     @Test("api check reads the deprecated refund_not_modified and says what to write instead")
     func deprecatedKey() throws {
         let directory = try TemporaryDirectory()

@@ -28,7 +28,8 @@ extension Gate {
     }
 
     /// The lifetime that follows the budget for `endpoint`: the last decision while it stands,
-    /// else a new one from the bucket's spending over the last ``BudgetFreshness/interval``.
+    /// else a new one from the bucket's spending over the last ``BudgetFreshness/interval``, by
+    /// ``BudgetFreshness/inForce(_:last:spending:now:)``, the rule every surface shows.
     /// - Parameters:
     ///   - chosen: The endpoint's bounds.
     ///   - endpoint: The endpoint.
@@ -38,15 +39,8 @@ extension Gate {
         let last = budgetFreshness.withLock { $0[endpoint] }
         if let last, !last.isDue(at: now) { return last }
         let bucket = quota.price(of: endpoint).bucket
-        guard let forecast = try? await quota.forecast(over: BudgetFreshness.interval).first(where: { $0.bucket == bucket })
-        else {
-            // The ledger cannot be read: keep what was decided, else the longest lifetime allowed.
-            return last ?? BudgetFreshness.Decision(lifetime: chosen.maximum, decidedAt: now, reason: .atMaximum)
-        }
-        let decision = BudgetFreshness.decide(
-            chosen, inForce: last?.lifetime ?? chosen.minimum, unitsPerHour: forecast.unitsPerHour,
-            remaining: forecast.remaining, now: now, resetsAt: forecast.resetsAt
-        )
+        let spending = await quota.budgetSpending(of: bucket)
+        let decision = BudgetFreshness.inForce(chosen, last: last, spending: spending, now: now)
         budgetFreshness.withLock { decisions in
             // One entry per endpoint name, and endpoint names are capped per name template.
             decisions[endpoint] = decision
@@ -55,11 +49,22 @@ extension Gate {
             // An operator hears when the freshness starts or stops stretching; each step is a debug line.
             let level: Logger.Level = (decision.reason == .budgetLasts) != (last.map { $0.reason == .budgetLasts } ?? true)
                 ? .info : .debug
-            logger.log(level: level, "Freshness of \(endpoint) is now \(Self.describe(decision.lifetime)): \(decision.reason.rawValue)", metadata: [
-                "gate.endpoint": "\(endpoint)", "quota.bucket": "\(bucket)", "quota.remaining": "\(forecast.remaining)",
-                "quota.units_per_hour": "\(forecast.unitsPerHour)",
+            logger.log(level: level, "Freshness of \(endpoint) is now \(Self.describe(decision.lifetime)): \(decision.reason)", metadata: [
+                "gate.endpoint": "\(endpoint)", "quota.bucket": "\(bucket)",
+                "quota.remaining": "\(spending.map { "\($0.remaining)" } ?? "unknown")",
+                "quota.units_per_hour": "\(spending.map { "\($0.unitsPerHour)" } ?? "unknown")",
             ])
         }
         return decision
+    }
+
+    /// The freshness in force for every endpoint this gate has a `fresh_for` for, and why: what the
+    /// gate serves by now (its own decisions where it made them), as the proxy's `/metrics` and
+    /// web dashboard show it. Reading it decides nothing: the gate's decisions stay as they were.
+    /// - Returns: The rows; none when nothing is chosen.
+    public func freshnessInForce() async -> [FreshnessInForce] {
+        let decisions = budgetFreshness.withLock { $0 }
+        return await quota.freshnessInForce(endpoints: configuration.endpointFreshFor, defaults: configuration.freshFor,
+                                            decisions: decisions)
     }
 }

@@ -20,7 +20,7 @@ public final class QuotaLedger: Sendable {
     /// The cost table in force.
     public let configuration: QuotaConfiguration
     private let storage: any QuotaStorage
-    private let clock: any TollgateClock
+    let clock: any TollgateClock
     private let logger: Logger
     private let unknownEndpointsLogged = Mutex<Set<String>>([])
     /// The latest reading of each bucket by this process's reservations (see ``latestReading(of:)``).

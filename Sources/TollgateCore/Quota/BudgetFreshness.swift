@@ -19,16 +19,54 @@ public enum BudgetFreshness {
     /// The share of what is left that the rest of the window is planned to spend: 90 %.
     public static let margin = 0.9
 
-    /// Why a lifetime is in force.
-    public enum Reason: String, Sendable, Hashable {
+    /// Why a lifetime is in force. The raw value is the short code `/metrics` labels it with; the
+    /// description says it in words.
+    public enum Reason: String, Sendable, Hashable, Codable, CustomStringConvertible {
+        /// The lifetime does not follow the budget: it is what `fresh_for` says.
+        case fixed
         /// At the current rate the bucket lasts until its reset: the chosen minimum.
-        case budgetLasts = "the budget lasts at this rate"
+        case budgetLasts = "budget_lasts"
         /// At the current rate the bucket would run out before its reset: stretched.
-        case stretched = "stretched: the budget would run out before the reset at this rate"
+        case stretched
         /// Stretched as far as allowed, and the bucket would still run out.
-        case atMaximum = "at its maximum: the budget would run out before the reset even so"
+        case atMaximum = "at_maximum"
         /// Nothing is left in the window.
-        case spent = "the bucket is spent until its reset"
+        case spent
+        /// The ledger could not be read: the last decision stands, else the longest lifetime allowed.
+        case ledgerUnreadable = "ledger_unreadable"
+
+        /// The reason in words.
+        public var description: String {
+            switch self {
+            case .fixed: "fixed"
+            case .budgetLasts: "the budget lasts at this rate"
+            case .stretched: "stretched: the budget would run out before the reset at this rate"
+            case .atMaximum: "at its maximum: the budget would run out before the reset even so"
+            case .spent: "the bucket is spent until its reset"
+            case .ledgerUnreadable: "the ledger could not be read: the longest lifetime allowed"
+            }
+        }
+    }
+
+    /// What the rule reads of a bucket: how fast it is spent and what is left until when.
+    public struct Spending: Sendable, Hashable {
+        /// The bucket's net spending rate, measured over the last ``BudgetFreshness/interval``.
+        public var unitsPerHour: Double
+        /// The units left in the bucket's window.
+        public var remaining: Int
+        /// When the bucket's window resets.
+        public var resetsAt: Date
+
+        /// Creates a reading.
+        /// - Parameters:
+        ///   - unitsPerHour: The net spending rate over the last interval.
+        ///   - remaining: The units left in the window.
+        ///   - resetsAt: When the window resets.
+        public init(unitsPerHour: Double, remaining: Int, resetsAt: Date) {
+            self.unitsPerHour = unitsPerHour
+            self.remaining = remaining
+            self.resetsAt = resetsAt
+        }
     }
 
     /// A lifetime decided, when, and why.
@@ -60,6 +98,30 @@ public enum BudgetFreshness {
         }
     }
 
+    /// The lifetime in force for chosen bounds: the one rule the gate serves by and every surface
+    /// (`quota show`, `status`, the web dashboard, `/metrics`) shows. A fixed lifetime is itself; one
+    /// that follows the budget keeps the `last` decision while it stands, and is decided again
+    /// (``decide(_:inForce:unitsPerHour:remaining:now:resetsAt:)``, from the last lifetime, else
+    /// the minimum) once it is due.
+    /// - Parameters:
+    ///   - freshness: The chosen bounds.
+    ///   - last: The decision in force until now, if one was made (a gate keeps its own).
+    ///   - spending: The bucket's spending, or nil when the ledger could not be read.
+    ///   - now: The time.
+    /// - Returns: The decision in force at `now`.
+    public static func inForce(_ freshness: ChosenFreshness, last: Decision?, spending: Spending?, now: Date) -> Decision {
+        guard freshness.followsBudget, freshness.maximum > freshness.minimum else {
+            return Decision(lifetime: freshness.minimum, decidedAt: now, reason: .fixed)
+        }
+        if let last, !last.isDue(at: now) { return last }
+        guard let spending else {
+            // Without the ledger the rate is unknown: keep what was decided, else spend as little as allowed.
+            return last ?? Decision(lifetime: freshness.maximum, decidedAt: now, reason: .ledgerUnreadable)
+        }
+        return decide(freshness, inForce: last?.lifetime ?? freshness.minimum, unitsPerHour: spending.unitsPerHour,
+                      remaining: spending.remaining, now: now, resetsAt: spending.resetsAt)
+    }
+
     /// The lifetime to put in force.
     /// - Parameters:
     ///   - freshness: The chosen bounds.
@@ -75,7 +137,7 @@ public enum BudgetFreshness {
     ) -> Decision {
         let minimum = freshness.minimum, maximum = freshness.maximum
         guard freshness.followsBudget, maximum > minimum else {
-            return Decision(lifetime: minimum, decidedAt: now, reason: .budgetLasts)
+            return Decision(lifetime: minimum, decidedAt: now, reason: .fixed)
         }
         guard remaining > 0 else { return Decision(lifetime: maximum, decidedAt: now, reason: .spent) }
         let hoursLeft = max(resetsAt.timeIntervalSince(now), 0) / 3600

@@ -259,6 +259,10 @@ public struct DashboardSnapshot: Sendable, Hashable, Codable {
     public var recentLedgerEvents: [LedgerEvent]
     /// The latest circuit transitions, newest first.
     public var recentCircuitTransitions: [CircuitTransition]
+    /// The freshness in force per endpoint with a chosen `fresh_for`, and why. Not in the store:
+    /// whoever knows the API's configuration adds it (a gate, or a command given `--api`), so nil
+    /// (and absent from the JSON) when nothing is known, empty when nothing is chosen.
+    public var freshness: [FreshnessInForce]? = nil
 
     /// Creates a value. Public so that a store in another module (the PostgreSQL store) can build snapshots.
     /// - Parameters:

@@ -1,4 +1,5 @@
 import Foundation
+import TollgateCore
 
 /// The quota machine's writes (``QuotaWrite``) in SQLite's SQL: the only place the ledger's tables
 /// change after a decision, and nothing here decides.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Tollgate
 import TollgateCore
 import TollgateSQLite
 #if canImport(Glibc)
@@ -34,8 +35,11 @@ struct DashboardCommand: AsyncParsableCommand {
 
     @OptionGroup var adminToken: AdminTokenOption
 
+    @OptionGroup(title: "Freshness (shown when a description is given)") var api: APIOptions
+
     func validate() throws {
         if let web { try adminToken.validate(address: web, option: "--web") }
+        _ = try api.chosen()
         guard interval >= 0.1, interval <= 3600 else {
             throw ValidationError("--interval must be between 0.1 and 3600 seconds.")
         }
@@ -43,26 +47,37 @@ struct DashboardCommand: AsyncParsableCommand {
 
     func run() async throws {
         if let web {
-            try await AdminListener.serveAlone(web, token: adminToken.resolved(), database: database, logging: logging)
+            try await AdminListener.serveAlone(web, token: adminToken.resolved(), database: database,
+                                               api: try api.chosen().map { _ in try api.configuration() }, logging: logging)
             return
         }
-        let opened = try await database.open(access: .readOnly, logger: logging.bootstrap())
+        let logger = logging.bootstrap()
+        let opened = try await database.open(access: .readOnly, logger: logger)
         let interactive = TerminalSession.isInteractive && !once
         var renderer = DashboardRenderer(colours: interactive, databasePath: opened.name)
         try await opened.closing {
+            let freshness = try api.chosen().map { _ in
+                try FreshnessReading.fromLedger(opened.store, configuration: try api.configuration(), logger: logger)
+            }
             if interactive {
-                try await runInteractive(opened, renderer: &renderer)
+                try await runInteractive(opened, freshness: freshness, renderer: &renderer)
             } else {
-                print(renderer.render(try await Self.snapshot(of: opened.store)).joined(separator: "\n"))
+                print(renderer.render(try await Self.snapshot(of: opened.store, freshness: freshness)).joined(separator: "\n"))
             }
         }
     }
 
-    private static func snapshot(of store: any CommandStorage) async throws -> DashboardSnapshot {
-        try await store.dashboardSnapshot(at: Date(), recentEvents: DashboardRenderer.recentEvents)
+    private static func snapshot(
+        of store: any CommandStorage, freshness: (@Sendable () async -> [FreshnessInForce])?
+    ) async throws -> DashboardSnapshot {
+        var snapshot = try await store.dashboardSnapshot(at: Date(), recentEvents: DashboardRenderer.recentEvents)
+        snapshot.freshness = await freshness?()
+        return snapshot
     }
 
-    private func runInteractive(_ database: OpenedDatabase, renderer: inout DashboardRenderer) async throws {
+    private func runInteractive(
+        _ database: OpenedDatabase, freshness: (@Sendable () async -> [FreshnessInForce])?, renderer: inout DashboardRenderer
+    ) async throws {
         let store = database.store
         // A circuit that changes anywhere in a fleet is drawn at once; the interval's poll is the fallback.
         let changes = ChangeSignal()
@@ -90,7 +105,7 @@ struct DashboardCommand: AsyncParsableCommand {
             let size = TerminalSession.size
             renderer.width = size.width
             renderer.height = size.height
-            terminal.draw(renderer.render(try await Self.snapshot(of: store)))
+            terminal.draw(renderer.render(try await Self.snapshot(of: store, freshness: freshness)))
             let deadline = Date().addingTimeInterval(interval)
             while Date() < deadline, !changes.take() {
                 if stopped.wait(timeout: .now()) == .success { return }

@@ -44,11 +44,10 @@ struct DemoCommand: AsyncParsableCommand {
         let quiet = logging.bootstrap()
         let api = try await FakeYouTubeAPI.start(logger: quiet)
         defer { Task { await api.stop() } }
-        // Nine in the morning, Pacific time: the whole story happens on one quota day.
-        let morning = PacificDay(containing: Date()).start.addingTimeInterval(9 * 3600)
-        let clock = SimulatedClock(base: ManualClock(now: morning))
+        let now = Date()
+        let clock = SimulatedClock(base: ManualClock(now: DemoStory.start(endingBy: now)))
         var story = try DemoStory(api: api, clock: clock, path: path, logger: quiet)
-        try await story.tell()
+        try await story.tell(realNow: now)
         await api.stop()
     }
 }
@@ -88,6 +87,22 @@ struct DemoStory {
         self.gate = try Self.makeGate(path: path, clock: clock, logger: logger)
     }
 
+    /// How much simulated time the story takes, with room to spare (it takes 2 h 45 min: five-minute
+    /// refreshes, half an hour of one-minute ones, the hour a rate-limited circuit stays open,
+    /// throttle waits).
+    static let span: TimeInterval = 3.25 * 3600
+
+    /// When the story starts so that it ends by `now` on today's Pacific day: its events then lie in
+    /// the past, and `tollgate dashboard --web` opened on the file right after draws them where they
+    /// happened. Early in the Pacific day, when the story does not fit before now, it starts at
+    /// midnight (and says so).
+    /// - Parameter now: The wall clock's time.
+    /// - Returns: The simulated clock's start.
+    static func start(endingBy now: Date) -> Date {
+        let midnight = PacificDay(containing: now).start
+        return max(midnight, now.addingTimeInterval(-span))
+    }
+
     static func makeGate(
         path: String, clock: SimulatedClock, logger: Logger, freshFor: ChosenFreshness? = nil
     ) throws -> Gate {
@@ -101,9 +116,10 @@ struct DemoStory {
                         configuration: configuration, clock: clock, logger: logger)
     }
 
-    mutating func tell() async throws {
+    mutating func tell(realNow: Date) async throws {
         print("Tollgate demo — fake YouTube Data API v3 at \(api.baseURL), database \(path)")
-        print("Simulated time starts at \(PacificDay.localTimeDescription(of: clock.now())).\n")
+        print("Simulated time starts at \(PacificDay.localTimeDescription(of: clock.now())), so the story ends before now "
+            + "on today's quota day.\n")
 
         try await chapter("1. First fetch of a channel's videos") { story, result in
             try await story.fetch("channels", ["id": "UCdemo", "part": "contentDetails"], "channels.list", into: &result)
@@ -133,6 +149,35 @@ struct DemoStory {
             story.gate = try Self.makeGate(path: story.path, clock: story.clock, logger: story.logger)
             return "every other refresh was answered without asking (fresh, with its Age): those units were saved; "
                 + "a video changed meanwhile is seen up to 10 minutes late, the app's choice"
+        }
+        try await chapter("2c. Every minute for half an hour with 1,000 units left, fresh_for: {min: 1m, max: 1h, follow_budget: true}") { story, result in
+            // A busier app on a tighter day: at 1 minute, 20 units a minute would spend the 1,000
+            // units in under an hour. The freshness follows the budget instead of a fixed guess.
+            let bucket = story.gate.quota.price(of: "videos.list").bucket
+            let used = try await story.gate.quota.status(bucket: bucket).unitsUsed
+            _ = try await story.gate.quota.setLimit(bucket: bucket, limit: used + 1_000)
+            let following = ChosenFreshness(minimum: .seconds(60), maximum: .seconds(3600), followsBudget: true)
+            story.gate = try Self.makeGate(path: story.path, clock: story.clock, logger: story.logger, freshFor: following)
+            var lifetimes: [(at: Date, seconds: Int64, reason: BudgetFreshness.Reason)] = []
+            for minute in 1...30 {
+                if minute % 5 == 0 {
+                    story.api.modify(path: "/youtube/v3/videos", query: "id=video\(minute / 5 + 10)&part=snippet,statistics")
+                }
+                try await story.refreshVideos(after: .seconds(60), into: &result)
+                let decision = await story.gate.freshnessInForce(following, endpoint: "videos.list")
+                if lifetimes.last?.seconds != decision.lifetime.components.seconds {
+                    lifetimes.append((story.clock.now(), decision.lifetime.components.seconds, decision.reason))
+                }
+            }
+            try await story.gate.flush()
+            let left = try await story.gate.quota.status(bucket: bucket).remaining
+            _ = try await story.gate.quota.setLimit(bucket: bucket, limit: nil)
+            story.gate = try Self.makeGate(path: story.path, clock: story.clock, logger: story.logger)
+            let chosen = lifetimes.map {
+                "\(Self.time($0.at)) \(Self.duration(TimeInterval($0.seconds))) (\($0.reason.rawValue.replacingOccurrences(of: "_", with: " ")))"
+            }.joined(separator: ", ")
+            return "the freshness in force, decided every 10 minutes from the last 10 minutes' spending: \(chosen); "
+                + "\(left) of the 1,000 units were left, where asking every minute would have spent 600"
         }
         try await chapter("3. A 429 storm") { story, result in
             story.api.updateBehaviour { $0.rateLimitStorm = .init() }
@@ -182,14 +227,21 @@ struct DemoStory {
         }
         try await gate.flush()
         printSummary()
+        if clock.now() > realNow {
+            print("\nIt is early in the Pacific day: the story, which began at midnight, runs "
+                + "\(Self.duration(clock.now().timeIntervalSince(realNow))) past now.")
+        } else {
+            print("\nSimulated time ended at \(PacificDay.localTimeDescription(of: clock.now())), before now: "
+                + "tollgate dashboard --web 127.0.0.1:9464 --db \(path) draws the story where it happened.")
+        }
     }
 
     // MARK: Requests
 
-    /// Refreshes every video, five minutes after the previous refresh (so the 30-a-minute throttle
-    /// window has emptied, as it would for an app that refreshes every few minutes).
-    private mutating func refreshVideos(into result: inout ChapterResult) async throws {
-        clock.base.advance(by: .seconds(300))
+    /// Refreshes every video, five minutes after the previous refresh unless told otherwise (so
+    /// the 30-a-minute throttle window has emptied, as it would for an app that refreshes every few minutes).
+    private mutating func refreshVideos(after interval: Duration = .seconds(300), into result: inout ChapterResult) async throws {
+        clock.base.advance(by: interval)
         for id in videoIDs {
             try await fetch("videos", ["id": id, "part": "snippet,statistics"], "videos.list", into: &result)
         }
@@ -262,6 +314,11 @@ struct DemoStory {
         print("   sqlite3 -header -column \(path) 'SELECT * FROM cache_stats'")
         print("   sqlite3 -header -column \(path) 'SELECT endpoint, from_state, to_state, reason FROM circuit_transitions'")
         print("   swift run tollgate status --db \(path)")
+    }
+
+    /// `10:42` (Pacific), from `2026-11-27 10:42 PST`.
+    private static func time(_ date: Date) -> String {
+        String(PacificDay.localTimeDescription(of: date).split(separator: " ").dropFirst().first ?? "")
     }
 
     private static func units(_ count: Int) -> String {

@@ -145,7 +145,7 @@ struct ProxyCommand: AsyncParsableCommand {
                 do {
                     adminServer = try await AdminListener.start(
                         admin, token: adminToken.resolved(), database: opened, process: processMetrics,
-                        stopsOnSignals: false, logger: logger
+                        freshness: { await gate.freshnessInForce() }, stopsOnSignals: false, logger: logger
                     )
                 } catch {
                     // The proxy does not run without the listener it was asked for.

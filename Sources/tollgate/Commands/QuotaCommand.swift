@@ -263,26 +263,12 @@ struct QuotaReport: Codable {
         return report
     }
 
-    /// The freshness each endpoint's chosen `fresh_for` gives now: a fixed lifetime as it is; one
-    /// that follows the budget as ``BudgetFreshness`` decides it from the bucket's spending over its
-    /// last interval (from the minimum: a gate keeps the lifetime it stretched to in its own memory).
+    /// The freshness each endpoint's chosen `fresh_for` gives now, by the gate's own rule
+    /// (``QuotaLedger/freshnessInForce(endpoints:defaults:decisions:)``) from the ledger: a gate that
+    /// stretched keeps its lifetime in its own memory, which its proxy's `/metrics` shows.
     static func freshnessInForce(_ services: AdminServices, _ gate: GateConfiguration) async throws -> [Freshness] {
-        var chosen = gate.endpointFreshFor.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-        if let defaults = gate.freshFor { chosen.insert(("*", defaults), at: 0) }
-        guard !chosen.isEmpty else { return [] }
-        let forecasts = try await services.quota.forecast(over: BudgetFreshness.interval)
-        return chosen.map { endpoint, freshness in
-            let bucket = endpoint == "*" ? services.quota.configuration.defaultBucket : services.quota.price(of: endpoint).bucket
-            let decision: BudgetFreshness.Decision
-            if freshness.followsBudget, let forecast = forecasts.first(where: { $0.bucket == bucket }) {
-                decision = BudgetFreshness.decide(freshness, inForce: freshness.minimum, unitsPerHour: forecast.unitsPerHour,
-                                                  remaining: forecast.remaining, now: Date(), resetsAt: forecast.resetsAt)
-            } else {
-                decision = BudgetFreshness.Decision(lifetime: freshness.minimum, decidedAt: Date(), reason: .budgetLasts)
-            }
-            let reason = freshness.followsBudget ? "follows \(bucket): \(decision.reason.rawValue)" : "fixed"
-            return Freshness(endpoint: endpoint, chosen: freshness.description,
-                             lifetimeSeconds: Int(decision.lifetime.components.seconds), reason: reason)
+        await services.quota.freshnessInForce(endpoints: gate.endpointFreshFor, defaults: gate.freshFor).map { row in
+            Freshness(endpoint: row.endpoint, chosen: row.chosen, lifetimeSeconds: Int(row.lifetimeSeconds), reason: row.why)
         }
     }
 

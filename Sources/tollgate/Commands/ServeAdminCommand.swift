@@ -23,11 +23,15 @@ struct ServeAdminCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    @OptionGroup(title: "Freshness (shown when a description is given)") var api: APIOptions
+
     func validate() throws {
         try token.validate(address: listen, option: "--listen")
+        _ = try api.chosen()
     }
 
     func run() async throws {
-        try await AdminListener.serveAlone(listen, token: token.resolved(), database: database, logging: logging)
+        try await AdminListener.serveAlone(listen, token: token.resolved(), database: database,
+                                           api: try api.chosen().map { _ in try api.configuration() }, logging: logging)
     }
 }

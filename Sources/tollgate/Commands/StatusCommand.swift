@@ -20,14 +20,24 @@ struct StatusCommand: AsyncParsableCommand {
     @Option(help: "How many recent ledger events and circuit transitions to include.")
     var events: Int = 8
 
+    @OptionGroup(title: "Freshness (shown when a description is given)") var api: APIOptions
+
     func validate() throws {
         guard (0...1000).contains(events) else { throw ValidationError("--events must be between 0 and 1000.") }
+        _ = try api.chosen()
     }
 
     func run() async throws {
-        let opened = try await database.open(access: .readOnly, logger: logging.bootstrap())
+        let logger = logging.bootstrap()
+        let opened = try await database.open(access: .readOnly, logger: logger)
         let snapshot = try await opened.closing {
-            try await opened.store.dashboardSnapshot(at: Date(), recentEvents: events)
+            var snapshot = try await opened.store.dashboardSnapshot(at: Date(), recentEvents: events)
+            // The freshness in force is the description's, read with the gate's rule from the ledger.
+            if try api.chosen() != nil {
+                let reading = try FreshnessReading.fromLedger(opened.store, configuration: try api.configuration(), logger: logger)
+                snapshot.freshness = await reading()
+            }
+            return snapshot
         }
         if json {
             let encoder = JSONEncoder()

@@ -80,8 +80,14 @@ struct DashboardRenderer {
         }
         events.sort { $0.dropFirst(2).prefix(8) > $1.dropFirst(2).prefix(8) }
 
-        // Fixed lines: 2 header, 4 section titles, 1 cache, 1 footer. Share the rest.
-        var budget = max(0, height - 8)
+        // What a gate serves without asking, and why: only when the API's configuration is known.
+        let freshnessLines = (snapshot.freshness ?? []).map { row in
+            "  \(row.endpoint == "*" ? "every other endpoint" : row.endpoint): fresh for \(Int(row.lifetimeSeconds.rounded())) s"
+                + " · fresh_for \(row.chosen) · \(row.why)" + (row.decidedBy == .ledger ? " (decided from the ledger now)" : "")
+        }
+
+        // Fixed lines: 2 header, 4 section titles (5 with freshness), 1 cache, 1 footer. Share the rest.
+        var budget = max(0, height - 8 - (freshnessLines.isEmpty ? 0 : 1))
         func take(_ section: [String], _ maximum: Int) -> [String] {
             if showsEveryRow { return section }
             let count = min(section.count, maximum, budget)
@@ -93,6 +99,7 @@ struct DashboardRenderer {
         let quota = take(quotaLines, 6)
         let circuits = take(circuitLines, 5)
         let throttles = take(throttleLines, 3)
+        let freshness = take(freshnessLines, 3)
         let recent = take(events, budget)
 
         lines.append(bold("Quota"))
@@ -101,6 +108,10 @@ struct DashboardRenderer {
         lines += circuits
         lines.append(bold("Throttles"))
         lines += throttles
+        if !freshnessLines.isEmpty {
+            lines.append(bold("Freshness in force (served without asking after a fetch or revalidation)"))
+            lines += freshness
+        }
         lines.append(cacheLine)
         lines.append(bold("Recent events"))
         lines += recent

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Tollgate
 import TollgateAdmin
 
 /// `--token` for a command that serves the operators' listener; `TOLLGATE_ADMIN_TOKEN` otherwise.
@@ -45,15 +46,18 @@ enum AdminListener {
     ///   - token: The token, if any.
     ///   - database: The database it reads.
     ///   - process: This process's instruments, when it runs a gate.
+    ///   - freshness: The freshness in force per endpoint: the process's gate's, or the ledger's
+    ///     under `--api`; nil shows none.
     ///   - stopsOnSignals: Whether SIGINT and SIGTERM stop it.
     ///   - logger: Where it logs.
     /// - Returns: The running listener.
     /// - Throws: ``AdminServerError``.
     static func start(
-        _ address: String, token: String?, database: OpenedDatabase, process: ProcessMetrics?, stopsOnSignals: Bool,
-        logger: Logger
+        _ address: String, token: String?, database: OpenedDatabase, process: ProcessMetrics?,
+        freshness: (@Sendable () async -> [FreshnessInForce])?, stopsOnSignals: Bool, logger: Logger
     ) async throws -> AdminServer {
-        let reader = OperatorsSnapshotReader(storage: database.store)
+        var reader = OperatorsSnapshotReader(storage: database.store)
+        reader.freshness = freshness
         let server = try await AdminServer.start(
             listen: try AdminAddress(parsing: address),
             exposition: MetricsExposition(process: process, reader: reader, logger: logger),
@@ -72,15 +76,19 @@ enum AdminListener {
     ///   - address: `HOST:PORT`.
     ///   - token: The token, if any.
     ///   - database: The `--db` option.
+    ///   - api: The description given with `--api`, if any: its `fresh_for` is shown as in force.
     ///   - logging: The logging options.
     /// - Throws: Why it could not run (a store that cannot be opened, an address in use): the
     ///   command's one error reporter prints it.
-    static func serveAlone(_ address: String, token: String?, database: DatabaseOptions, logging: LoggingOptions) async throws {
+    static func serveAlone(
+        _ address: String, token: String?, database: DatabaseOptions, api: GateConfiguration?, logging: LoggingOptions
+    ) async throws {
         let logger = logging.bootstrap(label: "tollgate.admin", quietLevel: .warning)
         let opened = try await database.open(access: .readOnly, logger: logger)
         try await opened.closing {
-            let server = try await start(address, token: token, database: opened, process: nil, stopsOnSignals: true,
-                                         logger: logger)
+            let freshness = try api.map { try FreshnessReading.fromLedger(opened.store, configuration: $0, logger: logger) }
+            let server = try await start(address, token: token, database: opened, process: nil, freshness: freshness,
+                                         stopsOnSignals: true, logger: logger)
             try await server.waitUntilStopped()
         }
     }

@@ -22,9 +22,12 @@ struct ProxyWithAdmin {
                         clock: SystemClock(), logger: quiet, metrics: metrics.factory)
         proxy = try await GateProxy.start(gate: gate, upstream: upstream, listen: try LoopbackAddress(parsing: "127.0.0.1:0"),
                                           logger: quiet)
+        // As `tollgate proxy --admin` does: the freshness shown is the one this gate serves by.
+        var reader = OperatorsSnapshotReader(storage: store)
+        reader.freshness = { [gate] in await gate.freshnessInForce() }
         admin = try await AdminServer.start(
             listen: try AdminAddress(parsing: "127.0.0.1:0"),
-            exposition: MetricsExposition(process: metrics, reader: OperatorsSnapshotReader(storage: store), logger: quiet),
+            exposition: MetricsExposition(process: metrics, reader: reader, logger: quiet),
             databaseName: "tollgate.sqlite", token: token, logger: quiet
         )
     }

@@ -66,6 +66,66 @@ struct BudgetFreshnessTests {
         #expect(decision.isDue(at: Self.now.addingTimeInterval(-1)))
     }
 
+    @Test("the lifetime in force: a fixed one is itself; one that follows keeps its decision for an interval, then decides from it")
+    func inForce() {
+        let spending = BudgetFreshness.Spending(unitsPerHour: 1_000, remaining: 5_000, resetsAt: Self.now.addingTimeInterval(36_000))
+        #expect(BudgetFreshness.inForce(ChosenFreshness(.seconds(300)), last: nil, spending: spending, now: Self.now)
+            == .init(lifetime: .seconds(300), decidedAt: Self.now, reason: .fixed))
+        let first = BudgetFreshness.inForce(Self.bounds, last: nil, spending: spending, now: Self.now)
+        #expect(first == Self.decide(perHour: 1_000, remaining: 5_000, hoursLeft: 10), "the first decision starts from the minimum")
+        let later = Self.now.addingTimeInterval(599)
+        let idle = BudgetFreshness.Spending(unitsPerHour: 0, remaining: 5_000, resetsAt: spending.resetsAt)
+        #expect(BudgetFreshness.inForce(Self.bounds, last: first, spending: idle, now: later) == first, "it stands")
+        let due = Self.now.addingTimeInterval(600)
+        let again = BudgetFreshness.inForce(Self.bounds, last: first, spending: spending, now: due)
+        #expect(again == BudgetFreshness.decide(Self.bounds, inForce: first.lifetime, unitsPerHour: 1_000, remaining: 5_000,
+                                                now: due, resetsAt: spending.resetsAt), "decided again from the lifetime in force")
+        #expect(BudgetFreshness.inForce(Self.bounds, last: nil, spending: nil, now: Self.now)
+            == .init(lifetime: .seconds(3600), decidedAt: Self.now, reason: .ledgerUnreadable))
+        #expect(BudgetFreshness.inForce(Self.bounds, last: first, spending: nil, now: due) == first)
+    }
+
+    @Test("what the gate shows as in force is the lifetime it serves by; a process with no gate decides by the same rule from the ledger")
+    func shownAsServed() async throws {
+        let directory = try TemporaryDirectory()
+        let clock = ManualClock(now: Self.midnight.addingTimeInterval(9 * 3600))
+        var configuration = GateConfiguration.youTubeDataAPIv3
+        configuration.throttle = ThrottleConfiguration(defaultLimit: ThrottleLimit(requests: 100_000, per: .seconds(60)))
+        configuration.quota.bucketLimits[QuotaConfiguration.youTubeBucket] = 300
+        configuration.endpointFreshFor["videos.list"] = Self.bounds
+        configuration.freshFor = ChosenFreshness(.seconds(120))
+        let store = try SQLiteStore(path: directory.path("shown.sqlite"))
+        let gate = try Gate(store: store, transport: YouTubeLikeOrigin(), configuration: configuration, clock: clock)
+        // 20 URLs once a minute for 10 minutes: 200 of 300 units, far too fast for the 15 hours left.
+        for _ in 0..<10 {
+            for video in 0..<20 {
+                let request = HTTPRequest(url: URL(string: "https://www.googleapis.com/youtube/v3/videos?id=v\(video)")!)
+                _ = try await gate.send(request, endpoint: "videos.list")
+            }
+            clock.advance(by: .seconds(60))
+        }
+        try await gate.flush()
+        let served = await gate.freshnessInForce(Self.bounds, endpoint: "videos.list")
+        #expect(served.reason == .atMaximum || served.reason == .stretched, "\(served)")
+        let rows = await gate.freshnessInForce()
+        #expect(rows.map(\.endpoint) == ["*", "videos.list"])
+        let row = try #require(rows.last)
+        #expect(row.lifetimeSeconds == served.lifetime.timeInterval)
+        #expect(row.reason == served.reason && row.decidedBy == .gate && row.decidedAt == served.decidedAt)
+        #expect(row.bucket == "youtube" && row.followsBudget)
+        #expect(row.why == "follows youtube: \(served.reason.description)")
+        #expect(rows.first?.lifetimeSeconds == 120 && rows.first?.reason == .fixed && rows.first?.decidedBy == .description)
+
+        // Another process over the same file, without the gate's memory: the same rule, from the minimum.
+        let ledger = try QuotaLedger(storage: store, configuration: configuration.quota, clock: clock)
+        let fromLedger = await ledger.freshnessInForce(endpoints: configuration.endpointFreshFor, defaults: nil)
+        let spending = try #require(try await ledger.forecast(over: BudgetFreshness.interval).first { $0.bucket == "youtube" })
+        let expected = BudgetFreshness.inForce(Self.bounds, last: nil, spending: BudgetFreshness.Spending(
+            unitsPerHour: spending.unitsPerHour, remaining: spending.remaining, resetsAt: spending.resetsAt), now: clock.now())
+        #expect(fromLedger.map(\.endpoint) == ["videos.list"])
+        #expect(fromLedger.first?.lifetimeSeconds == expected.lifetime.timeInterval && fromLedger.first?.decidedBy == .ledger)
+    }
+
     /// An origin in the process that answers like YouTube: `private, max-age=0, must-revalidate`,
     /// with an ETag, and a 304 for it.
     final class YouTubeLikeOrigin: HTTPTransport {
