@@ -73,7 +73,7 @@ extension Gate {
         else { return .alone(lookup) }
         let (local, leads) = coalescer.join(key, at: clock.now())
         guard leads else {
-            let finished = await local.wait(upTo: settings.coalescingWait, on: clock)
+            let finished = await local.wait(upTo: settings.coalescingWait)
             // The leader's answer may have been returned before its write: wait for that write.
             await afterAnswerWrites.waitForQueued()
             if let answer = await answerStored(since: local.startedAt, for: request, endpoint: endpoint) {
@@ -104,10 +104,9 @@ extension Gate {
     func waitForOtherProcess(
         _ running: CoalescingLease, leading flight: Flight, request: HTTPRequest, endpoint: String
     ) async -> GateResponse? {
-        // The gate's clock, not the system's: a test (or a simulation) steps the wait instead of sleeping it.
-        let deadline = clock.now().addingTimeInterval(configuration.cache.coalescingWait.timeInterval)
-        while clock.now() < deadline, !Task.isCancelled {
-            try? await clock.sleep(for: .milliseconds(20))
+        let deadline = ContinuousClock.now + configuration.cache.coalescingWait
+        while ContinuousClock.now < deadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(20))
             let since = Date(timeIntervalSince1970: Double(running.startedMs) / 1000)
             if let answer = await answerStored(since: since, for: request, endpoint: endpoint) {
                 return answer

@@ -42,17 +42,14 @@ final class RequestCoalescer: Sendable {
             self.startedAt = startedAt
         }
 
-        /// Waits until the flight finishes, or at most `timeout` on the gate's clock: a waiter never
-        /// waits longer for another request's answer than it would for its own.
-        /// - Parameters:
-        ///   - timeout: The longest wait.
-        ///   - clock: The gate's clock, which the wait sleeps on.
+        /// Waits until the flight finishes, or at most `timeout` of real time: a waiter never waits
+        /// longer for another request's answer than it would for its own.
         /// - Returns: True when the flight finished.
-        func wait(upTo timeout: Duration, on clock: any TollgateClock) async -> Bool {
+        func wait(upTo timeout: Duration) async -> Bool {
             await withTaskGroup(of: Bool.self) { group in
                 group.addTask { await self.wait(); return true }
                 group.addTask {
-                    try? await clock.sleep(for: timeout)
+                    try? await Task.sleep(for: timeout)
                     return false
                 }
                 let first = await group.next() ?? false

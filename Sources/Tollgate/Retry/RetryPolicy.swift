@@ -206,8 +206,7 @@ public enum RetryTrigger: Sendable, Hashable {
 
 extension RetryTrigger {
     /// The trigger of an HTTP answer: none for 200…399 (a success or a redirect is no reason to
-    /// retry), its status otherwise. The one copy of that rule: the gate's request machine and
-    /// ``AttemptResult/response(_:status:retryAfter:outcome:)`` both ask it.
+    /// retry), its status otherwise. The one copy of that rule, asked by the gate's request machine.
     /// - Parameter status: The answer's status code.
     /// - Returns: The trigger, or nil when the answer is not retried.
     public static func answer(status: Int) -> RetryTrigger? {
@@ -217,8 +216,8 @@ extension RetryTrigger {
 
 extension RetryPolicy {
     /// Why an attempt that failed with `trigger` is not retried, before any delay is worked out; nil
-    /// when it may be. The one copy of these rules, in this order: the gate's request machine and
-    /// ``run(endpoint:method:markedIdempotent:circuit:clock:logger:randomNumberGenerator:isolation:operation:)`` both ask it.
+    /// when it may be. The one copy of these rules, in this order, asked by the gate's request
+    /// machine (the only retry engine: ``Gate`` drives it).
     /// - Parameters:
     ///   - trigger: What went wrong.
     ///   - method: The request's method.
