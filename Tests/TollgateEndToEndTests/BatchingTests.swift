@@ -249,7 +249,8 @@ struct BatchingTests {
             #expect(try BatchingHarness.ids(try await first.value) == ["v0"])
             #expect(try BatchingHarness.ids(try await tasks[0].value) == ["v1"])
             #expect(try BatchingHarness.ids(try await tasks[2].value) == ["v3"])
-            #expect(harness.api.receivedRequests.map(Self.sentIDs).last == ["v1", "v3"])
+            // The three started together, so they reach the batch in any order; v2 is never sent.
+            #expect(harness.api.receivedRequests.map(Self.sentIDs).last.map(Set.init) == ["v1", "v3"])
         }
     }
 
