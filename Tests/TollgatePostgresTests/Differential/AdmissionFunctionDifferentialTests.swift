@@ -56,42 +56,78 @@ struct AdmissionFunctionDifferentialTests {
         _ = try await connection.query(PostgresQuery(unsafeSQL: clocked), logger: logger).collect()
     }
 
+    /// Scenarios run on this many sessions at once, each with its own store and clock: a scenario's
+    /// bucket, endpoint and random steps come from its index alone, so how they are dealt out does
+    /// not change what is compared, only how long the 2,000 take.
+    static let laneCount = 4
+
+    /// What one lane saw: costs the function admitted and declined, and its first difference.
+    struct LaneTally: Sendable {
+        var admitted = 0
+        var declined = 0
+        var mismatch: String?
+    }
+
     @Test("generated scenarios: the function admits what the machine admits, answers as it does and writes its rows")
     func functionDecidesAsTheMachine() async throws {
         let seed = Self.seed, count = Self.scenarioCount
         try await PostgresTestDatabase.with { database in
-            let clock = ManualClock()
-            let store = try await PostgresStore(
-                location: PostgresLocation(url: database.url), configuration: .init(maximumConnections: 2),
-                logger: PostgresTestDatabase.quietLogger, windowClock: clock
-            )
-            do {
-                try await database.withConnection { connection in
-                    try await Self.installClockedCopy(connection)
-                    var admitted = 0, declined = 0, differed = false
-                    for index in 0..<count {
-                        var scenario = AdmissionScenario(index: index, seed: seed, clock: clock)
-                        // Most scenarios throttle loosely; some tightly, so the window decides too.
-                        let throttle = index % 5 == 0 ? (requests: 3, windowMs: 60_000) : (requests: 1_000, windowMs: 60_000)
-                        let mismatch = try await scenario.run(store: store, connection: connection, throttle: throttle)
-                        admitted += scenario.admittedByFunction
-                        declined += scenario.declinedByFunction
-                        if let mismatch {
-                            Issue.record("seed \(seed) (set TOLLGATE_DIFFERENTIAL_SEED=\(seed) to replay): \(mismatch)")
-                            differed = true
-                            break
-                        }
+            // A store's opening migrates the database, and the clocked copy is made from what it installed.
+            try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger).shutdown()
+            try await database.withConnection { connection in try await Self.installClockedCopy(connection) }
+            let tallies = try await withThrowingTaskGroup(of: LaneTally.self) { group in
+                for lane in 0..<Self.laneCount {
+                    group.addTask {
+                        try await Self.runLane(lane, scenarios: stride(from: lane, to: count, by: Self.laneCount),
+                                               seed: seed, database: database)
                     }
-                    // Both branches must have been taken, or the comparison proved nothing.
-                    guard !differed else { return }
-                    #expect(admitted > count / 4, "seed \(seed): the function admitted \(admitted) costs")
-                    #expect(declined > count / 20, "seed \(seed): the function declined \(declined) costs")
                 }
-                await store.shutdown()
-            } catch {
-                await store.shutdown()
-                throw error
+                return try await group.reduce(into: [LaneTally]()) { $0.append($1) }
             }
+            let mismatches = tallies.compactMap(\.mismatch)
+            for mismatch in mismatches {
+                Issue.record("seed \(seed) (set TOLLGATE_DIFFERENTIAL_SEED=\(seed) to replay): \(mismatch)")
+            }
+            // Both branches must have been taken, or the comparison proved nothing.
+            guard mismatches.isEmpty else { return }
+            let admitted = tallies.reduce(0) { $0 + $1.admitted }, declined = tallies.reduce(0) { $0 + $1.declined }
+            #expect(admitted > count / 4, "seed \(seed): the function admitted \(admitted) costs")
+            #expect(declined > count / 20, "seed \(seed): the function declined \(declined) costs")
+        }
+    }
+
+    /// Runs `scenarios` in order on one session and one store of their own, until the first one
+    /// where the function and the machine differ.
+    static func runLane(
+        _ lane: Int, scenarios: StrideTo<Int>, seed: UInt64, database: PostgresTestDatabase
+    ) async throws -> LaneTally {
+        let clock = ManualClock()
+        let store = try await PostgresStore(
+            location: PostgresLocation(url: database.url), configuration: .init(maximumConnections: 2),
+            logger: PostgresTestDatabase.quietLogger, windowClock: clock
+        )
+        do {
+            let tally = try await database.withConnection { connection in
+                var tally = LaneTally()
+                for index in scenarios {
+                    var scenario = AdmissionScenario(index: index, seed: seed, clock: clock)
+                    // Most scenarios throttle loosely; some tightly, so the window decides too.
+                    let throttle = index % 5 == 0 ? (requests: 3, windowMs: 60_000) : (requests: 1_000, windowMs: 60_000)
+                    let mismatch = try await scenario.run(store: store, connection: connection, throttle: throttle)
+                    tally.admitted += scenario.admittedByFunction
+                    tally.declined += scenario.declinedByFunction
+                    if let mismatch {
+                        tally.mismatch = mismatch
+                        break
+                    }
+                }
+                return tally
+            }
+            await store.shutdown()
+            return tally
+        } catch {
+            await store.shutdown()
+            throw error
         }
     }
 }
