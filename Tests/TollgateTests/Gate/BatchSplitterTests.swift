@@ -29,6 +29,19 @@ struct BatchSplitterTests {
         #expect(splitter.share(of: target) == nil)
     }
 
+    @Test("escapes are decoded in names and IDs; an encoded or multi-byte separator inside an ID is found as bytes")
+    func escapesAndSeparators() throws {
+        let escaped = try #require(splitter.share(of: "/youtube/v3/videos?%69d=a%20b&part=snippet"))
+        #expect(escaped.id == "a b")
+        #expect(escaped.rawValue == "a%20b")
+        #expect(splitter.share(of: "/youtube/v3/videos?id=a%2cb") == nil, "a lower-case escape of the separator")
+        #expect(splitter.share(of: "/youtube/v3/videos?id=%zz")?.id == "%zz", "a malformed escape is kept as it came")
+        #expect(BatchSplitter.bytes(of: "a→b", contain: "→"))
+        #expect(!BatchSplitter.bytes(of: "a-b", contain: "→"))
+        #expect(!BatchSplitter.bytes(of: "→", contain: "→→"))
+        #expect(BatchSplitter.bytes(of: "ab", contain: ""))
+    }
+
     @Test("the call for several IDs changes only the ID parameter's value, IDs in the order given")
     func combined() {
         #expect(splitter.combinedTarget("/youtube/v3/videos?part=snippet&id=v1&key=K", ids: ["v3", "v1", "a%20b"])
