@@ -198,12 +198,15 @@ struct BudgetFreshnessTests {
 
     @Test("a workload that spends 10,000 units by about 15:00 PT at 1 minute reaches midnight with units left when the freshness follows the budget")
     func dayWithFollowBudget() async throws {
-        let fixed = try await Self.simulate(ChosenFreshness(.seconds(60)))
+        // The two days are independent (a store and a clock each): simulated side by side.
+        async let fixedDay = Self.simulate(ChosenFreshness(.seconds(60)))
+        async let followingDay = Self.simulate(Self.bounds)
+        let fixed = try await fixedDay
         let runOut = try #require(fixed.runOutAt, "at a fixed minute the day's units run out")
         print("fresh_for 1m: the 10,000 units run out at \(Self.pacific(runOut))")
         #expect((14.5 * 3600...15.5 * 3600).contains(runOut.timeIntervalSince(Self.midnight)), "about 15:00 PT")
 
-        let following = try await Self.simulate(Self.bounds)
+        let following = try await followingDay
         let seconds = following.lifetimes.map { $0.1.components.seconds }
         print("fresh_for {min: 1m, max: 1h, follow_budget: true}: \(seconds.count) lifetimes chosen, "
               + "from \(seconds.min() ?? 0) s to \(seconds.max() ?? 0) s; the first hours: "
