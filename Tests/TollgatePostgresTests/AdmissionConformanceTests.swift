@@ -72,7 +72,7 @@ struct AdmissionConformanceTests {
     func refusedProbeReleasesLease(backend: StoreBackend) async throws {
         let policy = CircuitPolicy(openDuration: .milliseconds(300))
         let time = ConformanceTime(for: backend)
-        try await backend.withStore { store in
+        try await backend.withStore(time: time) { store in
             _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .milliseconds(300), policy: policy, at: time.now())
             try await time.pass(.milliseconds(350))
             guard case .refusedByQuota(let circuit, _) = try await store.admit(request(cost: 500, token: "first", policy: policy,

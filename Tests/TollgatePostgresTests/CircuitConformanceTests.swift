@@ -4,8 +4,8 @@ import TollgateCore
 import TollgateSQLite
 
 /// The circuit breaker's store operations, written once and run against every available store.
-/// Durations are real (PostgresStore's "now" is the database's clock, not `at`), and long enough
-/// that a loaded 2-core machine does not outrun them.
+/// Time passes on a ``ConformanceTime``: the SQLite store is given it, PostgreSQL's `now()` reads
+/// it, so an open duration is stepped over rather than waited out.
 @Suite("Circuit store conformance")
 struct CircuitConformanceTests {
     private let policy = CircuitPolicy(
@@ -45,7 +45,7 @@ struct CircuitConformanceTests {
           arguments: StoreBackend.available)
     func probesOnce(backend: StoreBackend) async throws {
         let time = ConformanceTime(for: backend)
-        try await backend.withStore { store in
+        try await backend.withStore(time: time) { store in
             try await trip(store, at: time.now())
             try await time.pass(.milliseconds(1_600))
             let probe = try await store.admitCircuitRequest(endpoint: "e", policy: policy, probeToken: "p1", at: time.now())
@@ -63,7 +63,7 @@ struct CircuitConformanceTests {
     @Test("an expired probe lease lets the next caller probe", arguments: StoreBackend.available)
     func expiredLease(backend: StoreBackend) async throws {
         let time = ConformanceTime(for: backend)
-        try await backend.withStore { store in
+        try await backend.withStore(time: time) { store in
             try await trip(store, at: time.now())
             try await time.pass(.milliseconds(1_600))
             let first = try await store.admitCircuitRequest(endpoint: "e", policy: policy, probeToken: "dead", at: time.now())
@@ -81,7 +81,7 @@ struct CircuitConformanceTests {
         let slowLease = CircuitPolicy(
             failureThreshold: 3, openDuration: .milliseconds(400), probeLeaseDuration: .seconds(30)
         )
-        try await backend.withStores(count: 4) { stores in
+        try await backend.withStores(count: 4, time: time) { stores in
             for _ in 0..<3 {
                 _ = try await stores[0].recordCircuitOutcome(.failure, endpoint: "e", probeToken: nil, policy: slowLease, at: time.now())
             }

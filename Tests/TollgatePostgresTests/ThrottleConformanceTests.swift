@@ -12,7 +12,7 @@ struct ThrottleConformanceTests {
         let time = ConformanceTime(for: backend)
         // Long enough that a loaded machine reads the window before the first admission leaves it.
         let limit = ThrottleLimit(requests: 3, per: .seconds(4))
-        try await backend.withStore { store in
+        try await backend.withStore(time: time) { store in
             for expected in 1...3 {
                 let admission = try await store.admitRequest(endpoint: "e", limit: limit, at: time.now())
                 #expect(admission.allowed)

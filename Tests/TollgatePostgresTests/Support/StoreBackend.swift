@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import Testing
 // @testable for PostgresStore's window clock, the test-only stand-in for the database's now.
@@ -21,9 +22,10 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
 
     var testDescription: String { rawValue }
 
-    /// Runs `body` with one store on a fresh database.
-    func withStore(_ body: (any ConformingStore) async throws -> Void) async throws {
-        try await withStores(count: 1) { stores in try await body(stores[0]) }
+    /// Runs `body` with one store on a fresh database; with `time`, PostgreSQL's clock is the
+    /// test's (see ``ConformanceTime``).
+    func withStore(time: ConformanceTime? = nil, _ body: (any ConformingStore) async throws -> Void) async throws {
+        try await withStores(count: 1, time: time) { stores in try await body(stores[0]) }
     }
 
     /// Runs `body` with one store on a fresh database whose quota windows are decided at `clock`'s
@@ -37,10 +39,14 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
 
     /// Runs `body` with `count` stores sharing one fresh database: several processes' connections
     /// to one file for SQLite, several machines' pools to one database for PostgreSQL.
-    /// - Parameter clock: For PostgreSQL, the clock its window operations read instead of the
-    ///   database's (see ``withStore(windowClock:_:)``); nil for the database's.
+    /// - Parameters:
+    ///   - clock: For PostgreSQL, the clock its window operations read instead of the
+    ///     database's (see ``withStore(windowClock:_:)``); nil for the database's.
+    ///   - time: For PostgreSQL, the test's time standing in for the server's `now()` in every
+    ///     statement (see ``ConformanceTime``); nil for the server's own.
     func withStores(
-        count: Int, windowClock clock: ManualClock? = nil, _ body: ([any ConformingStore]) async throws -> Void
+        count: Int, windowClock clock: ManualClock? = nil, time: ConformanceTime? = nil,
+        _ body: ([any ConformingStore]) async throws -> Void
     ) async throws {
         switch self {
         case .sqlite:
@@ -50,6 +56,8 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
             try await body(stores)
         case .postgres:
             try await PostgresTestDatabase.with { database in
+                // Before any store connects: a session reads its search_path when it starts.
+                try await time?.standIn(for: database)
                 var stores: [PostgresStore] = []
                 do {
                     for _ in 0..<count {
@@ -69,22 +77,48 @@ enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
     }
 }
 
-/// The time a conformance test stamps its operations with, and how it lets time pass. SQLite
-/// decides by the time it is given, so there the test steps a manual clock and waits for nothing;
-/// PostgreSQL decides by the database server's clock (every process of a fleet agrees on it), which
-/// a test cannot step, so there it waits for real.
-struct ConformanceTime: Sendable {
-    private let clock: ManualClock?
+/// The time a conformance test stamps its operations with, and how it lets time pass, without
+/// waiting on either store. SQLite decides by the time it is given. PostgreSQL decides by the
+/// server's `now()` and `clock_timestamp()` (every machine of a fleet agrees on it), so for it the
+/// test database gets a schema whose `now()` and `clock_timestamp()` read one row of a table, and a
+/// search_path that puts that schema before `pg_catalog`: every statement and PL/pgSQL function of
+/// the store, which call both unqualified, reads the test's time, and ``pass(_:)`` moves the row.
+final class ConformanceTime: Sendable {
+    private let clock = ManualClock(now: Date(timeIntervalSince1970: floor(Date().timeIntervalSince1970)))
+    private let server = Mutex<PostgresTestDatabase?>(nil)
 
-    init(for backend: StoreBackend) {
-        clock = backend == .sqlite ? ManualClock(now: Date()) : nil
-    }
+    init(for backend: StoreBackend) {}
 
     /// The instant to pass as an operation's `at:`.
-    func now() -> Date { clock?.now() ?? Date() }
+    func now() -> Date { clock.now() }
 
-    /// Lets `duration` pass: at once on a manual clock, for real on the server's.
+    /// Lets `duration` pass, on the server's clock too when it stands in for one.
     func pass(_ duration: Duration) async throws {
-        if let clock { clock.advance(by: duration) } else { try await Task.sleep(for: duration) }
+        clock.advance(by: duration)
+        guard let database = server.withLock({ $0 }) else { return }
+        try await database.execute("UPDATE tollgate_test_clock.instant SET at = \(Self.timestamp(clock.now()))")
+    }
+
+    /// Makes this time the server's for every session that connects to `database` from now on.
+    func standIn(for database: PostgresTestDatabase) async throws {
+        for statement in [
+            "CREATE SCHEMA tollgate_test_clock",
+            "CREATE TABLE tollgate_test_clock.instant (at timestamptz NOT NULL)",
+            "INSERT INTO tollgate_test_clock.instant VALUES (\(Self.timestamp(clock.now())))",
+            "CREATE FUNCTION tollgate_test_clock.now() RETURNS timestamptz LANGUAGE sql STABLE "
+                + "AS $$ SELECT at FROM tollgate_test_clock.instant $$",
+            "CREATE FUNCTION tollgate_test_clock.clock_timestamp() RETURNS timestamptz LANGUAGE sql STABLE "
+                + "AS $$ SELECT at FROM tollgate_test_clock.instant $$",
+            // Tables are still made in public, the first schema; functions not found there are
+            // looked up in the clock's schema before pg_catalog, named last to come after it.
+            "ALTER DATABASE \(database.location.database) SET search_path = public, tollgate_test_clock, pg_catalog",
+        ] {
+            try await database.execute(statement)
+        }
+        server.withLock { $0 = database }
+    }
+
+    private static func timestamp(_ date: Date) -> String {
+        "'epoch'::timestamptz + \(date.millisecondsSince1970) * interval '1 millisecond'"
     }
 }
