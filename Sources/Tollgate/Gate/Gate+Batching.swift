@@ -175,10 +175,7 @@ extension Gate {
         }
         let bodies: [String: Data]
         do {
-            guard let decoded = ContentDecoding.decoded(answer.body, fields: answer.response.headerFields) else {
-                throw BatchSplitError.undecodableBody(contentEncoding: answer.response.headerFields[values: .contentEncoding])
-            }
-            bodies = try splitter.split(decoded, ids: ids)
+            bodies = try Self.split(answer, ids: ids, by: splitter)
         } catch {
             logger.warning("batching: the answer could not be split; each request is sent alone",
                            metadata: ["gate.endpoint": "\(key.endpoint)", "error": "\(error)"])
@@ -190,6 +187,22 @@ extension Gate {
             let response = Self.memberResponse(answer.response, body: body)
             storeBatchedAnswer(response, body: body, for: entry.member.request, endpoint: key.endpoint, sentAt: sentAt)
             batch.deliver(.answered(reported(response, body, index: index)), to: entry.ticket)
+        }
+    }
+
+    /// The batch's answer split by ID, from its body with its `Content-Encoding` undone; or from
+    /// the body as it came, when that is what splits: a transport may have decoded it already and
+    /// left `Content-Encoding` naming the coding (URLSession does).
+    /// - Throws: ``BatchSplitError``: ``BatchSplitError/undecodableBody(contentEncoding:)`` when the
+    ///   coding could not be undone and the body as it came does not split either.
+    private static func split(_ answer: GateResponse, ids: [String], by splitter: BatchSplitter) throws -> [String: Data] {
+        let fields = answer.response.headerFields
+        let decoded = ContentDecoding.decoded(answer.body, fields: fields)
+        if let decoded, decoded != answer.body, let bodies = try? splitter.split(decoded, ids: ids) { return bodies }
+        do {
+            return try splitter.split(answer.body, ids: ids)
+        } catch {
+            throw decoded == nil ? BatchSplitError.undecodableBody(contentEncoding: fields[values: .contentEncoding]) : error
         }
     }
 
