@@ -76,7 +76,7 @@ struct ProxyBatchingCommandTests {
         }
     }
 
-    @Test("50 Python requests clients (their default Accept-Encoding offers gzip) against an origin that gzips when asked: at most 2 calls and 2 units, each body exactly its own video, none labelled gzip without being gzip")
+    @Test("50 Python requests clients (their default Accept-Encoding offers gzip) against an origin that gzips when asked: at most 2 calls and 2 units, each body exactly its own video, none labelled gzip without being gzip; a repeat is a cache hit")
     func fiftyRequestsClientsWithGzip() async throws {
         guard CommandRunner.isInstalled("sqlite3"), CommandRunner.isInstalled("python3") else {
             Issue.record("sqlite3 and python3 are needed: .ci/run installs sqlite3; python3 and requests are on this kind of machine")
@@ -130,8 +130,24 @@ struct ProxyBatchingCommandTests {
                 let (alone, _) = try await URLSession.shared.data(from: api.url("videos", ["id": id, "part": "snippet"]))
                 #expect(items == (try Self.items(alone)), "\(id): what the origin answers for it alone")
             }
+
+            // A repeat with the same client's headers is the member's own stored answer.
+            let calls = api.receivedRequests.count
+            let repeated = try await offPool {
+                try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", Self.requestsRepeat, base, "v17"])
+            }
+            #expect(repeated.status == 0, "repeat: \(repeated.stderr)")
+            #expect(repeated.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "200 cache v17", "\(repeated.stdout)")
+            #expect(api.receivedRequests.count == calls, "the repeat never reached the API")
         }
     }
+
+    /// One Python `requests` client asking for one video: prints `STATUS SOURCE ID…`.
+    static let requestsRepeat = """
+        import sys, requests
+        answer = requests.get(f"{sys.argv[1]}/youtube/v3/videos", params={"id": sys.argv[2], "part": "snippet"}, timeout=20)
+        print(answer.status_code, answer.headers.get("x-tollgate-source"), *[item["id"] for item in answer.json()["items"]])
+        """
 
     /// 50 Python `requests` clients of the proxy, each with its own session (so its own
     /// connection) and requests' default `Accept-Encoding` (`gzip, deflate`, and `br` when brotli
