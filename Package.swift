@@ -126,7 +126,6 @@ let package = Package(
         .target(
             name: "TollgateFakeAPI",
             dependencies: [
-                "CZlib",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
