@@ -495,7 +495,7 @@ struct DescriptionReader {
         var wait = Duration.milliseconds(10)
         if let node = entries["wait"] {
             wait = try duration(node, "\(key).wait")
-            // Callers wait this long behind one another: milliseconds, not minutes.
+            // The first caller of a batch waits this long for others: milliseconds, not minutes.
             guard wait <= .seconds(1) else { throw fail(node, "\(key).wait", "expected at most 1s, such as 10ms") }
         }
         return BatchPolicy(

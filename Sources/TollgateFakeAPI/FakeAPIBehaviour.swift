@@ -79,6 +79,10 @@ public struct FakeAPIBehaviour: Sendable, Hashable {
     /// IDs the API does not know: a list of `videos`, `channels` or `playlists` by `id` leaves them
     /// out of its `items`, as YouTube does (an ID alone gets `items: []` and a 200).
     public var unknownIDs: Set<String> = []
+    /// Answer with `Content-Encoding: gzip` (and `Vary: Accept-Encoding`) when the request's
+    /// `Accept-Encoding` lists gzip, as Google's servers do; off by default, so a body is the
+    /// JSON as written.
+    public var gzipsWhenAsked: Bool = false
 
     /// The default: healthy, 10,000 units, strong ETags.
     public init() {}

@@ -182,10 +182,16 @@ struct FakeAPIResponder: HTTPResponder {
         for (name, value) in answer.headers {
             if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
         }
+        var body = answer.body
+        if engine.behaviour.gzipsWhenAsked, !body.isEmpty, GzipEncoding.accepts(headers["accept-encoding"]) {
+            body = GzipEncoding.gzipped(body)
+            fields[.contentEncoding] = "gzip"
+            fields[.vary] = "Accept-Encoding"
+        }
         return Response(
             status: HTTPResponse.Status(code: answer.status),
             headers: fields,
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body))
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: body))
         )
     }
 }

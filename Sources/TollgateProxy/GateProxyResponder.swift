@@ -55,7 +55,7 @@ struct GateProxyResponder: HTTPResponder {
         if case .jsonBody = gate.quota.price(of: endpoint).actualCost?.source {
             // Its cost is read from the body: ask only for codings the gate can decode (a client's
             // zstd would leave the estimate standing).
-            ProxyHeaders.limitAcceptEncoding(&outgoing.headerFields, to: ContentDecoding.supportedCodings)
+            ContentDecoding.limitAcceptEncoding(&outgoing.headerFields)
         }
         let bodyData = body.readableBytes == 0 ? nil : Data(body.readableBytesView)
         let startedAt = clock.now()

@@ -22,23 +22,6 @@ enum ProxyHeaders {
         return HTTPFields(fields.filter { !named.contains($0.name) })
     }
 
-    /// `Accept-Encoding` with only the codings in `supported` left (and `identity`), or removed
-    /// when none is: an endpoint whose cost is read from its body must get a body the gate can
-    /// decode. q-values are kept as the client wrote them.
-    /// - Parameters:
-    ///   - fields: A request's fields.
-    ///   - supported: The codings the gate can undo, lowercased.
-    static func limitAcceptEncoding(_ fields: inout HTTPFields, to supported: [String]) {
-        let offered = fields[values: .acceptEncoding].flatMap { $0.split(separator: ",") }
-        guard !offered.isEmpty else { return }
-        let kept = offered.map { $0.trimmingCharacters(in: .whitespaces) }.filter { coding in
-            let name = coding.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces).lowercased()
-            return supported.contains(name) || name == "identity"
-        }
-        fields[.acceptEncoding] = nil
-        if !kept.isEmpty { fields[.acceptEncoding] = kept.joined(separator: ", ") }
-    }
-
     /// Fields set by the proxy on its answers.
     static let source = HTTPField.Name("X-Tollgate-Source")!
     static let units = HTTPField.Name("X-Tollgate-Units")!

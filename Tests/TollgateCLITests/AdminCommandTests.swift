@@ -41,6 +41,43 @@ struct AdminFixture {
 
 @Suite("tollgate quota")
 struct QuotaCommandTests {
+    @Test("show says, per endpoint, how many calls carried batches and how many IDs they carried, as text and as JSON")
+    func showBatches() async throws {
+        let fixture = try AdminFixture()
+        let ledger = try fixture.ledger
+        try await ledger.reserve(endpoint: "videos.list")
+        for ids in [49, 7] {
+            var charge = try ledger.reservationRequest(endpoint: "videos.list")
+            charge.detail = QuotaRules.batchDetail(ids: ids)
+            _ = try await fixture.store.reserveQuota(charge)
+        }
+        var one = try ledger.reservationRequest(endpoint: "channels.list")
+        one.detail = QuotaRules.batchDetail(ids: 3)
+        _ = try await fixture.store.reserveQuota(one)
+        try await ledger.reserve(endpoint: "playlists.list")
+
+        let show = try fixture.tollgate("quota", "show")
+        #expect(show.status == 0, "\(show.stderr)")
+        let lines = show.stdout.split(separator: "\n").map(String.init)
+        let videos = try #require(lines.first { $0.contains("videos.list") }, "\(show.stdout)")
+        #expect(videos.hasSuffix("3 units  3 calls, 2 of them batches carrying 56 IDs"), "\(videos)")
+        let channels = try #require(lines.first { $0.contains("channels.list") }, "\(show.stdout)")
+        #expect(channels.hasSuffix("1 units  1 calls, 1 of them a batch carrying 3 IDs"), "\(channels)")
+        let playlists = try #require(lines.first { $0.contains("playlists.list") }, "\(show.stdout)")
+        #expect(!playlists.contains("batch"), "\(playlists)")
+
+        let json = try fixture.tollgate("quota", "show", "--json")
+        let report = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        let bucket = try #require((report?["buckets"] as? [[String: Any]])?.first { $0["bucket"] as? String == "youtube" })
+        let endpoints = try #require(bucket["endpoints"] as? [[String: Any]])
+        func row(_ name: String) throws -> [String: Any] { try #require(endpoints.first { $0["endpoint"] as? String == name }) }
+        #expect(try row("videos.list")["calls"] as? Int == 3)
+        #expect(try row("videos.list")["batches"] as? Int == 2)
+        #expect(try row("videos.list")["ids_carried"] as? Int == 56)
+        #expect(try row("playlists.list")["batches"] as? Int == 0)
+        #expect(try row("playlists.list")["ids_carried"] as? Int == 0)
+    }
+
     @Test("show prints today's usage per bucket and endpoint, as text and as JSON")
     func show() async throws {
         let fixture = try AdminFixture()

@@ -8,8 +8,7 @@ import TollgateFakeAPI
 import TollgateTestSupport
 
 /// `tollgate proxy` with the YouTube preset (its list methods batch) in front of the fake YouTube
-/// API, its answers fresh for 5 minutes, driven by 50 Python clients: each opens its own
-/// connection, and once all are connected they ask at once.
+/// API, its answers fresh for 5 minutes and 150 ms away (as YouTube is), driven by 50 Python clients.
 @Suite("tollgate proxy: batching across clients")
 struct ProxyBatchingCommandTests {
     @Test("50 clients asking at once for one video each reach the API in at most 2 calls for at most 2 units; each gets its own video; a repeat is a cache hit")
@@ -21,6 +20,11 @@ struct ProxyBatchingCommandTests {
         let fixture = try AdminFixture()
         var behaviour = FakeAPIBehaviour()
         behaviour.maxAge = 300
+        // As far away as YouTube: the lone first call is on the wire while the other 49 arrive, and
+        // they go as one call when it lands. An origin answering in a millisecond would land it
+        // before a loaded machine has passed every request in, and a batch waits at most `wait`
+        // after its first member.
+        behaviour.latency = .milliseconds(150)
         let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
         let proxy = try BackgroundCommand(CommandRunner.tollgate, [
             "proxy", "--listen", "127.0.0.1:0", "--upstream", api.baseURL.absoluteString, "--db", fixture.path,
@@ -71,6 +75,110 @@ struct ProxyBatchingCommandTests {
             #expect(api.receivedRequests.count == calls, "the repeat never reached the API")
         }
     }
+
+    @Test("50 Python requests clients (their default Accept-Encoding offers gzip) against an origin that gzips when asked: at most 2 calls and 2 units, each body exactly its own video, none labelled gzip without being gzip; a repeat is a cache hit")
+    func fiftyRequestsClientsWithGzip() async throws {
+        guard CommandRunner.isInstalled("sqlite3"), CommandRunner.isInstalled("python3") else {
+            Issue.record("sqlite3 and python3 are needed: .ci/run installs sqlite3; python3 and requests are on this kind of machine")
+            return
+        }
+        let fixture = try AdminFixture()
+        var behaviour = FakeAPIBehaviour()
+        behaviour.maxAge = 300
+        behaviour.gzipsWhenAsked = true
+        // As far away as a real API: the lone first call is on the wire while the other 49 arrive,
+        // however slowly a loaded machine lets 50 threads connect.
+        behaviour.latency = .milliseconds(150)
+        let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
+        let proxy = try BackgroundCommand(CommandRunner.tollgate, [
+            "proxy", "--listen", "127.0.0.1:0", "--upstream", api.baseURL.absoluteString, "--db", fixture.path,
+        ])
+        try await withStopping((api, proxy), stop: { parts in
+            let (status, stderr) = parts.1.interrupt()
+            #expect(status == 0, "proxy exit \(status): \(stderr)")
+            await parts.0.stop()
+        }) { parts in
+            let (api, proxy) = parts
+            let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
+            let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
+            let ids = (0..<50).map { String(format: "v%02d", $0) }
+            let output = fixture.directory.path("bodies")
+            try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+            let arguments = ["python3", "-c", Self.requestsClients, base, output] + ids
+            let result = try await offPool { try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), arguments) }
+            #expect(result.status == 0, "clients: \(result.stderr)")
+            let lines = result.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            #expect(lines.count == 50)
+            #expect(lines.allSatisfy { $0.count == 4 && $0[0] == "200" }, "\(lines)")
+            #expect(lines.allSatisfy { $0.count == 4 && $0[3].split(separator: ",").contains("gzip") }, "each client offered gzip: \(lines)")
+            // Only the lone first call's answer passes as it came, gzip; the batch's members are decoded.
+            #expect(lines.filter { $0.count == 4 && $0[2] == "gzip" }.count <= 1, "\(lines)")
+
+            let received = api.receivedRequests
+            #expect((1...2).contains(received.count), "\(received.count) calls reached the API: \(received.map(\.query))")
+            #expect(api.unitsUsed <= 2)
+            let today = try fixture.value("SELECT units || '|' || calls FROM quota_today WHERE endpoint = 'videos.list'")
+            let counts = today.split(separator: "|").compactMap { Int($0) }
+            #expect(counts.count == 2 && counts[0] <= 2 && counts[0] == counts[1], "quota_today: \(today)")
+
+            for id in ids {
+                // What requests handed its caller: decoded when labelled gzip, as it was.
+                let body = try Data(contentsOf: URL(fileURLWithPath: "\(output)/\(id).json"))
+                let items = try Self.items(body)
+                #expect(items.count == 1)
+                #expect(items.first?["id"] as? String == id)
+                let (alone, _) = try await URLSession.shared.data(from: api.url("videos", ["id": id, "part": "snippet"]))
+                #expect(items == (try Self.items(alone)), "\(id): what the origin answers for it alone")
+            }
+
+            // A repeat with the same client's headers is the member's own stored answer.
+            let calls = api.receivedRequests.count
+            let repeated = try await offPool {
+                try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", Self.requestsRepeat, base, "v17"])
+            }
+            #expect(repeated.status == 0, "repeat: \(repeated.stderr)")
+            #expect(repeated.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "200 cache v17", "\(repeated.stdout)")
+            #expect(api.receivedRequests.count == calls, "the repeat never reached the API")
+        }
+    }
+
+    /// One Python `requests` client asking for one video: prints `STATUS SOURCE ID…`.
+    static let requestsRepeat = """
+        import sys, requests
+        answer = requests.get(f"{sys.argv[1]}/youtube/v3/videos", params={"id": sys.argv[2], "part": "snippet"}, timeout=20)
+        print(answer.status_code, answer.headers.get("x-tollgate-source"), *[item["id"] for item in answer.json()["items"]])
+        """
+
+    /// 50 Python `requests` clients of the proxy, each with its own session (so its own
+    /// connection) and requests' default `Accept-Encoding` (`gzip, deflate`, and `br` when brotli
+    /// is installed): they wait until every
+    /// thread is ready, then each asks for its video, writes the body requests decoded to
+    /// DIR/ID.json and prints `STATUS SOURCE CONTENT-ENCODING ACCEPT-ENCODING-SENT` (`-` for none, no spaces).
+    /// A body labelled gzip that is not fails in requests, and the client exits non-zero.
+    static let requestsClients = """
+        import sys, threading, requests
+        base, directory, ids = sys.argv[1], sys.argv[2], sys.argv[3:]
+        ready = threading.Barrier(len(ids))
+        lines, failures = [], []
+        def client(video):
+            try:
+                with requests.Session() as session:
+                    ready.wait()
+                    answer = session.get(f"{base}/youtube/v3/videos", params={"id": video, "part": "snippet"}, timeout=20)
+                    with open(f"{directory}/{video}.json", "wb") as body:
+                        body.write(answer.content)
+                    sent = answer.request.headers.get("Accept-Encoding", "-").replace(" ", "")
+                    lines.append(f"{answer.status_code} {answer.headers.get('x-tollgate-source', '-')} "
+                                 f"{answer.headers.get('content-encoding', '-')} {sent}")
+            except Exception as error:
+                failures.append(f"{video}: {error!r}")
+        threads = [threading.Thread(target=client, args=(video,)) for video in ids]
+        for thread in threads: thread.start()
+        for thread in threads: thread.join()
+        print("\\n".join(lines))
+        if failures:
+            sys.exit("\\n".join(failures))
+        """
 
     /// 50 clients of the proxy: each its own thread and connection; they wait until every one is
     /// connected, then each asks for its video, writes the body to DIR/ID.json and prints

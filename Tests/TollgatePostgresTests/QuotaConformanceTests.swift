@@ -20,6 +20,30 @@ struct QuotaConformanceTests {
         )
     }
 
+    @Test("the calls that carried batches are counted per endpoint with the IDs they carried; plain calls are not",
+          arguments: StoreBackend.available)
+    func batchUsage(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            func charge(_ endpoint: String, batchOf ids: Int?) async throws -> PacificDay? {
+                var charge = request(cost: 1, endpoint: endpoint)
+                charge.detail = ids.map(QuotaRules.batchDetail(ids:))
+                guard case .reserved(let reservation) = try await store.reserveQuota(charge) else { return nil }
+                return reservation.day
+            }
+            let day = try #require(try await charge("e.list", batchOf: nil))
+            _ = try await charge("e.list", batchOf: 49)
+            _ = try await charge("e.list", batchOf: 7)
+            _ = try await charge("f.list", batchOf: nil)
+            _ = try await charge("g.list", batchOf: 2)
+            let batches = try await store.quotaBatchUsage(on: day)
+            #expect(batches == [
+                QuotaBatchUsage(day: day, bucket: "b", endpoint: "e.list", batches: 2, ids: 56),
+                QuotaBatchUsage(day: day, bucket: "b", endpoint: "g.list", batches: 1, ids: 2),
+            ])
+            #expect(try await store.quotaUsage(on: day).map(\.calls) == [3, 1, 1], "a batch is one call")
+        }
+    }
+
     @Test("charges up to the limit exactly, reports each warning once, and refuses past the limit without writing",
           arguments: StoreBackend.available)
     func reserveUpToTheLimit(backend: StoreBackend) async throws {

@@ -32,7 +32,7 @@ extension Gate {
         // Earlier answers' settlements first: the ledger and the circuit as those answers left them.
         await afterAnswerWrites.waitForQueued()
         var charge = try quota.reservationRequest(endpoint: endpoint, cost: request.options.cost)
-        charge.detail = request.batchedIDs.map { "batch of \($0) IDs" }
+        charge.detail = request.batchedIDs.map(QuotaRules.batchDetail(ids:))
         let lease = admission.takesLease ? flight.flatMap { flight in flight.leaseHolder.map { (flight.key, $0) } } : nil
         let outcome: AdmissionOutcome
         do {

@@ -19,7 +19,7 @@ extension Gate {
     /// concurrency: with nothing of its batch key on the wire or collecting it goes at once, alone.
     /// Else it joins the batch collecting behind the call on the wire, which is sent when full
     /// (``BatchPolicy/maximum``), or once ``BatchPolicy/wait`` has passed on the gate's clock
-    /// without another request joining it and the calls ahead of it have landed, as one
+    /// since its first member joined and the calls ahead of it have landed, as one
     /// call through the ordinary path: one admission, one throttle slot, one charge (its event's
     /// detail says how many IDs it carried), retries by the endpoint's policy. Each member gets the
     /// answer a call for its ID alone would have given, stored under its own key; a refusal or
@@ -57,7 +57,7 @@ extension Gate {
             if opensBatch { startTimer(collecting, key: key, policy: policy) }
         }
         guard let outcome = await batch.outcome(for: ticket, onCancel: { [self] in
-            follow(batcher.leave(key, batch, ticket: ticket, wait: policy.wait, now: clock.now()), key: key, policy: policy)
+            follow(batcher.leave(key, batch, ticket: ticket), key: key, policy: policy)
         }) else { throw CancellationError() }
         let stored = request.options.allowsStale ? lookup.cachedResponse.flatMap { servableOnError($0, for: http) } : nil
         switch outcome {
@@ -80,29 +80,27 @@ extension Gate {
     /// collecting behind it may go now.
     func batchCallLanded(_ key: RequestBatcher.Key) {
         guard let policy = configuration.batching[key.endpoint] else { return }
-        follow(batcher.landed(key, wait: policy.wait, now: clock.now()), key: key, policy: policy)
+        follow(batcher.landed(key), key: key, policy: policy)
     }
 
-    /// Does what a landing left to do: sends the batch that waited for it, or starts its timer again.
+    /// Does what a landing left to do: sends the batch that waited for it.
     private func follow(_ landing: RequestBatcher.Landing, key: RequestBatcher.Key, policy: BatchPolicy) {
         switch landing {
         case .nothing:
             break
         case .sends(let batch, let entries):
             Task { await self.sendBatch(entries, of: batch, key: key, policy: policy) }
-        case .restartsTimer(let batch, _):
-            startTimer(batch, key: key, policy: policy)
         }
     }
 
-    /// Closes `batch` once its wait has passed on the gate's clock without another request
-    /// joining it and no call of its key is on the wire, unless it filled or emptied first, and
-    /// sends it. While calls are on the wire the timer stops; the last to land takes over.
+    /// Closes `batch` once its wait has passed on the gate's clock since its first member joined
+    /// and no call of its key is on the wire, unless it filled or emptied first, and sends it.
+    /// While calls are on the wire the timer stops; the last to land sends it.
     private func startTimer(
         _ batch: RequestBatcher.Batch, key: RequestBatcher.Key, policy: BatchPolicy
     ) {
         batch.setTimer(Task { [clock, batcher] in
-            // Each pass asks how long is left since the last join: the clock may have moved
+            // Each pass asks how long is left since the first join: the clock may have moved
             // before this task first ran.
             while true {
                 switch batcher.timerFired(key, batch, wait: policy.wait, now: clock.now()) {
@@ -141,6 +139,10 @@ extension Gate {
         }
         var combined = first.member.request
         combined.path = splitter.combinedTarget(combined.path ?? "", ids: rawValues)
+        // The batch's answer is read to be split: it may come compressed (the members asked
+        // for gzip, as curl --compressed and Python's requests do), but only in a coding the gate
+        // can undo.
+        ContentDecoding.limitAcceptEncoding(&combined.headerFields)
         var options = key.options
         // Read whole, to be split.
         options.streamsLargeBodies = false
@@ -173,7 +175,7 @@ extension Gate {
         }
         let bodies: [String: Data]
         do {
-            bodies = try splitter.split(answer.body, ids: ids)
+            bodies = try Self.split(answer, ids: ids, by: splitter)
         } catch {
             logger.warning("batching: the answer could not be split; each request is sent alone",
                            metadata: ["gate.endpoint": "\(key.endpoint)", "error": "\(error)"])
@@ -188,17 +190,40 @@ extension Gate {
         }
     }
 
+    /// The batch's answer split by ID, from its body with its `Content-Encoding` undone; or from
+    /// the body as it came, when that is what splits: a transport may have decoded it already and
+    /// left `Content-Encoding` naming the coding (URLSession does).
+    /// - Throws: ``BatchSplitError``: ``BatchSplitError/undecodableBody(contentEncoding:)`` when the
+    ///   coding could not be undone and the body as it came does not split either.
+    private static func split(_ answer: GateResponse, ids: [String], by splitter: BatchSplitter) throws -> [String: Data] {
+        let fields = answer.response.headerFields
+        let decoded = ContentDecoding.decoded(answer.body, fields: fields)
+        if let decoded, decoded != answer.body, let bodies = try? splitter.split(decoded, ids: ids) { return bodies }
+        do {
+            return try splitter.split(answer.body, ids: ids)
+        } catch {
+            throw decoded == nil ? BatchSplitError.undecodableBody(contentEncoding: fields[values: .contentEncoding]) : error
+        }
+    }
+
     /// A member's response head: the batch's, without what describes the batch's body alone
-    /// (its validators and length), so a member's stored answer is never revalidated by the
-    /// batch's entity tag.
+    /// (its validators, coding, digests and length), so a member's stored answer is never
+    /// revalidated by the batch's entity tag, and its identity-coded body is not labelled with the
+    /// batch's `Content-Encoding`.
     static func memberResponse(_ response: HTTPResponse, body: Data) -> HTTPResponse {
         var member = response
         let hadLength = member.headerFields[.contentLength] != nil
-        member.headerFields[.eTag] = nil
-        member.headerFields[.lastModified] = nil
+        for name in batchBodyFields { member.headerFields[name] = nil }
         member.headerFields[.contentLength] = hadLength ? String(body.count) : nil
         return member
     }
+
+    /// Fields that describe the batch's body as it came, not a member's split from its decoded form.
+    private static let batchBodyFields: [HTTPField.Name] = [
+        .eTag, .lastModified, .contentEncoding, .contentLength, .contentRange,
+        HTTPField.Name("Content-MD5")!, HTTPField.Name("Content-Digest")!, HTTPField.Name("Repr-Digest")!,
+        HTTPField.Name("Digest")!,
+    ]
 
     /// Queues the cache's store of a member's answer under the member's own key, so a lookup of
     /// it waits for the write.

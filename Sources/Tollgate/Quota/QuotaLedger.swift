@@ -310,6 +310,15 @@ public final class QuotaLedger: Sendable {
         try await storage.quotaUsage(on: day ?? PacificDay(containing: clock.now()))
     }
 
+    /// Every endpoint's calls on a Pacific day that carried a batch of single-ID requests, and
+    /// the IDs they carried (``GateConfiguration/batching``).
+    /// - Parameter day: The day; today by default.
+    /// - Returns: One row per bucket and endpoint that carried batches.
+    /// - Throws: Storage errors.
+    public func batchUsage(on day: PacificDay? = nil) async throws -> [QuotaBatchUsage] {
+        try await storage.quotaBatchUsage(on: day ?? PacificDay(containing: clock.now()))
+    }
+
     /// A bucket's limit, usage and exhaustion in its window: the Pacific day unless the
     /// configuration gives the bucket another window.
     /// - Parameters:

@@ -24,6 +24,24 @@ public enum ContentDecoding {
         #endif
     }
 
+    /// Leaves in a request's `Accept-Encoding` only the codings in `supported` (and `identity`),
+    /// or removes the field when none is: where the gate must read a body (a cost in it, a batch
+    /// to split), the answer must come in a coding it can undo. q-values are kept as the client
+    /// wrote them.
+    /// - Parameters:
+    ///   - fields: A request's fields.
+    ///   - supported: The codings to keep, lowercased; ``supportedCodings`` by default.
+    public static func limitAcceptEncoding(_ fields: inout HTTPFields, to supported: [String] = supportedCodings) {
+        let offered = fields[values: .acceptEncoding].flatMap { $0.split(separator: ",") }
+        guard !offered.isEmpty else { return }
+        let kept = offered.map { $0.trimmingCharacters(in: .whitespaces) }.filter { coding in
+            let name = coding.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces).lowercased()
+            return supported.contains(name) || name == "identity"
+        }
+        fields[.acceptEncoding] = nil
+        if !kept.isEmpty { fields[.acceptEncoding] = kept.joined(separator: ", ") }
+    }
+
     /// `body` with the answer's `Content-Encoding` undone; `body` itself when it has none (or
     /// `identity`); nil when a coding is not one this build can undo, the bytes are not valid in
     /// it, or the decoded body would pass `limit`.

@@ -5,6 +5,17 @@ public enum QuotaRules {
     /// server's exhausted mark): an endpoint of that name would be mistaken for them.
     public static let wholeBucket = "*"
 
+    /// The detail of the charge of a call that carried a batch of single-ID requests: `batch of N IDs`.
+    /// The stores read `N` back from it (``QuotaStorage/quotaBatchUsage(on:)``) with
+    /// ``batchDetailPattern``: one format, written here.
+    /// - Parameter ids: The IDs the call carried.
+    /// - Returns: The detail.
+    public static func batchDetail(ids: Int) -> String { "batch of \(ids) IDs" }
+
+    /// A SQL `LIKE` pattern that matches ``batchDetail(ids:)`` and nothing else a charge says;
+    /// the number is its third word.
+    public static let batchDetailPattern = "batch of % IDs"
+
     /// Refuses an endpoint name the ledger cannot tell apart from its own records.
     /// - Parameter endpoint: The endpoint charged.
     /// - Throws: ``StoreRefusal/invalidArgument(_:)`` for an empty name or `*`.

@@ -93,6 +93,14 @@ public protocol QuotaStorage: Sendable {
     /// - Throws: `DatabaseError` when SQLite fails.
     func quotaUsage(on day: PacificDay) async throws -> [QuotaUsage]
 
+    /// Every endpoint's charged calls on a Pacific day that carried a batch, and the IDs they
+    /// carried, ordered by bucket and endpoint; endpoints without a batch are left out. An
+    /// operator's question, answered from `quota_events` (a scan of the day's charges).
+    /// - Parameter day: The day.
+    /// - Returns: One row per bucket and endpoint that carried batches.
+    /// - Throws: A storage failure when the database fails.
+    func quotaBatchUsage(on day: PacificDay) async throws -> [QuotaBatchUsage]
+
     /// A bucket's limit, usage and exhaustion on the Pacific day of `at`.
     /// - Parameters:
     ///   - bucket: The bucket.

@@ -77,6 +77,25 @@ extension PostgresStore: QuotaStorage {
         }
     }
 
+    /// Every endpoint's calls on a Pacific day that carried a batch, and the IDs they carried.
+    /// - Parameter day: The day.
+    /// - Returns: One row per bucket and endpoint that carried batches, ordered by both.
+    /// - Throws: ``PostgresStoreError`` when the server fails.
+    public func quotaBatchUsage(on day: PacificDay) async throws -> [QuotaBatchUsage] {
+        try await withConnection("reading the batches of \(day.key)") { [self] connection in
+            // `batch of N IDs`: N is the third word.
+            try await connection.rows("""
+                SELECT bucket, endpoint, count(*)::bigint, sum(split_part(detail, ' ', 3)::bigint)::bigint
+                FROM quota_events WHERE pacific_date = \(day.key) AND kind = 'charge'
+                AND detail LIKE \(QuotaRules.batchDetailPattern)
+                GROUP BY bucket, endpoint ORDER BY bucket, endpoint
+                """, logger: logger).map { row in
+                let (bucket, endpoint, batches, ids) = try row.decode((String, String, Int, Int).self)
+                return QuotaBatchUsage(day: day, bucket: bucket, endpoint: endpoint, batches: batches, ids: ids)
+            }
+        }
+    }
+
     /// A bucket's limit, usage and exhaustion in the window stored with it (the Pacific day for a
     /// bucket never charged), at the database's now.
     /// - Parameters:

@@ -47,6 +47,10 @@ extension SQLiteStore: QuotaStorage {
         try await read { db in try QuotaTable.usage(db, on: day) }
     }
 
+    public func quotaBatchUsage(on day: PacificDay) async throws -> [QuotaBatchUsage] {
+        try await read { db in try QuotaTable.batchUsage(db, on: day) }
+    }
+
     public func quotaBucketStatus(bucket: String, configuredLimit: Int, at: Date) async throws -> QuotaBucketStatus {
         try await read { db in try QuotaTable.status(db, bucket: bucket, configuredLimit: configuredLimit, at: at) }
     }

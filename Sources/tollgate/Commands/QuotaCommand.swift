@@ -207,6 +207,10 @@ struct QuotaReport: Codable {
         var endpoint: String
         var units: Int
         var calls: Int
+        /// Of those calls, the ones that carried a batch of single-ID requests.
+        var batches: Int = 0
+        /// The IDs those batches carried, together: lookups answered for `batches` calls.
+        var idsCarried: Int = 0
     }
 
     /// The freshness an endpoint's stored answers are served with, without asking (`fresh_for`).
@@ -231,6 +235,7 @@ struct QuotaReport: Codable {
     static func read(_ services: AdminServices, day: PacificDay?, freshness gate: GateConfiguration) async throws -> QuotaReport {
         let day = day ?? PacificDay(containing: Date())
         let usage = try await services.quota.usage(on: day)
+        let batches = try await services.quota.batchUsage(on: day)
         let isToday = day == PacificDay(containing: Date())
         let forecasts = isToday ? try await services.quota.forecast() : []
         var buckets: [Bucket] = []
@@ -253,7 +258,11 @@ struct QuotaReport: Codable {
                 windowStart: status.period.key, resetsAt: status.resetsAt,
                 endpoints: usage.filter { $0.bucket == name }
                     .sorted { ($0.units, $1.endpoint) > ($1.units, $0.endpoint) }
-                    .map { Endpoint(endpoint: $0.endpoint, units: $0.units, calls: $0.calls) },
+                    .map { row in
+                        let batched = batches.first { $0.bucket == row.bucket && $0.endpoint == row.endpoint }
+                        return Endpoint(endpoint: row.endpoint, units: row.units, calls: row.calls,
+                                        batches: batched?.batches ?? 0, idsCarried: batched?.ids ?? 0)
+                    },
                 burnPerHour: isToday ? forecasts.first { $0.bucket == name }?.unitsPerHour ?? 0 : nil,
                 runsOutAt: forecasts.first { $0.bucket == name }?.runsOutAt
             ))
@@ -289,7 +298,10 @@ struct QuotaReport: Codable {
             let width = max(8, bucket.endpoints.map(\.endpoint.count).max() ?? 0)
             for endpoint in bucket.endpoints {
                 print("  \(endpoint.endpoint.padding(toLength: width, withPad: " ", startingAt: 0))  "
-                    + "\(DashboardRenderer.grouped(endpoint.units)) units  \(endpoint.calls) calls")
+                    + "\(DashboardRenderer.grouped(endpoint.units)) units  \(endpoint.calls) calls"
+                    + (endpoint.batches == 0 ? "" : ", \(endpoint.batches) of them "
+                        + (endpoint.batches == 1 ? "a batch" : "batches")
+                        + " carrying \(DashboardRenderer.grouped(endpoint.idsCarried)) IDs"))
             }
         }
         if !freshness.isEmpty {

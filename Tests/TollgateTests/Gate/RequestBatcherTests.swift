@@ -29,7 +29,7 @@ struct RequestBatcherTests {
 
     func at(_ milliseconds: Double) -> Date { start.addingTimeInterval(milliseconds / 1000) }
 
-    @Test("the first request goes alone; the next collect behind it; once it lands and the batch is quiet for its wait, the batch goes; then the lane is idle")
+    @Test("the first request goes alone; the next collect behind it; once its wait has passed and the call ahead lands, the batch goes; then the lane is idle")
     func aloneThenBatch() throws {
         let batcher = RequestBatcher()
         let (key, first) = try member("v0")
@@ -45,22 +45,22 @@ struct RequestBatcherTests {
             Issue.record("the third request does not join the open batch"); return
         }
         #expect(batcher.collectingMembers == 2)
-        // 9 ms after the last join: 1 ms more.
-        guard case .waitsLonger(let more) = batcher.timerFired(key, batch, wait: wait, now: at(11)) else {
+        // 9 ms after the first join: 1 ms more.
+        guard case .waitsLonger(let more) = batcher.timerFired(key, batch, wait: wait, now: at(10)) else {
             Issue.record("the batch closed before its wait"); return
         }
         #expect(abs((more - .milliseconds(1)) / .microseconds(1)) < 1)
-        // Quiet now, but the first call is on the wire: the timer stops; its landing sends the batch.
+        // Its wait has passed, but the first call is on the wire: the timer stops; its landing sends the batch.
         guard case .waitsForCallsAhead = batcher.timerFired(key, batch, wait: wait, now: at(12)) else {
             Issue.record("the batch went while the call ahead was on the wire"); return
         }
-        guard case .sends(let sent, let entries) = batcher.landed(key, wait: wait, now: at(30)), sent === batch else {
+        guard case .sends(let sent, let entries) = batcher.landed(key), sent === batch else {
             Issue.record("the landing did not send the batch"); return
         }
         #expect(entries.map(\.member.share.id) == ["v1", "v2"])
         #expect(batcher.collectingMembers == 0)
         #expect(batcher.callsOnTheWire == 1)
-        guard case .nothing = batcher.landed(key, wait: wait, now: at(40)) else { Issue.record("a landing did something"); return }
+        guard case .nothing = batcher.landed(key) else { Issue.record("a landing did something"); return }
         #expect(batcher.callsOnTheWire == 0)
         let (_, later) = try member("v3")
         guard case .goesAlone = batcher.join(key, later, maximum: 50, now: at(50)) else {
@@ -68,8 +68,38 @@ struct RequestBatcherTests {
         }
     }
 
-    @Test("a landing that finds the parked batch joined less than its wait ago starts its timer again for the rest")
-    func landingRestartsTimer() throws {
+    @Test("a batch's wait counts from its first member: requests joining until the last moment do not hold it, and it goes at first join + wait")
+    func waitCountsFromFirstJoin() throws {
+        let batcher = RequestBatcher()
+        let (key, first) = try member("v0")
+        _ = batcher.join(key, first, maximum: 50, now: at(0))
+        guard case .waits(let batch, _, opensBatch: true) = batcher.join(key, try member("v1").1, maximum: 50, now: at(1)) else {
+            Issue.record("no batch"); return
+        }
+        // The call ahead lands before the wait has passed: nothing to send yet.
+        guard case .nothing = batcher.landed(key) else { Issue.record("the landing sent a batch before its wait"); return }
+        // A stream of joiners, the last a moment before the wait ends.
+        for (index, joinedAt) in [4.0, 7, 10.5].enumerated() {
+            guard case .waits(let same, _, opensBatch: false) = batcher.join(key, try member("v\(index + 2)").1, maximum: 50,
+                                                                            now: at(joinedAt)), same === batch else {
+                Issue.record("a joiner did not join the open batch"); return
+            }
+        }
+        // 4 ms after the first join: 6 ms more, whatever joined since.
+        guard case .waitsLonger(let more) = batcher.timerFired(key, batch, wait: wait, now: at(5)) else {
+            Issue.record("the batch closed before its wait"); return
+        }
+        #expect(abs((more - .milliseconds(6)) / .microseconds(1)) < 1)
+        // First join + wait: it goes, though a request joined 0.5 ms ago.
+        guard case .closes(let entries) = batcher.timerFired(key, batch, wait: wait, now: at(11)) else {
+            Issue.record("a late joiner held the batch past its first member's wait"); return
+        }
+        #expect(entries.map(\.member.share.id) == ["v1", "v2", "v3", "v4"])
+        #expect(batcher.callsOnTheWire == 1)
+    }
+
+    @Test("a batch whose wait has passed while the call ahead is on the wire goes when that call lands, with whatever joined meanwhile")
+    func parkedBatchGoesOnLanding() throws {
         let batcher = RequestBatcher()
         let (key, first) = try member("v0")
         _ = batcher.join(key, first, maximum: 50, now: at(0))
@@ -80,13 +110,8 @@ struct RequestBatcherTests {
             Issue.record("the batch did not park"); return
         }
         _ = batcher.join(key, try member("v2").1, maximum: 50, now: at(15))
-        guard case .restartsTimer(let restarted, let remaining) = batcher.landed(key, wait: wait, now: at(20)),
-              restarted === batch else {
-            Issue.record("the landing did not restart the timer"); return
-        }
-        #expect(abs((remaining - .milliseconds(5)) / .microseconds(1)) < 1)
-        guard case .closes(let entries) = batcher.timerFired(key, batch, wait: wait, now: at(25)) else {
-            Issue.record("the quiet batch did not close"); return
+        guard case .sends(let sent, let entries) = batcher.landed(key), sent === batch else {
+            Issue.record("the landing did not send the parked batch"); return
         }
         #expect(entries.map(\.member.share.id) == ["v1", "v2"])
     }
@@ -132,7 +157,7 @@ struct RequestBatcherTests {
         guard case .waits(let batch, let ticket, _) = batcher.join(key, try member("v1").1, maximum: 50, now: at(1)) else {
             Issue.record("no batch"); return
         }
-        guard case .nothing = batcher.leave(key, batch, ticket: ticket, wait: wait, now: at(2)) else {
+        guard case .nothing = batcher.leave(key, batch, ticket: ticket) else {
             Issue.record("leaving did something"); return
         }
         #expect(batcher.collectingMembers == 0)

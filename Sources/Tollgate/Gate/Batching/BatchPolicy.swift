@@ -5,8 +5,9 @@
 ///
 /// Batching waits only where there is concurrency: a request with nothing of its batch on the
 /// wire goes at once, alone. Those that arrive while a call is on the wire collect behind it, and
-/// go once none has joined for ``wait`` and the call ahead has landed, or at once when ``maximum``
-/// have.
+/// go as one call once ``wait`` has passed since the first of them arrived and the call ahead has
+/// landed, whichever is later, or at once when ``maximum`` have. Later arrivals never extend the
+/// wait.
 ///
 /// YouTube's `videos.list`, `channels.list` and `playlists.list` take up to 50 IDs for one unit:
 ///
@@ -27,7 +28,8 @@ public struct BatchPolicy: Sendable, Hashable {
     public var itemsField: String
     /// The field of each item that holds its ID, such as `id`.
     public var itemKey: String
-    /// How long a collecting batch stays open after the last request joined it, on the gate's clock.
+    /// How long a collecting batch stays open after its first request joined it, on the gate's
+    /// clock (longer only while a call of its batch ahead of it is still on the wire).
     public var wait: Duration
 
     /// Creates a policy.
@@ -37,7 +39,7 @@ public struct BatchPolicy: Sendable, Hashable {
     ///   - maximum: The most IDs in one call; at least 1.
     ///   - itemsField: The answer's field that lists the items; `items` by default.
     ///   - itemKey: Each item's ID field; `id` by default.
-    ///   - wait: How long a batch stays open after its last request joined; 10 ms by default.
+    ///   - wait: How long a batch stays open after its first request joined; 10 ms by default.
     public init(parameter: String = "id", separator: String = ",", maximum: Int = 50, itemsField: String = "items",
                 itemKey: String = "id", wait: Duration = .milliseconds(10)) {
         self.parameter = parameter

@@ -9,11 +9,12 @@ import Synchronization
 /// one tick: a request that finds nothing of its key on the wire or collecting goes at once,
 /// alone, and waits for nothing. A request that arrives while a call of its key is on the wire
 /// joins the batch collecting behind it, opening one when there is none. A collecting batch is
-/// closed when it is full, at once; else once its wait has passed without another request joining
-/// it and the calls ahead of it have landed (what arrives together, and while the calls ahead are
-/// on the wire, goes together, up to the batch's maximum: a group commit, as in `CallBatcher`).
-/// Then it is on the wire, and requests arriving meanwhile open the next batch. The gate sends
-/// what is closed (see `Gate+Batching.swift`).
+/// closed when it is full, at once; else once its wait has passed since its first member joined
+/// and the calls of its key ahead of it have landed, whichever is later (what arrives together,
+/// and while the calls ahead are on the wire, goes together, up to the batch's maximum: a group
+/// commit, as in `CallBatcher`). Later joiners never extend the wait: a stream of requests cannot
+/// hold a batch open until it is full. Then it is on the wire, and requests arriving meanwhile
+/// open the next batch. The gate sends what is closed (see `Gate+Batching.swift`).
 final class RequestBatcher: Sendable {
     /// What requests must share to share a batch: all but their ID.
     struct Key: Sendable, Hashable {
@@ -67,7 +68,7 @@ final class RequestBatcher: Sendable {
     /// Where a request stands once it has asked to join.
     enum Joined: Sendable {
         /// Nothing of its key is on the wire or collecting: it goes at once, alone, as its key's
-        /// call on the wire, and calls ``landed(_:wait:now:)`` when it ends.
+        /// call on the wire, and calls ``landed(_:)`` when it ends.
         case goesAlone
         /// It waits in `batch` with `ticket`; `opensBatch` when it opened the batch, which then
         /// needs its timer (``timerFired(_:_:wait:now:)``).
@@ -93,7 +94,7 @@ final class RequestBatcher: Sendable {
     /// Goes alone when nothing of `key` is on the wire or collecting; else adds `member` to the
     /// collecting batch of `key`, opening one when there is none, and closes it when it holds
     /// `maximum` distinct IDs.
-    /// - Parameter now: The time it joins, on the gate's clock: the batch's wait counts from the last join.
+    /// - Parameter now: The time it joins, on the gate's clock: the wait of a batch it opens counts from then.
     func join(_ key: Key, _ member: Member, maximum: Int, now: Date) -> Joined {
         lanes.withLock { lanes in
             var lane = lanes[key] ?? Lane()
@@ -122,15 +123,15 @@ final class RequestBatcher: Sendable {
         case closes([Batch.Entry])
         /// It was closed already (full, or left by all).
         case closedAlready
-        /// A request joined it less than its wait ago: it waits this much longer.
+        /// Its first member joined less than its wait ago: it waits this much longer.
         case waitsLonger(Duration)
         /// Calls of its key are still on the wire: the timer stops, and the last of them to land
         /// sends the batch (``Landing``).
         case waitsForCallsAhead
     }
 
-    /// What a batch's timer does when it fires: closes the batch once no request has joined it for
-    /// `wait` and no call of its key is on the wire.
+    /// What a batch's timer does when it fires: closes the batch once `wait` has passed since its
+    /// first member joined and no call of its key is on the wire.
     func timerFired(_ key: Key, _ batch: Batch, wait: Duration, now: Date) -> WaitsEnd {
         lanes.withLock { lanes in
             guard var lane = lanes[key], lane.collecting === batch else { return .closedAlready }
@@ -148,21 +149,18 @@ final class RequestBatcher: Sendable {
     enum Landing: Sendable {
         /// Nothing: other calls of its key are on the wire, or no batch waits for it.
         case nothing
-        /// The batch that waited for it is closed and on the wire: send these members.
+        /// The batch that waited for it (its wait had passed) is closed and on the wire: send these members.
         case sends(Batch, [Batch.Entry])
-        /// The batch that waited for it had a request join less than its wait ago (this much):
-        /// its timer starts again.
-        case restartsTimer(Batch, Duration)
     }
 
     /// A call of `key` on the wire has ended (a request gone alone, or a batch). When it was the
-    /// last, the batch collecting behind it goes once it has been quiet for `wait`; when nothing
-    /// of the key is left, the next request goes at once.
-    func landed(_ key: Key, wait: Duration, now: Date) -> Landing {
+    /// last, the batch whose wait had passed behind it goes now; when nothing of the key is left,
+    /// the next request goes at once.
+    func landed(_ key: Key) -> Landing {
         lanes.withLock { lanes in
             guard var lane = lanes[key] else { return .nothing }
             lane.onTheWire = max(0, lane.onTheWire - 1)
-            let landing = Self.afterLanding(&lane, wait: wait, now: now)
+            let landing = Self.afterLanding(&lane)
             lanes[key] = lane.isIdle ? nil : lane
             return landing
         }
@@ -172,7 +170,7 @@ final class RequestBatcher: Sendable {
     /// its ID is not sent unless another member asks for it; after, the batch's answer is not its.
     /// - Returns: What is left to do when the member had been told to go alone as its key's call
     ///   on the wire, and never will: that call has landed.
-    func leave(_ key: Key, _ batch: Batch, ticket: Int, wait: Duration, now: Date) -> Landing {
+    func leave(_ key: Key, _ batch: Batch, ticket: Int) -> Landing {
         let (emptied, dropsCall) = batch.leave(ticket)
         return lanes.withLock { lanes in
             guard var lane = lanes[key] else { return .nothing }
@@ -185,27 +183,27 @@ final class RequestBatcher: Sendable {
             var landing = Landing.nothing
             if dropsCall {
                 lane.onTheWire = max(0, lane.onTheWire - 1)
-                landing = Self.afterLanding(&lane, wait: wait, now: now)
+                landing = Self.afterLanding(&lane)
             }
             lanes[key] = lane.isIdle ? nil : lane
             return landing
         }
     }
 
-    /// What a lane does once a call of it has landed: the parked batch goes, or waits on.
-    private static func afterLanding(_ lane: inout Lane, wait: Duration, now: Date) -> Landing {
+    /// What a lane does once a call of it has landed: the parked batch goes (it parked only once
+    /// its wait had passed, and a wait counted from the first join never grows back).
+    private static func afterLanding(_ lane: inout Lane) -> Landing {
         guard lane.onTheWire == 0, lane.parked, let batch = lane.collecting else { return .nothing }
-        lane.parked = false
-        if let remaining = remainingWait(of: batch, wait: wait, now: now) { return .restartsTimer(batch, remaining) }
         return close(&lane).map { .sends(batch, $0) } ?? .nothing
     }
 
-    /// How much longer `batch` waits for a request to join it; nil when it has been quiet for `wait`.
+    /// How much longer `batch` waits for more requests; nil when `wait` has passed since its first
+    /// member joined.
     private static func remainingWait(of batch: Batch, wait: Duration, now: Date) -> Duration? {
-        guard let joined = batch.lastJoined else { return nil }
-        let quiet = Duration.seconds(now.timeIntervalSince(joined))
-        // Within a few microseconds counts as quiet: times are Dates, whose differences round.
-        return quiet + .microseconds(10) < wait ? wait - quiet : nil
+        guard let opened = batch.firstJoined else { return nil }
+        let open = Duration.seconds(now.timeIntervalSince(opened))
+        // Within a few microseconds counts as passed: times are Dates, whose differences round.
+        return open + .microseconds(10) < wait ? wait - open : nil
     }
 
     /// Closes the lane's collecting batch, from its timer or a landing: it is then on the wire.
@@ -241,7 +239,7 @@ final class RequestBatcher: Sendable {
             var nextTicket = 0
             var closed = false
             var timer: Task<Void, Never>?
-            var lastJoined: Date?
+            var firstJoined: Date?
             var outcomes: [Int: Outcome] = [:]
             var waiters: [Int: CheckedContinuation<Outcome?, Never>] = [:]
             var gone: Set<Int> = []
@@ -252,14 +250,14 @@ final class RequestBatcher: Sendable {
         /// Members collected and not gone.
         var memberCount: Int { state.withLock { $0.entries.count } }
 
-        /// When the last member joined, while it collects.
-        var lastJoined: Date? { state.withLock { $0.closed ? nil : $0.lastJoined } }
+        /// When its first member joined (the one that opened it), while it collects.
+        var firstJoined: Date? { state.withLock { $0.closed ? nil : $0.firstJoined } }
 
         /// Adds a member joining at `now`. - Returns: Its ticket, and how many distinct IDs the batch now holds.
         fileprivate func add(_ member: Member, at now: Date) -> (ticket: Int, distinct: Int) {
             state.withLock { state in
                 state.nextTicket += 1
-                state.lastJoined = now
+                if state.firstJoined == nil { state.firstJoined = now }
                 state.entries.append(Entry(ticket: state.nextTicket, member: member))
                 return (state.nextTicket, Set(state.entries.map(\.member.share.id)).count)
             }
