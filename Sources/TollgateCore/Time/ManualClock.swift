@@ -49,6 +49,8 @@ public final class ManualClock: TollgateClock {
 
     /// Suspends until ``advance(by:)`` or ``set(to:)`` moves the time to `deadline` or past it; not
     /// one of ``sleeps``, which are the waits that would have taken time of their own.
+    /// - Parameter deadline: When the wait ends; one passed already ends it at once.
+    /// - Throws: `CancellationError` when the task is cancelled.
     public func sleep(until deadline: Date) async throws {
         try await suspend { _ in deadline }
     }

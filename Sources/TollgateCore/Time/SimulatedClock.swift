@@ -37,6 +37,8 @@ public final class SimulatedClock: TollgateClock {
     /// Waits on ``base`` until other sleeps (or the test) move the time to `deadline`: the time
     /// does not jump to it, so a waiter's patience ends when the simulated time it waited through
     /// has passed, not at once. Not one of ``sleeps``.
+    /// - Parameter deadline: When the wait ends.
+    /// - Throws: `CancellationError` when the task is cancelled.
     public func sleep(until deadline: Date) async throws {
         try await base.sleep(until: deadline)
     }
