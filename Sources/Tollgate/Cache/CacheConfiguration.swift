@@ -51,7 +51,8 @@ public struct CacheConfiguration: Sendable {
     /// process or from other processes on the same store, reach the network once: one leads, the
     /// others wait for its stored answer (source ``ResponseSource/coalesced``). On by default.
     public var coalescesRequests: Bool = true
-    /// The longest a request waits for another's answer before it sends its own. 30 s by default.
+    /// The longest a request waits for another's answer before it sends its own, on the gate's
+    /// clock (``TollgateClock/sleep(until:)`` within this process). 30 s by default.
     public var coalescingWait: Duration = .seconds(30)
     /// How long a leader's lease in the store holds other processes back if the leader dies
     /// before it answers. 30 s by default.

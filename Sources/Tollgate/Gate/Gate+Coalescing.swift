@@ -73,7 +73,8 @@ extension Gate {
         else { return .alone(lookup) }
         let (local, leads) = coalescer.join(key, at: clock.now())
         guard leads else {
-            let finished = await local.wait(upTo: settings.coalescingWait)
+            let deadline = clock.now().addingTimeInterval(settings.coalescingWait.timeInterval)
+            let finished = await local.wait(until: deadline, on: clock)
             // The leader's answer may have been returned before its write: wait for that write.
             await afterAnswerWrites.waitForQueued()
             if let answer = await answerStored(since: local.startedAt, for: request, endpoint: endpoint) {
@@ -98,16 +99,30 @@ extension Gate {
                                expiresMs: nowMs + CacheTime.milliseconds(configuration.cache.coalescingLease))
     }
 
+    /// How often a request waiting for another process's answer looks at the store: no process
+    /// can wake another through the file, so it looks.
+    static let otherProcessPollInterval = Duration.milliseconds(20)
+
     /// Waits, polling the store, for the answer of the request another process leads.
+    ///
+    /// Both the polls and the patience are on the gate's clock: the waits are this request's own
+    /// (as a backoff is), so a simulated clock moves through them and a manual clock holds them
+    /// until it is advanced.
     /// - Returns: That answer once stored, or nil when none came before the wait ran out or the
     ///   other process's lease lapsed: this request then sends its own.
     func waitForOtherProcess(
         _ running: CoalescingLease, leading flight: Flight, request: HTTPRequest, endpoint: String
     ) async -> GateResponse? {
-        let deadline = ContinuousClock.now + configuration.cache.coalescingWait
-        while ContinuousClock.now < deadline, !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(20))
-            let since = Date(timeIntervalSince1970: Double(running.startedMs) / 1000)
+        let deadline = clock.now().addingTimeInterval(configuration.cache.coalescingWait.timeInterval)
+        let since = Date(timeIntervalSince1970: Double(running.startedMs) / 1000)
+        while true {
+            let left = deadline.timeIntervalSince(clock.now())
+            guard left > 0 else { break }
+            do {
+                try await clock.sleep(for: min(Self.otherProcessPollInterval, SaturatingConversion.duration(seconds: left)))
+            } catch {
+                break
+            }
             if let answer = await answerStored(since: since, for: request, endpoint: endpoint) {
                 return answer
             }

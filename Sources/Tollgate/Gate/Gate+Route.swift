@@ -142,7 +142,7 @@ extension Gate {
                 case .sendUnrecorded(let attempt, let failure):
                     request.logger.warning(
                         "the ledger cannot be written; sending uncharged (ledger failure policy: fail open)",
-                        metadata: ["gate.endpoint": "\(request.endpoint)", "error": "\(failure)"]
+                        metadata: ["gate.endpoint": "\(request.endpoint)", "error": "\(failure.error)"]
                     )
                     admitted = Admitted(reservation: nil, probeToken: nil)
                     request.totals.attempts = attempt
@@ -150,8 +150,8 @@ extension Gate {
                     break admission
                 case .serveStale(let reason):
                     return await serveStale(stored, reason: reason, request)
-                case .fail(let error):
-                    throw refusing(error, request)
+                case .fail(let failure):
+                    throw refusing(failure.error, request)
                 }
             }
             // 5. The attempt, and its settlement.
@@ -174,8 +174,8 @@ extension Gate {
                 let pending = try pendingSettlement(settlement, admitted: admitted, request, answer: exchange)
                 exchange?.pendingSettlement = pending
                 decided = machine.settlementDeferred(now: clock.now(), using: &generator)
-            case .fail(let error):
-                throw error
+            case .fail(let failure):
+                throw failure.error
             }
             // 6. Retry, or the answer.
             switch decided {
@@ -192,8 +192,8 @@ extension Gate {
                 switch finish {
                 case .serveStale(let reason):
                     return await serveStale(stored, reason: reason, request)
-                case .fail(let error):
-                    throw refusing(error, request)
+                case .fail(let failure):
+                    throw refusing(failure.error, request)
                 case .failQuotaSpent:
                     throw refusing(serverQuotaRefusal(request), request)
                 case .answer(let delivery):

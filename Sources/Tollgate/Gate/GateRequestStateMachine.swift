@@ -132,7 +132,7 @@ struct GateRequestStateMachine {
     }
 
     /// What to do before an attempt is sent.
-    enum AdmissionAction: Sendable {
+    enum AdmissionAction: Sendable, Equatable {
         /// Ask the store to admit the attempt.
         case admit(Admission)
         /// Sleep, then ``GateRequestStateMachine/throttleWaitEnded()``.
@@ -140,11 +140,11 @@ struct GateRequestStateMachine {
         /// Send the attempt.
         case send(attempt: Int)
         /// Send the attempt uncharged and unrecorded: the ledger cannot be written and the policy fails open.
-        case sendUnrecorded(attempt: Int, ledgerFailure: any Error)
+        case sendUnrecorded(attempt: Int, ledgerFailure: ErrorValue)
         /// Return the stored response instead.
         case serveStale(StaleReason)
         /// Throw.
-        case fail(any Error)
+        case fail(ErrorValue)
     }
 
     /// An attempt's settlement: what it tells the circuit and the ledger.
@@ -171,7 +171,7 @@ struct GateRequestStateMachine {
     }
 
     /// How to write an attempt's settlement.
-    enum SettlementAction: Sendable {
+    enum SettlementAction: Sendable, Equatable {
         /// In a transaction of its own, before deciding on a retry (it may open the circuit);
         /// then ``GateRequestStateMachine/attemptSettled(circuit:now:using:)``.
         case settleNow(Settlement)
@@ -180,11 +180,11 @@ struct GateRequestStateMachine {
         case settleWithAnswer(Settlement)
         /// Throw the error, unrecorded: not the transport's own (a cancellation, say), it says
         /// nothing of the server; the charge stays.
-        case fail(any Error)
+        case fail(ErrorValue)
     }
 
     /// What to do after an attempt is settled.
-    enum AttemptAction: Sendable {
+    enum AttemptAction: Sendable, Equatable {
         /// Sleep, then ``GateRequestStateMachine/retryTimerFired()``.
         case retry(after: Duration, attempt: Int, trigger: RetryTrigger)
         /// No more attempts; `notRetrying` says why when it is worth a log line.
@@ -192,13 +192,13 @@ struct GateRequestStateMachine {
     }
 
     /// How the request ends.
-    enum Finish: Sendable {
+    enum Finish: Sendable, Equatable {
         /// Make the answer from the server's last response.
         case answer(Delivery)
         /// Return the stored response instead.
         case serveStale(StaleReason)
         /// Throw the error (the last attempt's, or the ledger's).
-        case fail(any Error)
+        case fail(ErrorValue)
         /// Throw the endpoint's `quotaExceeded`: the server said the quota is spent and nothing
         /// stored can be served.
         case failQuotaSpent
@@ -386,7 +386,7 @@ struct GateRequestStateMachine {
             invalidTransition("refused")
         }
         state = .finished
-        guard sending.hasServableStale else { return .fail(refusal) }
+        guard sending.hasServableStale else { return .fail(ErrorValue(refusal)) }
         let reason: StaleReason = switch refusal {
         case .circuitOpen: .circuitOpen
         case .throttled: .throttled
@@ -406,10 +406,10 @@ struct GateRequestStateMachine {
         }
         if Self.goesUnrecorded(error, under: policies.ledgerFailurePolicy) {
             state = .sending(attempt: admission.attempt, recorded: false, probe: false)
-            return .sendUnrecorded(attempt: admission.attempt, ledgerFailure: error)
+            return .sendUnrecorded(attempt: admission.attempt, ledgerFailure: ErrorValue(error))
         }
         state = .finished
-        return .fail(error)
+        return .fail(ErrorValue(error))
     }
 
     // MARK: 5. The attempt's outcome
@@ -461,7 +461,7 @@ struct GateRequestStateMachine {
         }
         guard let error = error as? HTTPTransportError else {
             state = .finished
-            return .fail(error)
+            return .fail(ErrorValue(error))
         }
         state = .settling(attempt: attempt, .transportFailure(error))
         // The charge stays when the request may have reached the server: the ledger never
@@ -517,7 +517,7 @@ struct GateRequestStateMachine {
             return (attemptSettled(circuit: .closed, now: now, using: &generator), true)
         }
         state = .finished
-        return (.finish(.fail(error), notRetrying: nil), false)
+        return (.finish(.fail(ErrorValue(error)), notRetrying: nil), false)
     }
 
     /// The wait before a retry ended.
@@ -613,7 +613,7 @@ struct GateRequestStateMachine {
         switch outcome {
         case .transportFailure(let error):
             state = .finished
-            return sending.hasServableStale ? .serveStale(.upstreamFailure) : .fail(error)
+            return sending.hasServableStale ? .serveStale(.upstreamFailure) : .fail(ErrorValue(error))
         case .response(let status, _, let quotaSpent, let isStreamed):
             if quotaSpent {
                 state = .finished

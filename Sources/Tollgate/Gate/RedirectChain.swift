@@ -10,7 +10,7 @@ import HTTPTypes
 /// in the send is a loop: the redirect is returned as it is.
 struct RedirectChain {
     /// What to do with an answer.
-    enum Action {
+    enum Action: Sendable, Hashable {
         /// Send this hop through the gate.
         case follow(RedirectHop)
         /// Return the answer; `loop` when it is a redirect back to a request already made.

@@ -46,7 +46,7 @@ public struct RedirectPolicy: Sendable, Hashable {
 }
 
 /// One hop of a redirect chain: the request to send next, worked out from a `3xx` answer. Pure.
-struct RedirectHop: Sendable {
+struct RedirectHop: Sendable, Hashable {
     /// The next request.
     var request: HTTPRequest
     /// Its body (nil when the method became `GET`).

@@ -42,14 +42,19 @@ final class RequestCoalescer: Sendable {
             self.startedAt = startedAt
         }
 
-        /// Waits until the flight finishes, or at most `timeout` of real time: a waiter never waits
+        /// Waits until the flight finishes, or until `clock` reads `deadline`: a waiter never waits
         /// longer for another request's answer than it would for its own.
+        ///
+        /// The deadline is a ``TollgateClock/sleep(until:)``, which does not move the clock: on a
+        /// simulated clock the waiter gives up when the time the leader's own waits took (its
+        /// backoffs, its throttle waits) has passed, not at once; on a manual clock when the test
+        /// advances it.
         /// - Returns: True when the flight finished.
-        func wait(upTo timeout: Duration) async -> Bool {
+        func wait(until deadline: Date, on clock: any TollgateClock) async -> Bool {
             await withTaskGroup(of: Bool.self) { group in
                 group.addTask { await self.wait(); return true }
                 group.addTask {
-                    try? await Task.sleep(for: timeout)
+                    try? await clock.sleep(until: deadline)
                     return false
                 }
                 let first = await group.next() ?? false

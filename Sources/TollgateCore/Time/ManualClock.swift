@@ -44,20 +44,39 @@ public final class ManualClock: TollgateClock {
     public func sleep(for duration: Duration) async throws {
         recordedSleeps.withLock { $0.append(duration) }
         guard duration > .zero else { return }
+        try await suspend { now in now.addingTimeInterval(duration.timeInterval) }
+    }
+
+    /// Suspends until ``advance(by:)`` or ``set(to:)`` moves the time to `deadline` or past it; not
+    /// one of ``sleeps``, which are the waits that would have taken time of their own.
+    /// - Parameter deadline: When the wait ends; one passed already ends it at once.
+    /// - Throws: `CancellationError` when the task is cancelled.
+    public func sleep(until deadline: Date) async throws {
+        try await suspend { _ in deadline }
+    }
+
+    /// Suspends until the time reaches the deadline `deadline` computes from the time now, read
+    /// under the same lock as the sleeper is added: an advance cannot slip in between.
+    private func suspend(until deadline: (Date) -> Date) async throws {
         let id = state.withLock { state -> UInt64 in
             state.nextID += 1
             return state.nextID
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if Task.isCancelled { return true }
-                    state.sleepers.append(Sleeper(
-                        id: id, deadline: state.now.addingTimeInterval(duration.timeInterval), continuation: continuation
-                    ))
-                    return false
+                enum Resume { case waits, now, cancelled }
+                let resume = state.withLock { state -> Resume in
+                    if Task.isCancelled { return .cancelled }
+                    let due = deadline(state.now)
+                    if due <= state.now { return .now }
+                    state.sleepers.append(Sleeper(id: id, deadline: due, continuation: continuation))
+                    return .waits
                 }
-                if resumeNow { continuation.resume(throwing: CancellationError()) }
+                switch resume {
+                case .waits: break
+                case .now: continuation.resume()
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                }
             }
         } onCancel: {
             let sleeper = state.withLock { state -> Sleeper? in

@@ -33,4 +33,13 @@ public final class SimulatedClock: TollgateClock {
         base.advance(by: duration)
         await onSleep?(duration)
     }
+
+    /// Waits on ``base`` until other sleeps (or the test) move the time to `deadline`: the time
+    /// does not jump to it, so a waiter's patience ends when the simulated time it waited through
+    /// has passed, not at once. Not one of ``sleeps``.
+    /// - Parameter deadline: When the wait ends.
+    /// - Throws: `CancellationError` when the task is cancelled.
+    public func sleep(until deadline: Date) async throws {
+        try await base.sleep(until: deadline)
+    }
 }

@@ -3,7 +3,8 @@ import HTTPTypes
 import Testing
 @testable import Tollgate
 
-/// The gate's decisions, event by event, asserted as actions: no network, no store, no clock.
+/// The gate's decisions, event by event, asserted as actions compared whole (values, errors as
+/// ``ErrorValue``s): no network, no store, no clock.
 @Suite("The gate's request state machine")
 struct GateRequestStateMachineTests {
     typealias Machine = GateRequestStateMachine
@@ -39,6 +40,21 @@ struct GateRequestStateMachineTests {
     /// A fixed random source: the jitter is off in these policies, so it is never read.
     static var generator: SystemRandomNumberGenerator { SystemRandomNumberGenerator() }
 
+    /// An attempt's settlement, with what a test does not name left out (nothing refunded, no
+    /// quota spent).
+    static func settlement(
+        _ outcome: CircuitOutcome, refunds: Bool = false, reason: Machine.RefundReason? = nil,
+        settledUnits: Int? = nil, quotaSpent: Bool = false
+    ) -> Machine.Settlement {
+        Machine.Settlement(outcome: outcome, refunds: refunds, refundReason: reason, settledUnits: settledUnits,
+                           quotaSpent: quotaSpent)
+    }
+
+    /// The answer as it came, with no retry worth a log line.
+    static func answer(_ delivery: Machine.Delivery) -> Machine.AttemptAction {
+        .finish(.answer(delivery), notRetrying: nil)
+    }
+
     // MARK: 1. The cache's verdict
 
     @Test("a fresh stored response is the answer: nothing admitted, nothing sent")
@@ -73,12 +89,12 @@ struct GateRequestStateMachineTests {
     @Test("the first admission takes the coalescing lease and may serve stale; a retry's does neither")
     func admissions() {
         var (machine, first) = Self.sending(Machine.Sending(hasServableStale: true, revalidates: true))
-        #expect(describe(first) == "admit 1 stale lease")
+        #expect(first == .admit(Machine.Admission(attempt: 1, canServeStale: true, takesLease: true)))
         _ = machine.admitted(isProbe: false)
         _ = machine.responseReceived(status: 503, body: Data(), retryAfter: nil)
         var generator = Self.generator
         _ = machine.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
-        #expect(describe(machine.retryTimerFired()) == "admit 2")
+        #expect(machine.retryTimerFired() == .admit(Machine.Admission(attempt: 2, canServeStale: false, takesLease: false)))
     }
 
     // MARK: 2. Circuit
@@ -86,9 +102,9 @@ struct GateRequestStateMachineTests {
     @Test("an open circuit serves the stored response, else refuses")
     func openCircuit() {
         var (withStored, _) = Self.sending(Machine.Sending(hasServableStale: true, revalidates: true))
-        #expect(describe(withStored.refused(.circuitOpen(retryAfter: 30))) == "serveStale circuitOpen")
+        #expect(withStored.refused(.circuitOpen(retryAfter: 30)) == .serveStale(.circuitOpen))
         var (bare, _) = Self.sending()
-        #expect(describe(bare.refused(.circuitOpen(retryAfter: 30))) == "fail \(TollgateError.circuitOpen(retryAfter: 30))")
+        #expect(bare.refused(.circuitOpen(retryAfter: 30)) == .fail(ErrorValue(TollgateError.circuitOpen(retryAfter: 30))))
     }
 
     // MARK: 3. Throttle
@@ -96,25 +112,26 @@ struct GateRequestStateMachineTests {
     @Test("a full throttle window is waited out up to the maximum, then admitted again")
     func throttleWait() {
         var (machine, _) = Self.sending(policies: Machine.Policies(retry: Self.exactRetries, maximumThrottleWait: .seconds(5)))
-        #expect(describe(machine.throttled(retryAfter: 2)) == "wait 2.0s")
-        #expect(describe(machine.throttleWaitEnded()) == "admit 1 lease")
-        #expect(describe(machine.throttled(retryAfter: 3)) == "wait 3.0s")
-        #expect(describe(machine.throttleWaitEnded()) == "admit 1 lease")
+        let again = Machine.AdmissionAction.admit(Machine.Admission(attempt: 1, canServeStale: false, takesLease: true))
+        #expect(machine.throttled(retryAfter: 2) == .waitForThrottle(.seconds(2)))
+        #expect(machine.throttleWaitEnded() == again)
+        #expect(machine.throttled(retryAfter: 3) == .waitForThrottle(.seconds(3)))
+        #expect(machine.throttleWaitEnded() == again)
         // 2 s + 3 s waited: one more second is past the 5 s maximum.
-        #expect(describe(machine.throttled(retryAfter: 1)) == "fail \(TollgateError.throttled(retryAfter: 1))")
+        #expect(machine.throttled(retryAfter: 1) == .fail(ErrorValue(TollgateError.throttled(retryAfter: 1))))
     }
 
     @Test("a full throttle window serves the stored response rather than wait")
     func throttleStale() {
         var (machine, _) = Self.sending(policies: Machine.Policies(retry: Self.exactRetries, maximumThrottleWait: .seconds(60)),
                                         Machine.Sending(hasServableStale: true, revalidates: true))
-        #expect(describe(machine.throttled(retryAfter: 2)) == "serveStale throttled")
+        #expect(machine.throttled(retryAfter: 2) == .serveStale(.throttled))
     }
 
     @Test("a throttle wait longer than the maximum is refused at once")
     func throttleRefused() {
         var (machine, _) = Self.sending(policies: Machine.Policies(retry: Self.exactRetries, maximumThrottleWait: .seconds(1)))
-        #expect(describe(machine.throttled(retryAfter: 1.5)) == "fail \(TollgateError.throttled(retryAfter: 1.5))")
+        #expect(machine.throttled(retryAfter: 1.5) == .fail(ErrorValue(TollgateError.throttled(retryAfter: 1.5))))
     }
 
     // MARK: 4. Quota
@@ -123,9 +140,9 @@ struct GateRequestStateMachineTests {
     func quotaRefusal() {
         let refusal = TollgateError.quotaExceeded(endpoint: "videos.list", cost: 1, remaining: 0, resetsAt: Self.now)
         var (withStored, _) = Self.sending(Machine.Sending(hasServableStale: true, revalidates: true))
-        #expect(describe(withStored.refused(refusal)) == "serveStale quotaExhausted")
+        #expect(withStored.refused(refusal) == .serveStale(.quotaExhausted))
         var (bare, _) = Self.sending()
-        #expect(describe(bare.refused(refusal)) == "fail \(refusal)")
+        #expect(bare.refused(refusal) == .fail(ErrorValue(refusal)))
     }
 
     // MARK: 5–6. Attempts and settlement
@@ -133,33 +150,33 @@ struct GateRequestStateMachineTests {
     @Test("a free 304 is refunded, settled with the answer's write, and answered with the stored response revised")
     func notModifiedRefund() {
         var machine = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .free, price: 1))
-        #expect(describe(machine.responseReceived(status: 304, body: Data(), retryAfter: nil))
-            == "settleWithAnswer success refund(notModified)")
+        #expect(machine.responseReceived(status: 304, body: Data(), retryAfter: nil)
+            == .settleWithAnswer(Self.settlement(.success, refunds: true, reason: .notModified)))
         var generator = Self.generator
-        #expect(describe(machine.settlementDeferred(now: Self.now, using: &generator)) == "answer revise(inMemory: true)")
+        #expect(machine.settlementDeferred(now: Self.now, using: &generator) == Self.answer(.revise(inMemory: true)))
     }
 
     @Test("a 304 of an endpoint that charges it in full, or as much as the call, keeps the charge")
     func notModifiedCharged() {
         var full = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .full, price: 50))
-        #expect(describe(full.responseReceived(status: 304, body: Data(), retryAfter: nil)) == "settleWithAnswer success")
+        #expect(full.responseReceived(status: 304, body: Data(), retryAfter: nil) == .settleWithAnswer(Self.settlement(.success)))
         var youTube = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .units(1), price: 1))
-        #expect(describe(youTube.responseReceived(status: 304, body: Data(), retryAfter: nil)) == "settleWithAnswer success")
+        #expect(youTube.responseReceived(status: 304, body: Data(), retryAfter: nil) == .settleWithAnswer(Self.settlement(.success)))
     }
 
     @Test("a 304 that costs less than the call settles the charge at its units, as the ledger's settle does")
     func notModifiedSettled() {
         var machine = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .units(1), price: 100))
-        #expect(describe(machine.responseReceived(status: 304, body: Data(), retryAfter: nil))
-            == "settleWithAnswer success settle(1)")
+        #expect(machine.responseReceived(status: 304, body: Data(), retryAfter: nil)
+            == .settleWithAnswer(Self.settlement(.success, reason: .notModified, settledUnits: 1)))
         var ok = Self.attempting(Machine.Sending(revalidates: true, notModifiedCost: .units(1), price: 100))
-        #expect(describe(ok.responseReceived(status: 200, body: Data(), retryAfter: nil)) == "settleWithAnswer success")
+        #expect(ok.responseReceived(status: 200, body: Data(), retryAfter: nil) == .settleWithAnswer(Self.settlement(.success)))
     }
 
     @Test("the half-open probe's success is settled at once: it closes the circuit")
     func probeSettlesAtOnce() {
         var machine = Self.attempting(isProbe: true)
-        #expect(describe(machine.responseReceived(status: 200, body: Data(), retryAfter: nil)) == "settleNow success")
+        #expect(machine.responseReceived(status: 200, body: Data(), retryAfter: nil) == .settleNow(Self.settlement(.success)))
     }
 
     @Test("a 5xx is retried after 1 s, 2 s and 4 s; then the last answer is returned, or the stored response")
@@ -167,16 +184,18 @@ struct GateRequestStateMachineTests {
         for hasStored in [false, true] {
             var machine = Self.attempting(Machine.Sending(hasServableStale: hasStored, revalidates: hasStored))
             var generator = Self.generator
-            for (attempt, delay) in [(1, "1.0s"), (2, "2.0s"), (3, "4.0s")] {
-                #expect(describe(machine.responseReceived(status: 503, body: Data(), retryAfter: nil)) == "settleNow failure")
-                #expect(describe(machine.attemptSettled(circuit: .closed, now: Self.now, using: &generator))
-                    == "retry \(attempt) after \(delay)")
-                #expect(describe(machine.retryTimerFired()) == "admit \(attempt + 1)")
+            for (attempt, delay) in [(1, Duration.seconds(1)), (2, .seconds(2)), (3, .seconds(4))] {
+                #expect(machine.responseReceived(status: 503, body: Data(), retryAfter: nil) == .settleNow(Self.settlement(.failure)))
+                #expect(machine.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+                    == .retry(after: delay, attempt: attempt, trigger: .status(503)))
+                #expect(machine.retryTimerFired()
+                    == .admit(Machine.Admission(attempt: attempt + 1, canServeStale: false, takesLease: false)))
                 _ = machine.admitted(isProbe: false)
             }
             _ = machine.responseReceived(status: 503, body: Data(), retryAfter: nil)
-            #expect(describe(machine.attemptSettled(circuit: .closed, now: Self.now, using: &generator))
-                == (hasStored ? "serveStale upstreamFailure" : "answer answerThenStore") + " (3 retries spent)")
+            #expect(machine.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+                == .finish(hasStored ? .serveStale(.upstreamFailure) : .answer(.answerThenStore),
+                           notRetrying: .retriesExhausted(retries: 3)))
         }
     }
 
@@ -185,12 +204,15 @@ struct GateRequestStateMachineTests {
         var generator = Self.generator
         var machine = Self.attempting()
         _ = machine.responseReceived(status: 429, body: Data(), retryAfter: .seconds(7))
-        #expect(describe(machine.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "retry 1 after 7.0s")
+        #expect(machine.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .retry(after: .seconds(7), attempt: 1, trigger: .status(429)))
 
         var tooLong = Self.attempting()
-        #expect(describe(tooLong.responseReceived(status: 429, body: Data(), retryAfter: .seconds(120))) == "settleNow rateLimited")
-        #expect(describe(tooLong.attemptSettled(circuit: .closed, now: Self.now, using: &generator))
-            == "answer answerThenStore (Retry-After 120s exceeds the maximum delay 60s)")
+        #expect(tooLong.responseReceived(status: 429, body: Data(), retryAfter: .seconds(120))
+            == .settleNow(Self.settlement(.rateLimited)))
+        #expect(tooLong.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .finish(.answer(.answerThenStore),
+                       notRetrying: .retryAfterExceedsMaximum(retryAfter: .seconds(120), maximum: .seconds(60))))
     }
 
     @Test("an attempt that opens the circuit stops the retrying")
@@ -198,8 +220,8 @@ struct GateRequestStateMachineTests {
         var generator = Self.generator
         var machine = Self.attempting()
         _ = machine.responseReceived(status: 503, body: Data(), retryAfter: nil)
-        #expect(describe(machine.attemptSettled(circuit: .open, now: Self.now, using: &generator))
-            == "answer answerThenStore (circuit open)")
+        #expect(machine.attemptSettled(circuit: .open, now: Self.now, using: &generator)
+            == .finish(.answer(.answerThenStore), notRetrying: .circuitOpen))
     }
 
     @Test("a request that never left the machine is refunded and is no circuit failure; one that may have reached the server keeps its charge")
@@ -207,18 +229,21 @@ struct GateRequestStateMachineTests {
         var generator = Self.generator
         var tls = Self.attempting()
         let refused = HTTPTransportError.tlsFailure("certificate")
-        #expect(describe(tls.transportFailed(refused)) == "settleNow neutral refund(neverSent(because: \"\(refused)\"))")
-        #expect(describe(tls.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "fail \(refused)")
+        #expect(tls.transportFailed(refused)
+            == .settleNow(Self.settlement(.neutral, refunds: true, reason: .neverSent(because: "\(refused)"))))
+        #expect(tls.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .finish(.fail(ErrorValue(refused)), notRetrying: nil))
 
         var timedOut = Self.attempting()
-        #expect(describe(timedOut.transportFailed(HTTPTransportError.timedOut)) == "settleNow failure")
-        #expect(describe(timedOut.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "retry 1 after 1.0s")
+        #expect(timedOut.transportFailed(HTTPTransportError.timedOut) == .settleNow(Self.settlement(.failure)))
+        #expect(timedOut.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .retry(after: .seconds(1), attempt: 1, trigger: .timeout))
     }
 
     @Test("an error that is not the transport's (a cancellation) ends the request unrecorded")
     func cancelled() {
         var machine = Self.attempting()
-        #expect(describe(machine.transportFailed(CancellationError())) == "fail CancellationError()")
+        #expect(machine.transportFailed(CancellationError()) == .fail(ErrorValue(CancellationError())))
     }
 
     @Test("the server's daily quotaExceeded marks the quota spent: the stored response, else quotaExceeded; never retried")
@@ -226,13 +251,14 @@ struct GateRequestStateMachineTests {
         let body = Data(#"{"error":{"code":403,"errors":[{"reason":"quotaExceeded"}]}}"#.utf8)
         var generator = Self.generator
         var bare = Self.attempting()
-        #expect(describe(bare.responseReceived(status: 403, body: body, retryAfter: nil)) == "settleNow neutral quotaSpent")
-        #expect(describe(bare.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "failQuotaSpent")
+        #expect(bare.responseReceived(status: 403, body: body, retryAfter: nil)
+            == .settleNow(Self.settlement(.neutral, quotaSpent: true)))
+        #expect(bare.attemptSettled(circuit: .closed, now: Self.now, using: &generator) == .finish(.failQuotaSpent, notRetrying: nil))
 
         var withStored = Self.attempting(Machine.Sending(hasServableStale: true, revalidates: true))
         _ = withStored.responseReceived(status: 403, body: body, retryAfter: nil)
-        #expect(describe(withStored.attemptSettled(circuit: .closed, now: Self.now, using: &generator))
-            == "serveStale quotaExhausted")
+        #expect(withStored.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .finish(.serveStale(.quotaExhausted), notRetrying: nil))
     }
 
     @Test("an API description's own 'quota spent' answers: a field with its value, on 403 or 429; neutral for the circuit")
@@ -242,17 +268,17 @@ struct GateRequestStateMachineTests {
             QuotaExhaustionRule(status: 403, field: (remaining, "0")), QuotaExhaustionRule(status: 429, field: (remaining, "0")),
         ])
         var spent = Self.attempting(policies: policies)
-        #expect(describe(spent.responseReceived(status: 429, fields: [remaining: " 0"], body: Data(), retryAfter: nil))
-            == "settleNow neutral quotaSpent")
+        #expect(spent.responseReceived(status: 429, fields: [remaining: " 0"], body: Data(), retryAfter: nil)
+            == .settleNow(Self.settlement(.neutral, quotaSpent: true)))
         var generator = Self.generator
-        #expect(describe(spent.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "failQuotaSpent")
+        #expect(spent.attemptSettled(circuit: .closed, now: Self.now, using: &generator) == .finish(.failQuotaSpent, notRetrying: nil))
         var left = Self.attempting(policies: policies)
-        #expect(describe(left.responseReceived(status: 429, fields: [remaining: "3"], body: Data(), retryAfter: nil))
-            == "settleNow rateLimited")
+        #expect(left.responseReceived(status: 429, fields: [remaining: "3"], body: Data(), retryAfter: nil)
+            == .settleNow(Self.settlement(.rateLimited)))
         // Google's reasons are not this API's: a 403 quotaExceeded body is a plain 403 here.
         var google = Self.attempting(policies: policies)
         let body = Data(#"{"error":{"code":403,"errors":[{"reason":"quotaExceeded"}]}}"#.utf8)
-        #expect(describe(google.responseReceived(status: 403, body: body, retryAfter: nil)) == "settleNow neutral")
+        #expect(google.responseReceived(status: 403, body: body, retryAfter: nil) == .settleNow(Self.settlement(.neutral)))
     }
 
     @Test("an endpoint with a retry policy of its own follows it; the others follow the gate's")
@@ -265,20 +291,22 @@ struct GateRequestStateMachineTests {
         _ = own.readyToSend(.miss, Machine.Sending())
         _ = own.admitted(isProbe: false)
         _ = own.responseReceived(status: 503, body: Data(), retryAfter: nil)
-        #expect(describe(own.attemptSettled(circuit: .closed, now: Self.now, using: &generator)).hasPrefix("answer"))
+        #expect(own.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .finish(.answer(.answerThenStore), notRetrying: .retriesExhausted(retries: 0)))
         var other = Machine(policies: policies, method: .get, options: GateRequestOptions(), endpoint: "videos.list")
         _ = other.cacheLookedUp(.miss, onlyIfCached: false, revalidatesInBackground: false)
         _ = other.readyToSend(.miss, Machine.Sending())
         _ = other.admitted(isProbe: false)
         _ = other.responseReceived(status: 503, body: Data(), retryAfter: nil)
-        #expect(describe(other.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "retry 1 after 1.0s")
+        #expect(other.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .retry(after: .seconds(1), attempt: 1, trigger: .status(503)))
     }
 
     @Test("a 403 rate limit is not a spent quota")
     func rateLimitIsNotQuota() {
         let body = Data(#"{"error":{"code":403,"errors":[{"reason":"rateLimitExceeded"}]}}"#.utf8)
         var machine = Self.attempting()
-        #expect(describe(machine.responseReceived(status: 403, body: body, retryAfter: nil)) == "settleNow rateLimited")
+        #expect(machine.responseReceived(status: 403, body: body, retryAfter: nil) == .settleNow(Self.settlement(.rateLimited)))
     }
 
     @Test("a method that is not idempotent is not retried unless marked")
@@ -286,11 +314,12 @@ struct GateRequestStateMachineTests {
         var generator = Self.generator
         var post = Self.attempting(method: .post)
         _ = post.responseReceived(status: 503, body: Data(), retryAfter: nil)
-        #expect(describe(post.attemptSettled(circuit: .closed, now: Self.now, using: &generator))
-            == "answer storeThenAnswer (method not idempotent)")
+        #expect(post.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .finish(.answer(.storeThenAnswer), notRetrying: .notIdempotent))
         var marked = Self.attempting(method: .post, options: GateRequestOptions(markedIdempotent: true))
         _ = marked.responseReceived(status: 503, body: Data(), retryAfter: nil)
-        #expect(describe(marked.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "retry 1 after 1.0s")
+        #expect(marked.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .retry(after: .seconds(1), attempt: 1, trigger: .status(503)))
     }
 
     @Test("servesStaleInsteadOfRetrying answers a failure with the stored response at once")
@@ -301,28 +330,28 @@ struct GateRequestStateMachineTests {
         var machine = Self.attempting(policies: Machine.Policies(retry: retry),
                                       Machine.Sending(hasServableStale: true, revalidates: true))
         _ = machine.responseReceived(status: 503, body: Data(), retryAfter: nil)
-        #expect(describe(machine.attemptSettled(circuit: .closed, now: Self.now, using: &generator))
-            == "serveStale upstreamFailure")
+        #expect(machine.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .finish(.serveStale(.upstreamFailure), notRetrying: nil))
     }
 
     @Test("how the answer is delivered: a GET stored after it, other methods before it, a body the cache cannot key not at all; a stream passed on and settled at its end, a GET's stored with it")
     func deliveries() {
         var generator = Self.generator
         func delivered(_ method: HTTPRequest.Method, _ sending: Machine.Sending = Machine.Sending(),
-                       status: Int = 200, isStreamed: Bool = false) -> String {
+                       status: Int = 200, isStreamed: Bool = false) -> Machine.AttemptAction {
             var machine = Self.attempting(method: method, sending)
             _ = machine.responseReceived(status: status, body: Data(), retryAfter: nil, isStreamed: isStreamed)
-            return describe(machine.settlementDeferred(now: Self.now, using: &generator))
+            return machine.settlementDeferred(now: Self.now, using: &generator)
         }
-        #expect(delivered(.get) == "answer answerThenStore")
-        #expect(delivered(.head) == "answer storeThenAnswer")
-        #expect(delivered(.delete) == "answer storeThenAnswer")
-        #expect(delivered(.get, Machine.Sending(storesAnswer: false)) == "answer answerUnstored")
-        #expect(delivered(.get, isStreamed: true) == "answer streamThenStore")
-        #expect(delivered(.post, isStreamed: true) == "answer storeThenStream")
-        #expect(delivered(.get, Machine.Sending(storesAnswer: false), isStreamed: true) == "answer streamUnstored")
+        #expect(delivered(.get) == Self.answer(.answerThenStore))
+        #expect(delivered(.head) == Self.answer(.storeThenAnswer))
+        #expect(delivered(.delete) == Self.answer(.storeThenAnswer))
+        #expect(delivered(.get, Machine.Sending(storesAnswer: false)) == Self.answer(.answerUnstored))
+        #expect(delivered(.get, isStreamed: true) == Self.answer(.streamThenStore))
+        #expect(delivered(.post, isStreamed: true) == Self.answer(.storeThenStream))
+        #expect(delivered(.get, Machine.Sending(storesAnswer: false), isStreamed: true) == Self.answer(.streamUnstored))
         // A 404's body too large to read whole: passed on, not stored.
-        #expect(delivered(.get, status: 404, isStreamed: true) == "answer streamUnstored")
+        #expect(delivered(.get, status: 404, isStreamed: true) == Self.answer(.streamUnstored))
     }
 
     @Test("a streamed 200 is the answer, never retried: a stream that reached the caller is never replayed; a streamed 503 is retried (its stream dropped unread)")
@@ -330,10 +359,11 @@ struct GateRequestStateMachineTests {
         var generator = Self.generator
         var streamed = Self.attempting(method: .post, options: GateRequestOptions(markedIdempotent: true))
         _ = streamed.responseReceived(status: 200, body: Data(), retryAfter: nil, isStreamed: true)
-        #expect(describe(streamed.settlementDeferred(now: Self.now, using: &generator)) == "answer storeThenStream")
+        #expect(streamed.settlementDeferred(now: Self.now, using: &generator) == Self.answer(.storeThenStream))
         var failing = Self.attempting(method: .get)
         _ = failing.responseReceived(status: 503, body: Data(), retryAfter: nil, isStreamed: true)
-        #expect(describe(failing.attemptSettled(circuit: .closed, now: Self.now, using: &generator)) == "retry 1 after 1.0s")
+        #expect(failing.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .retry(after: .seconds(1), attempt: 1, trigger: .status(503)))
     }
 
     @Test("a 304 that revised nothing is sent again without the cache's conditions, or passed on when the caller sent them")
@@ -342,7 +372,7 @@ struct GateRequestStateMachineTests {
         for (added, expected) in [(true, Machine.RevisionAction.resendUnconditionally), (false, .answerAsItIs)] {
             var machine = Self.attempting(Machine.Sending(cacheAddedConditions: added))
             _ = machine.responseReceived(status: 304, body: Data(), retryAfter: nil)
-            #expect(describe(machine.settlementDeferred(now: Self.now, using: &generator)) == "answer revise(inMemory: false)")
+            #expect(machine.settlementDeferred(now: Self.now, using: &generator) == Self.answer(.revise(inMemory: false)))
             #expect(machine.revisionFoundNothing() == expected)
         }
     }
@@ -353,19 +383,19 @@ struct GateRequestStateMachineTests {
     func admissionLedgerFailure() {
         let failure = StoreError.fileMoved(path: "/tmp/t.sqlite")
         var closed = Self.sending(policies: Machine.Policies(ledgerFailurePolicy: .failClosed)).0
-        #expect(describe(closed.admissionFailed(failure)) == "fail \(failure)")
+        #expect(closed.admissionFailed(failure) == .fail(ErrorValue(failure)))
 
         var open = Self.sending(policies: Machine.Policies(retry: Self.exactRetries, ledgerFailurePolicy: .failOpen)).0
-        #expect(describe(open.admissionFailed(failure)) == "sendUnrecorded 1")
+        #expect(open.admissionFailed(failure) == .sendUnrecorded(attempt: 1, ledgerFailure: ErrorValue(failure)))
         // Unrecorded: even a success is settled at once, never with the answer's write.
-        #expect(describe(open.responseReceived(status: 200, body: Data(), retryAfter: nil)) == "settleNow success")
+        #expect(open.responseReceived(status: 200, body: Data(), retryAfter: nil) == .settleNow(Self.settlement(.success)))
     }
 
     @Test("under failOpen, an error that is not the ledger's (a bad argument, a cancellation) still fails the request",
           arguments: [StoreRefusal.invalidArgument("cost") as any Error, CancellationError()])
     func notLedgerFailures(error: any Error) {
         var open = Self.sending(policies: Machine.Policies(ledgerFailurePolicy: .failOpen)).0
-        #expect(describe(open.admissionFailed(error)) == "fail \(error)")
+        #expect(open.admissionFailed(error) == .fail(ErrorValue(error)))
     }
 
     @Test("a settlement the ledger cannot write fails the request under failClosed, is delivered unrecorded under failOpen")
@@ -375,59 +405,13 @@ struct GateRequestStateMachineTests {
         var closed = Self.attempting(policies: Machine.Policies(ledgerFailurePolicy: .failClosed))
         _ = closed.responseReceived(status: 200, body: Data(), retryAfter: nil)
         let (closedAction, closedUnrecorded) = closed.settlementFailed(failure, now: Self.now, using: &generator)
-        #expect(describe(closedAction) == "fail \(failure)")
+        #expect(closedAction == .finish(.fail(ErrorValue(failure)), notRetrying: nil))
         #expect(!closedUnrecorded)
 
         var open = Self.attempting(policies: Machine.Policies(ledgerFailurePolicy: .failOpen))
         _ = open.responseReceived(status: 200, body: Data(), retryAfter: nil)
         let (openAction, openUnrecorded) = open.settlementFailed(failure, now: Self.now, using: &generator)
-        #expect(describe(openAction) == "answer answerThenStore")
+        #expect(openAction == Self.answer(.answerThenStore))
         #expect(openUnrecorded)
     }
-}
-
-// MARK: Descriptions: one line per action, so a failing expectation shows both sides.
-
-func describe(_ action: GateRequestStateMachine.AdmissionAction?) -> String {
-    switch action {
-    case nil: "nil"
-    case .admit(let admission)?:
-        "admit \(admission.attempt)" + (admission.canServeStale ? " stale" : "") + (admission.takesLease ? " lease" : "")
-    case .waitForThrottle(let delay)?: "wait \(GateRequestStateMachineTests.seconds(delay))"
-    case .send(let attempt)?: "send \(attempt)"
-    case .sendUnrecorded(let attempt, _)?: "sendUnrecorded \(attempt)"
-    case .serveStale(let reason)?: "serveStale \(reason.rawValue)"
-    case .fail(let error)?: "fail \(error)"
-    }
-}
-
-func describe(_ action: GateRequestStateMachine.SettlementAction) -> String {
-    func settlement(_ settlement: GateRequestStateMachine.Settlement) -> String {
-        "\(settlement.outcome)" + (settlement.refunds ? " refund(\(settlement.refundReason.map { "\($0)" } ?? "?"))" : "")
-            + (settlement.settledUnits.map { " settle(\($0))" } ?? "")
-            + (settlement.quotaSpent ? " quotaSpent" : "")
-    }
-    return switch action {
-    case .settleNow(let now): "settleNow " + settlement(now)
-    case .settleWithAnswer(let deferred): "settleWithAnswer " + settlement(deferred)
-    case .fail(let error): "fail \(error)"
-    }
-}
-
-func describe(_ action: GateRequestStateMachine.AttemptAction) -> String {
-    switch action {
-    case .retry(let delay, let attempt, _): return "retry \(attempt) after \(GateRequestStateMachineTests.seconds(delay))"
-    case .finish(let finish, let stop):
-        let ending = switch finish {
-        case .answer(let delivery): "answer \(delivery)"
-        case .serveStale(let reason): "serveStale \(reason.rawValue)"
-        case .fail(let error): "fail \(error)"
-        case .failQuotaSpent: "failQuotaSpent"
-        }
-        return ending + (stop.map { " (\($0))" } ?? "")
-    }
-}
-
-extension GateRequestStateMachineTests {
-    static func seconds(_ duration: Duration) -> String { String(format: "%.1fs", duration.timeInterval) }
 }
