@@ -33,4 +33,17 @@ struct QuotaReconcileCommandTests {
         #expect(unknown.status != 0)
         #expect(try await ledger.discrepancies().isEmpty)
     }
+
+    @Test("a bucket spent while it burns says so, rather than a run-out instant that is now")
+    func spentBucketForecast() async throws {
+        let fixture = try AdminFixture()
+        let ledger = try fixture.ledger
+        for _ in 0..<5 { try await ledger.reserve(endpoint: "videos.list") }
+        #expect(try fixture.tollgate("quota", "set-limit", "youtube", "5").status == 0)
+
+        let show = try fixture.tollgate("quota", "show")
+        #expect(show.stdout.contains("youtube: 5/5 units used · 0 left"), "\(show.stdout)")
+        #expect(show.stdout.contains("burning 5 units/h over the last hour · spent: refused until the reset"), "\(show.stdout)")
+        #expect(!show.stdout.contains("runs out at"), "\(show.stdout)")
+    }
 }

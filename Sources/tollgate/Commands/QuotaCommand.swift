@@ -291,9 +291,11 @@ struct QuotaReport: Codable {
                 + (bucket.exhausted ? " · EXHAUSTED by the server" : "") + window)
             if let perHour = bucket.burnPerHour, perHour > 0 {
                 let rate = DashboardRenderer.grouped(Int(perHour.rounded()))
-                print("  burning \(rate) units/h over the last hour · "
-                    + (bucket.runsOutAt.map { "runs out at \(PacificDay.localTimeDescription(of: $0)), before the reset" }
-                        ?? "lasts until the reset"))
+                // A spent bucket has no run-out ahead of it: the forecast's instant would be now.
+                let outlook = bucket.remaining <= 0 ? "spent: refused until the reset"
+                    : bucket.runsOutAt.map { "runs out at \(PacificDay.localTimeDescription(of: $0)), before the reset" }
+                        ?? "lasts until the reset"
+                print("  burning \(rate) units/h over the last hour · \(outlook)")
             }
             let width = max(8, bucket.endpoints.map(\.endpoint.count).max() ?? 0)
             for endpoint in bucket.endpoints {
