@@ -17,62 +17,23 @@ struct ProxyBatchingCommandTests {
             Issue.record("curl, sqlite3 and python3 are needed: .ci/run installs curl and sqlite3; python3 is on this kind of machine")
             return
         }
-        let fixture = try AdminFixture()
-        var behaviour = FakeAPIBehaviour()
-        behaviour.maxAge = 300
-        // As far away as YouTube: the lone first call is on the wire while the other 49 arrive, and
-        // they go as one call when it lands. An origin answering in a millisecond would land it
-        // before a loaded machine has passed every request in, and a batch waits at most `wait`
-        // after its first member.
-        behaviour.latency = .milliseconds(150)
-        let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
-        let proxy = try BackgroundCommand(CommandRunner.tollgate, [
-            "proxy", "--listen", "127.0.0.1:0", "--upstream", api.baseURL.absoluteString, "--db", fixture.path,
-        ])
-        try await withStopping((api, proxy), stop: { parts in
-            let (status, stderr) = parts.1.interrupt()
-            #expect(status == 0, "proxy exit \(status): \(stderr)")
-            await parts.0.stop()
-        }) { parts in
-            let (api, proxy) = parts
-            let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
-            let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
-            let ids = (0..<50).map { String(format: "v%02d", $0) }
-            let output = fixture.directory.path("bodies")
-            try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
-            let arguments = ["python3", "-c", Self.clients, base, output] + ids
-            let result = try await offPool { try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), arguments) }
-            #expect(result.status == 0, "clients: \(result.stderr)")
-            let lines = result.stdout.split(separator: "\n")
+        try await Self.withFiftyClients(Self.clients, gzipsWhenAsked: false) { run in
+            let lines = run.output.split(separator: "\n")
             #expect(lines.count == 50)
             #expect(lines.allSatisfy { $0.hasPrefix("200 network ") }, "\(lines)")
-
-            let received = api.receivedRequests
-            #expect((1...2).contains(received.count), "\(received.count) calls reached the API: \(received.map(\.query))")
-            #expect(api.unitsUsed <= 2)
-            let today = try fixture.value("SELECT units || '|' || calls FROM quota_today WHERE endpoint = 'videos.list'")
-            let counts = today.split(separator: "|").compactMap { Int($0) }
-            #expect(counts.count == 2 && counts[0] <= 2 && counts[0] == counts[1], "quota_today: \(today)")
-            let details = try fixture.value(
+            try Self.expectOneBatch(run)
+            let details = try run.fixture.value(
                 "SELECT group_concat(detail, ';') FROM quota_events WHERE kind = 'charge' AND endpoint = 'videos.list'"
             )
             #expect(details.hasPrefix("batch of "), "the charge says how many IDs it carried: \(details)")
+            try await Self.expectOwnVideos(run)
 
-            let alone = try await Self.answersAlone(api, ids: ids)
-            for id in ids {
-                let body = try Data(contentsOf: URL(fileURLWithPath: "\(output)/\(id).json"))
-                let items = try Self.items(body)
-                #expect(items.count == 1)
-                #expect(items.first?["id"] as? String == id)
-                #expect(items == (try Self.items(try #require(alone[id]))), "\(id): what the origin answers for it alone")
-            }
-
-            let calls = api.receivedRequests.count
+            let (calls, base) = (run.api.receivedRequests.count, run.base)
             let repeated = try await offPool { try CurlResponse.fetch("\(base)/youtube/v3/videos?id=v17&part=snippet") }
             #expect(repeated.status == 200)
             #expect(repeated.headers["x-tollgate-source"] == "cache")
             #expect(try Self.items(Data(repeated.body.utf8)).first?["id"] as? String == "v17")
-            #expect(api.receivedRequests.count == calls, "the repeat never reached the API")
+            #expect(run.api.receivedRequests.count == calls, "the repeat never reached the API")
         }
     }
 
@@ -82,12 +43,56 @@ struct ProxyBatchingCommandTests {
             Issue.record("sqlite3 and python3 are needed: .ci/run installs sqlite3; python3 and requests are on this kind of machine")
             return
         }
+        try await Self.withFiftyClients(Self.requestsClients, gzipsWhenAsked: true) { run in
+            let lines = run.output.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            #expect(lines.count == 50)
+            #expect(lines.allSatisfy { $0.count == 4 && $0[0] == "200" }, "\(lines)")
+            #expect(lines.allSatisfy { $0.count == 4 && $0[3].split(separator: ",").contains("gzip") }, "each client offered gzip: \(lines)")
+            // Only the lone first call's answer passes as it came, gzip; the batch's members are decoded.
+            #expect(lines.filter { $0.count == 4 && $0[2] == "gzip" }.count <= 1, "\(lines)")
+            try Self.expectOneBatch(run)
+            // What requests handed its caller: decoded when labelled gzip, as it was.
+            try await Self.expectOwnVideos(run)
+
+            // A repeat with the same client's headers is the member's own stored answer.
+            let (calls, base) = (run.api.receivedRequests.count, run.base)
+            let repeated = try await offPool {
+                try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", Self.requestsRepeat, base, "v17"])
+            }
+            #expect(repeated.status == 0, "repeat: \(repeated.stderr)")
+            #expect(repeated.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "200 cache v17", "\(repeated.stdout)")
+            #expect(run.api.receivedRequests.count == calls, "the repeat never reached the API")
+        }
+    }
+
+    /// One run of 50 clients through the proxy: what a test checks afterwards.
+    struct FiftyClientsRun {
+        let fixture: AdminFixture
+        let api: FakeYouTubeAPI
+        /// The proxy's base URL.
+        let base: String
+        let ids: [String]
+        /// The directory the clients wrote each body to, as `ID.json`.
+        let bodies: String
+        /// What the clients' script printed.
+        let output: String
+    }
+
+    /// Starts a YouTube-like origin and `tollgate proxy` (the YouTube preset) on a fresh ledger,
+    /// runs `script` (one of the 50-client scripts below) against the proxy for v00…v49, and hands
+    /// `check` the run; the proxy must then stop cleanly.
+    ///
+    /// The origin is as far away as YouTube (150 ms): the lone first call is on the wire while the
+    /// other 49 arrive, and they go as one call when it lands. An origin answering in a millisecond
+    /// would land it before a loaded machine has passed every request in, and a batch waits at most
+    /// `wait` after its first member. Its answers stay fresh 5 minutes, so a repeat is a hit.
+    static func withFiftyClients(
+        _ script: String, gzipsWhenAsked: Bool, _ check: (FiftyClientsRun) async throws -> Void
+    ) async throws {
         let fixture = try AdminFixture()
         var behaviour = FakeAPIBehaviour()
         behaviour.maxAge = 300
-        behaviour.gzipsWhenAsked = true
-        // As far away as a real API: the lone first call is on the wire while the other 49 arrive,
-        // however slowly a loaded machine lets 50 threads connect.
+        behaviour.gzipsWhenAsked = gzipsWhenAsked
         behaviour.latency = .milliseconds(150)
         let api = try await FakeYouTubeAPI.start(behaviour: behaviour)
         let proxy = try BackgroundCommand(CommandRunner.tollgate, [
@@ -102,43 +107,33 @@ struct ProxyBatchingCommandTests {
             let banner = try #require(proxy.firstLine(), "the proxy exited before listening")
             let base = String(try #require(banner.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }))
             let ids = (0..<50).map { String(format: "v%02d", $0) }
-            let output = fixture.directory.path("bodies")
-            try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
-            let arguments = ["python3", "-c", Self.requestsClients, base, output] + ids
+            let bodies = fixture.directory.path("bodies")
+            try FileManager.default.createDirectory(atPath: bodies, withIntermediateDirectories: true)
+            let arguments = ["python3", "-c", script, base, bodies] + ids
             let result = try await offPool { try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), arguments) }
             #expect(result.status == 0, "clients: \(result.stderr)")
-            let lines = result.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
-            #expect(lines.count == 50)
-            #expect(lines.allSatisfy { $0.count == 4 && $0[0] == "200" }, "\(lines)")
-            #expect(lines.allSatisfy { $0.count == 4 && $0[3].split(separator: ",").contains("gzip") }, "each client offered gzip: \(lines)")
-            // Only the lone first call's answer passes as it came, gzip; the batch's members are decoded.
-            #expect(lines.filter { $0.count == 4 && $0[2] == "gzip" }.count <= 1, "\(lines)")
+            try await check(FiftyClientsRun(fixture: fixture, api: api, base: base, ids: ids, bodies: bodies, output: result.stdout))
+        }
+    }
 
-            let received = api.receivedRequests
-            #expect((1...2).contains(received.count), "\(received.count) calls reached the API: \(received.map(\.query))")
-            #expect(api.unitsUsed <= 2)
-            let today = try fixture.value("SELECT units || '|' || calls FROM quota_today WHERE endpoint = 'videos.list'")
-            let counts = today.split(separator: "|").compactMap { Int($0) }
-            #expect(counts.count == 2 && counts[0] <= 2 && counts[0] == counts[1], "quota_today: \(today)")
+    /// At most 2 calls reached the origin, at most 2 units spent, and the ledger agrees.
+    static func expectOneBatch(_ run: FiftyClientsRun) throws {
+        let received = run.api.receivedRequests
+        #expect((1...2).contains(received.count), "\(received.count) calls reached the API: \(received.map(\.query))")
+        #expect(run.api.unitsUsed <= 2)
+        let today = try run.fixture.value("SELECT units || '|' || calls FROM quota_today WHERE endpoint = 'videos.list'")
+        let counts = today.split(separator: "|").compactMap { Int($0) }
+        #expect(counts.count == 2 && counts[0] <= 2 && counts[0] == counts[1], "quota_today: \(today)")
+    }
 
-            let alone = try await Self.answersAlone(api, ids: ids)
-            for id in ids {
-                // What requests handed its caller: decoded when labelled gzip, as it was.
-                let body = try Data(contentsOf: URL(fileURLWithPath: "\(output)/\(id).json"))
-                let items = try Self.items(body)
-                #expect(items.count == 1)
-                #expect(items.first?["id"] as? String == id)
-                #expect(items == (try Self.items(try #require(alone[id]))), "\(id): what the origin answers for it alone")
-            }
-
-            // A repeat with the same client's headers is the member's own stored answer.
-            let calls = api.receivedRequests.count
-            let repeated = try await offPool {
-                try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", Self.requestsRepeat, base, "v17"])
-            }
-            #expect(repeated.status == 0, "repeat: \(repeated.stderr)")
-            #expect(repeated.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "200 cache v17", "\(repeated.stdout)")
-            #expect(api.receivedRequests.count == calls, "the repeat never reached the API")
+    /// Each client's body holds exactly its own video, as the origin answers for that ID alone.
+    static func expectOwnVideos(_ run: FiftyClientsRun) async throws {
+        let alone = try await answersAlone(run.api, ids: run.ids)
+        for id in run.ids {
+            let items = try Self.items(try Data(contentsOf: URL(fileURLWithPath: "\(run.bodies)/\(id).json")))
+            #expect(items.count == 1)
+            #expect(items.first?["id"] as? String == id)
+            #expect(items == (try Self.items(try #require(alone[id]))), "\(id): what the origin answers for it alone")
         }
     }
 
