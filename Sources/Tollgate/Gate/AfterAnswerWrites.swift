@@ -31,19 +31,16 @@ final class AfterAnswerWrites: Sendable {
     ///     written, a lookup of that resource waits for it (see ``isPending(resourceKey:)``).
     ///   - write: The write. It reports its own failures: nothing waits for its result.
     func enqueue(resource resourceKey: String? = nil, _ write: @escaping Write) {
-        let startsDraining = state.withLock { state in
+        state.withLock { state in
             state.queued.append((resourceKey, write))
             if let resourceKey { state.pendingResources[resourceKey, default: 0] += 1 }
             state.enqueuedCount += 1
-            guard !state.isDraining else { return false }
+            guard !state.isDraining else { return }
             state.isDraining = true
-            return true
+            // Detached: the queue outlives the request that happened to start it, whose priority
+            // and task-local values are not the queue's.
+            Task.detached { await self.drain() }
         }
-        // Outside the lock: starting a task wakes a thread (a futex), and the new drain's first
-        // step takes this lock; started inside, it spun until the caller let go.
-        // Detached: the queue outlives the request that happened to start it, whose priority
-        // and task-local values are not the queue's.
-        if startsDraining { Task.detached { await self.drain() } }
     }
 
     /// How many callers wait in ``waitForQueued()``.
