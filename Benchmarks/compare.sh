@@ -99,9 +99,12 @@ for round in $(seq 1 "$rounds"); do
 done
 for entries in "${sizes[@]}"; do rm -f "$work/scale-$entries.sqlite"*; done
 
-log "contention: 4 processes vs 1, Tollgate admissions and bare transactions"
-run "$work/floor" contention 4 "$(iterations 4000)" "$work"
-run "$bin" contention 4 "$(iterations 2000)" "$(fresh contention.sqlite)"
+# Rounds here too: one run of each made the ratio swing by half between runs of one build.
+for round in $(seq 1 "$rounds"); do
+    log "contention, round $round of $rounds: 4 processes vs 1, Tollgate admissions and bare transactions"
+    run "$work/floor" contention 4 "$(iterations 4000)" "$work"
+    run "$bin" contention 4 "$(iterations 2000)" "$(fresh contention.sqlite)"
+done
 
 log "end to end: a 304 through the gate vs the bare transport, over loopback"
 for round in $(seq 1 "$rounds"); do

@@ -5,7 +5,8 @@ of one run, and the guard that keeps those ratios from drifting.
 
 Every guarded number is a ratio of two measurements of the same run (Tollgate's time over its
 reference's, or the reverse where higher is better), so it means the same on any machine of the
-kind. --check exits 1, naming the rows, when a ratio is more than 15 % worse than the baseline's;
+kind. --check exits 1, naming the rows, when a ratio is more than 15 % worse than the baseline's (the
+scale ratios: when over their goal of 1.3×, their spread between runs being wider than 15 %);
 --write-baseline stores this run's ratios.
 """
 import argparse, json, os, platform, statistics, subprocess, sys
@@ -27,8 +28,14 @@ max_entries = options.max_entries
 
 # Guarded ratios, each oriented so that lower is better: key → ratio.
 guarded = {}
-def guard(key, ratio):
+# Ratios --check holds to their goal instead of the baseline: the scale ratios sit near 1 and move
+# more between runs of one build (0.69 to 1.37 for the store in one afternoon, three rounds each)
+# than any tolerance would allow, so only passing their goal means a change made them worse.
+held_to_goal = {}
+def guard(key, ratio, goal=None):
     guarded[key] = ratio
+    if goal is not None:
+        held_to_goal[key] = goal
     return ratio
 
 def us(ns): return f"{ns / 1000:.1f} µs"
@@ -59,7 +66,7 @@ top = max((n for n in (1000, 100000, 1000000) if n <= max_entries), default=1000
 for op in ("hit", "store"):
     small, large = v.get(f"scale.1000.{op}"), v.get(f"scale.{top}.{op}")
     if small and large:
-        r = guard(f"scale.{op}.{top}/1000", large / small)
+        r = guard(f"scale.{op}.{top}/1000", large / small, goal=1.3)
         row(f"Scale {op}: {top:,} vs 1,000 entries", us(large), us(small), f"{r:.2f}×", "≤ 1.3×", r <= 1.3)
 rss = v.get(f"scale.{top}.peak_rss_bytes")
 if rss:
@@ -142,12 +149,17 @@ if options.check:
             print(f"  {key}: not measured in this run")
             continue
         change = guarded[key] / baseline[key] - 1
-        verdict = "WORSE" if change > options.tolerance else "ok"
-        print(f"  {key}: {guarded[key]:.3f} against {baseline[key]:.3f} ({change * 100:+.0f} %) {verdict}")
+        if key in held_to_goal:
+            verdict = "WORSE" if guarded[key] > held_to_goal[key] else "ok"
+            print(f"  {key}: {guarded[key]:.3f}, held to its goal of at most {held_to_goal[key]:.2f} "
+                  f"(baseline {baseline[key]:.3f}, {change * 100:+.0f} %) {verdict}")
+        else:
+            verdict = "WORSE" if change > options.tolerance else "ok"
+            print(f"  {key}: {guarded[key]:.3f} against {baseline[key]:.3f} ({change * 100:+.0f} %) {verdict}")
         if verdict == "WORSE":
             worse.append(key)
     if worse:
-        print(f"compare.sh --check: {len(worse)} ratio(s) more than {options.tolerance:.0%} worse than the baseline: "
-              + ", ".join(worse), file=sys.stderr)
+        print(f"compare.sh --check: {len(worse)} ratio(s) more than {options.tolerance:.0%} worse than the baseline "
+              + "(or, for scale, over its goal): " + ", ".join(worse), file=sys.stderr)
         sys.exit(1)
     print("All guarded ratios within the tolerance of the baseline.")

@@ -28,11 +28,29 @@ struct BenchmarkCheckTests {
     }
 
     /// Runs the report on `results` in `directory`, with `options`.
-    static func report(_ results: String, in directory: TemporaryDirectory, _ options: [String]) throws -> CommandResult {
+    static func report(
+        _ results: String, in directory: TemporaryDirectory, maxEntries: Int = 1000, _ options: [String]
+    ) throws -> CommandResult {
         let file = directory.path("results.txt")
         try results.write(toFile: file, atomically: true, encoding: .utf8)
         return try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"),
-                                     ["python3", benchmarks.appending(path: "report.py").path, file, "1000"] + options)
+                                     ["python3", benchmarks.appending(path: "report.py").path, file, "\(maxEntries)"] + options)
+    }
+
+    @Test("a scale ratio is held to its goal of 1.3×, not to the baseline: 25 % over a baseline of 1.0 passes, 1.4× fails")
+    func scaleHeldToGoal() throws {
+        let directory = try TemporaryDirectory()
+        let baseline = directory.path("baseline.json")
+        func run(storeAt100k factor: Double) -> String {
+            Self.results(admissionFactor: 1) + "RESULT scale.100000.hit 5000\nRESULT scale.100000.store \(40_000 * factor)\n"
+        }
+        let written = try Self.report(run(storeAt100k: 1), in: directory, maxEntries: 100_000, ["--write-baseline", baseline])
+        #expect(written.status == 0, "\(written.stderr)")
+        let wider = try Self.report(run(storeAt100k: 1.25), in: directory, maxEntries: 100_000, ["--check", baseline])
+        #expect(wider.status == 0, "within the goal: \(wider.stdout)")
+        let over = try Self.report(run(storeAt100k: 1.4), in: directory, maxEntries: 100_000, ["--check", baseline])
+        #expect(over.status == 1)
+        #expect(over.stderr.contains("scale.store.100000/1000"), "\(over.stderr)")
     }
 
     @Test("a run like the baseline passes; one whose admission ratio is 20 % worse fails, naming the row")
