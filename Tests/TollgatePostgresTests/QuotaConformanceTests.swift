@@ -32,15 +32,20 @@ struct QuotaConformanceTests {
             }
             let day = try #require(try await charge("e.list", batchOf: nil))
             _ = try await charge("e.list", batchOf: 49)
+            _ = try await charge("e.list", batchOf: 49)
             _ = try await charge("e.list", batchOf: 7)
             _ = try await charge("f.list", batchOf: nil)
             _ = try await charge("g.list", batchOf: 2)
+            // A detail the batch pattern matches that no batch wrote: neither a batch nor an error.
+            var odd = request(cost: 1, endpoint: "f.list")
+            odd.detail = "batch of many IDs"
+            _ = try await store.reserveQuota(odd)
             let batches = try await store.quotaBatchUsage(on: day)
             #expect(batches == [
-                QuotaBatchUsage(day: day, bucket: "b", endpoint: "e.list", batches: 2, ids: 56),
+                QuotaBatchUsage(day: day, bucket: "b", endpoint: "e.list", batches: 3, ids: 105),
                 QuotaBatchUsage(day: day, bucket: "b", endpoint: "g.list", batches: 1, ids: 2),
             ])
-            #expect(try await store.quotaUsage(on: day).map(\.calls) == [3, 1, 1], "a batch is one call")
+            #expect(try await store.quotaUsage(on: day).map(\.calls) == [4, 2, 1], "a batch is one call")
         }
     }
 

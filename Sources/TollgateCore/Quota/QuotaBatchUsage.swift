@@ -27,4 +27,31 @@ public struct QuotaBatchUsage: Sendable, Hashable {
         self.batches = batches
         self.ids = ids
     }
+
+    /// Folds a day's batch charges, counted per bucket, endpoint and detail as a store reads them,
+    /// into one row per bucket and endpoint, ordered by both; a detail ``QuotaRules/batchIDs(inDetail:)``
+    /// does not read as a batch's is left out. The stores count; the format is read here only.
+    /// - Parameters:
+    ///   - day: The Pacific day.
+    ///   - charges: Each bucket, endpoint and detail with how many charges said it.
+    /// - Returns: The rows.
+    public static func tally(
+        on day: PacificDay, _ charges: [(bucket: String, endpoint: String, detail: String, count: Int)]
+    ) -> [QuotaBatchUsage] {
+        var rows: [String: [String: QuotaBatchUsage]] = [:]
+        for charge in charges {
+            guard let ids = QuotaRules.batchIDs(inDetail: charge.detail) else { continue }
+            rows[charge.bucket, default: [:]][charge.endpoint, default: QuotaBatchUsage(
+                day: day, bucket: charge.bucket, endpoint: charge.endpoint, batches: 0, ids: 0
+            )].add(batches: charge.count, ids: ids * charge.count)
+        }
+        return rows.keys.sorted().flatMap { bucket in
+            rows[bucket, default: [:]].keys.sorted().compactMap { rows[bucket]?[$0] }
+        }
+    }
+
+    private mutating func add(batches: Int, ids: Int) {
+        self.batches += batches
+        self.ids += ids
+    }
 }

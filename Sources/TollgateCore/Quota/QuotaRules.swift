@@ -6,15 +6,22 @@ public enum QuotaRules {
     public static let wholeBucket = "*"
 
     /// The detail of the charge of a call that carried a batch of single-ID requests: `batch of N IDs`.
-    /// The stores read `N` back from it (``QuotaStorage/quotaBatchUsage(on:)``) with
-    /// ``batchDetailPattern``: one format, written here.
+    /// Written here and read back by ``batchIDs(inDetail:)``: one format, in one file.
     /// - Parameter ids: The IDs the call carried.
     /// - Returns: The detail.
     public static func batchDetail(ids: Int) -> String { "batch of \(ids) IDs" }
 
-    /// A SQL `LIKE` pattern that matches ``batchDetail(ids:)`` and nothing else a charge says;
-    /// the number is its third word.
+    /// A SQL `LIKE` pattern that selects the charges ``batchDetail(ids:)`` may have written; which
+    /// of them really are is ``batchIDs(inDetail:)``'s to say.
     public static let batchDetailPattern = "batch of % IDs"
+
+    /// The IDs a charge's detail says its call carried: `N` of ``batchDetail(ids:)``, nil for any
+    /// other detail.
+    /// - Parameter detail: A charge's detail.
+    public static func batchIDs(inDetail detail: String) -> Int? {
+        guard detail.hasPrefix("batch of "), detail.hasSuffix(" IDs") else { return nil }
+        return Int(detail.dropFirst("batch of ".count).dropLast(" IDs".count)).flatMap { $0 > 0 ? $0 : nil }
+    }
 
     /// Refuses an endpoint name the ledger cannot tell apart from its own records.
     /// - Parameter endpoint: The endpoint charged.

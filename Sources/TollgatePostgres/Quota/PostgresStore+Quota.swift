@@ -83,16 +83,16 @@ extension PostgresStore: QuotaStorage {
     /// - Throws: ``PostgresStoreError`` when the server fails.
     public func quotaBatchUsage(on day: PacificDay) async throws -> [QuotaBatchUsage] {
         try await withConnection("reading the batches of \(day.key)") { [self] connection in
-            // `batch of N IDs`: N is the third word.
-            try await connection.rows("""
-                SELECT bucket, endpoint, count(*)::bigint, sum(split_part(detail, ' ', 3)::bigint)::bigint
+            let charges = try await connection.rows("""
+                SELECT bucket, endpoint, detail, count(*)::bigint
                 FROM quota_events WHERE pacific_date = \(day.key) AND kind = 'charge'
                 AND detail LIKE \(QuotaRules.batchDetailPattern)
-                GROUP BY bucket, endpoint ORDER BY bucket, endpoint
+                GROUP BY bucket, endpoint, detail
                 """, logger: logger).map { row in
-                let (bucket, endpoint, batches, ids) = try row.decode((String, String, Int, Int).self)
-                return QuotaBatchUsage(day: day, bucket: bucket, endpoint: endpoint, batches: batches, ids: ids)
+                let (bucket, endpoint, detail, count) = try row.decode((String, String, String, Int).self)
+                return (bucket: bucket, endpoint: endpoint, detail: detail, count: count)
             }
+            return QuotaBatchUsage.tally(on: day, charges)
         }
     }
 

@@ -129,18 +129,15 @@ enum QuotaTable {
 
     /// Calls that carried a batch, per bucket and endpoint. See ``QuotaStorage/quotaBatchUsage(on:)``.
     static func batchUsage(_ db: Database, on day: PacificDay) throws -> [QuotaBatchUsage] {
-        // `batch of N IDs`: N starts at the 10th character, and CAST reads its leading digits.
-        try db.fetchAll(sql: """
-            SELECT bucket, endpoint, COUNT(*) AS batches, SUM(CAST(substr(detail, 10) AS INTEGER)) AS ids
+        let charges = try db.fetchAll(sql: """
+            SELECT bucket, endpoint, detail, COUNT(*) AS charges
             FROM quota_events WHERE pacific_date = ? AND kind = 'charge' AND detail LIKE ?
-            GROUP BY bucket, endpoint ORDER BY bucket, endpoint
+            GROUP BY bucket, endpoint, detail
             """, arguments: [day.key, QuotaRules.batchDetailPattern]).map { row in
-            QuotaBatchUsage(
-                day: day, bucket: try row.decode(String.self, forColumn: "bucket"),
-                endpoint: try row.decode(String.self, forColumn: "endpoint"),
-                batches: try row.decode(Int.self, forColumn: "batches"), ids: try row.decode(Int.self, forColumn: "ids")
-            )
+            (bucket: try row.decode(String.self, forColumn: "bucket"), endpoint: try row.decode(String.self, forColumn: "endpoint"),
+             detail: try row.decode(String.self, forColumn: "detail"), count: try row.decode(Int.self, forColumn: "charges"))
         }
+        return QuotaBatchUsage.tally(on: day, charges)
     }
 
     /// A bucket's status, read only. See ``QuotaStorage/quotaBucketStatus(bucket:configuredLimit:at:)``.
