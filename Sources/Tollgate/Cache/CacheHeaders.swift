@@ -146,19 +146,12 @@ enum CacheHeaders {
     private static func replacingBytes(of secret: String, in value: String) -> String {
         let needle = Array(secret.utf8)
         let haystack = Array(value.utf8)
-        guard !needle.isEmpty, haystack.count >= needle.count else { return value }
         var redacted: [UInt8] = []
         var start = 0
-        var index = 0
-        while index + needle.count <= haystack.count {
-            if haystack[index] == needle[0], haystack[index..<(index + needle.count)].elementsEqual(needle) {
-                redacted.append(contentsOf: haystack[start..<index])
-                redacted.append(contentsOf: CacheKey.redactionMarker.utf8)
-                index += needle.count
-                start = index
-            } else {
-                index += 1
-            }
+        while let match = haystack.firstIndex(ofBytes: needle, from: start) {
+            redacted.append(contentsOf: haystack[start..<match])
+            redacted.append(contentsOf: CacheKey.redactionMarker.utf8)
+            start = match + needle.count
         }
         guard start > 0 else { return value }
         redacted.append(contentsOf: haystack[start...])
