@@ -71,7 +71,7 @@ struct AdmissionConformanceTests {
           arguments: StoreBackend.available)
     func refusedProbeReleasesLease(backend: StoreBackend) async throws {
         let policy = CircuitPolicy(openDuration: .milliseconds(300))
-        let time = ConformanceTime(for: backend)
+        let time = ConformanceTime()
         try await backend.withStore(time: time) { store in
             _ = try await store.forceOpenCircuit(endpoint: "videos.list", duration: .milliseconds(300), policy: policy, at: time.now())
             try await time.pass(.milliseconds(350))

@@ -44,7 +44,7 @@ struct CircuitConformanceTests {
     @Test("after the open duration one caller gets the probe, the next is refused, and a successful probe closes it",
           arguments: StoreBackend.available)
     func probesOnce(backend: StoreBackend) async throws {
-        let time = ConformanceTime(for: backend)
+        let time = ConformanceTime()
         try await backend.withStore(time: time) { store in
             try await trip(store, at: time.now())
             try await time.pass(.milliseconds(1_600))
@@ -62,7 +62,7 @@ struct CircuitConformanceTests {
 
     @Test("an expired probe lease lets the next caller probe", arguments: StoreBackend.available)
     func expiredLease(backend: StoreBackend) async throws {
-        let time = ConformanceTime(for: backend)
+        let time = ConformanceTime()
         try await backend.withStore(time: time) { store in
             try await trip(store, at: time.now())
             try await time.pass(.milliseconds(1_600))
@@ -77,7 +77,7 @@ struct CircuitConformanceTests {
     @Test("many tasks on several stores admitted at once to a half-open circuit get one probe between them",
           arguments: StoreBackend.available)
     func oneProbeFleetWide(backend: StoreBackend) async throws {
-        let time = ConformanceTime(for: backend)
+        let time = ConformanceTime()
         let slowLease = CircuitPolicy(
             failureThreshold: 3, openDuration: .milliseconds(400), probeLeaseDuration: .seconds(30)
         )

@@ -87,7 +87,7 @@ final class ConformanceTime: Sendable {
     private let clock = ManualClock(now: Date(timeIntervalSince1970: floor(Date().timeIntervalSince1970)))
     private let server = Mutex<PostgresTestDatabase?>(nil)
 
-    init(for backend: StoreBackend) {}
+    init() {}
 
     /// The instant to pass as an operation's `at:`.
     func now() -> Date { clock.now() }
