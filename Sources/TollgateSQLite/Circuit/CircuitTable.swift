@@ -66,9 +66,13 @@ enum CircuitTable {
         return transition
     }
 
-    /// One circuit's row, by primary key.
+    /// One circuit's row, by primary key: as the connection remembers it when nothing committed
+    /// since it last read or wrote it (see ``RememberedRows``).
     static func load(_ db: Database, endpoint: String) throws -> CircuitRecord? {
-        try CircuitRecord.fetchOne(db.cachedStatement(sql: selectByEndpoint), arguments: [endpoint])
+        if let remembered = db.rememberedRows.circuit(endpoint) { return remembered }
+        let record = try CircuitRecord.fetchOne(db.cachedStatement(sql: selectByEndpoint), arguments: [endpoint])
+        db.rememberedRows.remember(circuit: record, for: endpoint)
+        return record
     }
 
     /// Every circuit, by endpoint.
@@ -104,6 +108,8 @@ enum CircuitTable {
     }
 
     private static func save(_ db: Database, _ record: CircuitRecord) throws {
+        // Read again next time: the row holds the record's times in milliseconds, not as they are here.
+        db.rememberedRows.forgetCircuit(record.endpoint)
         try db.cachedStatement(sql: """
             INSERT INTO circuits (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (endpoint) DO UPDATE SET

@@ -11,6 +11,7 @@ extension SQLiteStore: MaintenanceStorage {
             guard !db.isInsideTransaction else {
                 throw StoreRefusal.invalidArgument("VACUUM cannot run inside a transaction")
             }
+            db.rememberedRows.forgetAll()
             let before = try MaintenanceQueries.fileBytes(db)
             let free = try db.fetchValue(sql: "PRAGMA freelist_count").int ?? 0
             try db.execute(sql: "VACUUM")

@@ -32,6 +32,9 @@ public final class Database {
     private var statementCache: [StatementCacheKey: Statement] = [:]
     /// Whether the store suspended this connection; its statements check it before each step.
     let suspension = DatabaseSuspension()
+    /// The request path's state rows as this connection left them (see ``RememberedRows``); only
+    /// the store's write transactions keep them.
+    var rememberedRows = RememberedRows()
 
     /// How long a statement waits for another connection's lock before it fails with `SQLITE_BUSY`.
     public var busyTimeout: Duration {

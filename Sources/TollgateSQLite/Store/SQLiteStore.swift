@@ -223,14 +223,19 @@ public final class SQLiteStore: Sendable {
     /// twice: the first attempt is rolled back as a whole before the second begins (see
     /// ``writeRerunningAfterBusy`` in the layer), so it must have no effect outside the database.
     public func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        // Any row may change: cache entries read earlier are read again.
+        // Any row may change: cache entries read earlier are read again, and so are the rows
+        // the connection remembers.
         defer { recentCacheEntries.withLock { $0.forgetAll() } }
-        return try await writeKeepingRecentEntries(updates)
+        return try await writeKeepingRecentEntries(forgettingRememberedRows: true, updates)
     }
 
     /// ``write(_:)`` for the store's own operations, which know which cache rows they change:
     /// they forget those recent entries themselves, and ledger, circuit and throttle writes none.
-    func writeKeepingRecentEntries<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    /// Their statements also keep the connection's ``RememberedRows`` true; SQL the store does not
+    /// know (`forgettingRememberedRows`) makes it forget them.
+    func writeKeepingRecentEntries<T: Sendable>(
+        forgettingRememberedRows: Bool = false, _ updates: @escaping @Sendable (Database) throws -> T
+    ) async throws -> T {
         try requireWritable()
         try requireNotSuspended()
         try requireFileInPlace()
@@ -238,30 +243,56 @@ public final class SQLiteStore: Sendable {
             try await writer.writeRerunningAfterBusy { db in
                 var headerBeforeCommit: WALIndexWatch.Header?
                 let changesBefore = db.totalChangesCount
-                let result = try db.inTransaction(.immediate) { () throws -> T in
-                    // The write lock is held: no other commit can change the header until ours.
-                    headerBeforeCommit = self.walIndexWatch?.header()
-                    return try updates(db)
+                let result: T
+                do {
+                    result = try db.inTransaction(.immediate) { () throws -> T in
+                        // The write lock is held: no other commit can change the header until ours.
+                        headerBeforeCommit = self.walIndexWatch?.header()
+                        if forgettingRememberedRows {
+                            db.rememberedRows.forgetAll()
+                        } else {
+                            db.rememberedRows.begin(at: headerBeforeCommit)
+                        }
+                        return try updates(db)
+                    }
+                } catch {
+                    // Rolled back: what the transaction remembered was never written.
+                    db.rememberedRows.forgetAll()
+                    throw error
                 }
-                // Only a commit that changed rows wrote frames, and so moved the change counter:
-                // after one that changed nothing, a move by one is another connection's commit.
-                if db.totalChangesCount > changesBefore {
-                    self.carryDataVersionMark(pastOwnCommitFrom: headerBeforeCommit)
+                let headerAfterCommit = self.walIndexWatch?.header()
+                if let ownCommit = Self.ownCommit(from: headerBeforeCommit, to: headerAfterCommit,
+                                                  changedRows: db.totalChangesCount > changesBefore) {
+                    self.carryDataVersionMark(past: ownCommit)
+                    db.rememberedRows.stand(at: ownCommit.after)
+                } else {
+                    db.rememberedRows.forgetAll()
                 }
                 return result
             }
         }
     }
 
+    /// The headers around this connection's own transaction, when nothing but it came between
+    /// them. Only a commit that changed rows wrote frames, and so moved the change counter, by one:
+    /// after one that changed nothing, any move is another connection's commit, and after one that
+    /// did, a move by two is ours and another's.
+    static func ownCommit(from inside: WALIndexWatch.Header?, to after: WALIndexWatch.Header?, changedRows: Bool)
+        -> (inside: WALIndexWatch.Header, after: WALIndexWatch.Header)? {
+        guard let inside, let after else { return nil }
+        if changedRows {
+            return after.changeCounter == inside.changeCounter &+ 1 ? (inside, after) : nil
+        }
+        return after == inside ? (inside, after) : nil
+    }
+
     /// This store's own commit changes the WAL-index header but not `PRAGMA data_version`, which
     /// counts other connections' commits only. When the header inside the transaction was the
-    /// one the last pragma was read at, and the change counter moved by exactly one commit since
-    /// (ours: another connection's would make it two), that pragma's answer still stands at the
-    /// new header: the next look needs no read transaction.
-    private func carryDataVersionMark(pastOwnCommitFrom inside: WALIndexWatch.Header?) {
-        guard let inside, let after = walIndexWatch?.header(), after.changeCounter == inside.changeCounter &+ 1 else {
-            return
-        }
+    /// one the last pragma was read at, and nothing but our commit came since, that pragma's
+    /// answer still stands at the new header: the next look needs no read transaction.
+    private func carryDataVersionMark(past ownCommit: (inside: WALIndexWatch.Header, after: WALIndexWatch.Header)) {
+        let (inside, after) = ownCommit
+        guard after != inside else { return }
         lastDataVersion.withLock { mark in
             guard let current = mark, current.header == inside else { return }
             mark = DataVersionMark(header: after, version: current.version)
@@ -295,7 +326,10 @@ public final class SQLiteStore: Sendable {
         try requireNotSuspended()
         try requireFileInPlace()
         return try Self.translatingErrors(path: locationPath, busyTimeout: busyTimeout) {
-            try writer.sync { db in try db.inTransaction(.immediate) { try updates(db) } }
+            try writer.sync { db in
+                db.rememberedRows.forgetAll()
+                return try db.inTransaction(.immediate) { try updates(db) }
+            }
         }
     }
 

@@ -51,19 +51,33 @@ enum ThrottleTable {
         try limit.validate(endpoint: endpoint)
         let nowMs = at.millisecondsSince1970
         let windowMs = limit.windowMilliseconds
-        guard let row = try db.cachedStatement(
-            sql: "SELECT request_limit, window_ms, admitted_at_ms FROM throttle_limits WHERE endpoint = ?"
-        ).fetchOne(arguments: [endpoint]) else {
+        guard let row = try storedRow(db, endpoint: endpoint) else {
             return Window(endpoint: endpoint, limit: limit, nowMs: nowMs, admittedMs: [], isOutdated: true, isStored: false)
         }
-        let stored = AdmittedTimes.decode(try row.decode(String.self, forColumn: "admitted_at_ms"))
+        let stored = row.admittedMs
         // Times after now were stamped before the wall clock was set back: they happened no later than now.
         var admitted = stored.map { min($0, nowMs) }
         let firstInWindow = admitted.firstIndex { $0 > nowMs - windowMs } ?? admitted.endIndex
         admitted.removeFirst(firstInWindow)
-        let isOutdated = try row.decode(Int.self, forColumn: "request_limit") != limit.requests
-            || row.decode(Int64.self, forColumn: "window_ms") != windowMs || admitted != stored
+        let isOutdated = row.requestLimit != limit.requests || row.windowMs != windowMs || admitted != stored
         return Window(endpoint: endpoint, limit: limit, nowMs: nowMs, admittedMs: admitted, isOutdated: isOutdated)
+    }
+
+    /// The endpoint's row: as the connection remembers it when nothing committed since it last
+    /// read or wrote it (see ``RememberedRows``).
+    private static func storedRow(_ db: Database, endpoint: String) throws -> RememberedRows.ThrottleRow? {
+        if let remembered = db.rememberedRows.throttleRow(endpoint) { return remembered }
+        let row = try db.cachedStatement(
+            sql: "SELECT request_limit, window_ms, admitted_at_ms FROM throttle_limits WHERE endpoint = ?"
+        ).fetchOne(arguments: [endpoint]).map { row in
+            RememberedRows.ThrottleRow(
+                requestLimit: try row.decode(Int.self, forColumn: "request_limit"),
+                windowMs: try row.decode(Int64.self, forColumn: "window_ms"),
+                admittedMs: AdmittedTimes.decode(try row.decode(String.self, forColumn: "admitted_at_ms"))
+            )
+        }
+        db.rememberedRows.remember(throttleRow: row, for: endpoint)
+        return row
     }
 
     /// Writes a window back, with one more admitted request when `admitting`; writes nothing when
@@ -84,6 +98,11 @@ enum ThrottleTable {
             """
         ).execute(arguments: [window.endpoint, window.limit.requests, window.limit.windowMilliseconds,
                    window.nowMs, AdmittedTimes.encode(admitted)])
+        db.rememberedRows.remember(
+            throttleRow: RememberedRows.ThrottleRow(requestLimit: window.limit.requests,
+                                                    windowMs: window.limit.windowMilliseconds, admittedMs: admitted),
+            for: window.endpoint
+        )
     }
 
     /// The window as it stands, read only. See ``ThrottleStorage/throttleWindow(endpoint:limit:at:)``.
@@ -102,6 +121,7 @@ enum ThrottleTable {
             try db.cachedStatement(sql: "SELECT admitted_at_ms FROM throttle_limits").fetchAll()
         }
         let removed = try rows.reduce(0) { $0 + AdmittedTimes.decode(try $1.decode(String.self, forColumn: "admitted_at_ms")).count }
+        db.rememberedRows.forgetThrottleRows()
         if let endpoint {
             try db.cachedStatement(sql: "UPDATE throttle_limits SET admitted_at_ms = '[]' WHERE endpoint = ?").execute(arguments: [endpoint])
         } else {
