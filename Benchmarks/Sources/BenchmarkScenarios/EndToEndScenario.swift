@@ -11,6 +11,8 @@ public struct EndToEndScenario: Sendable {
     public let api: FakeYouTubeAPI
     public let gate: Gate
     public let transport: URLSessionTransport
+    /// The same transport as the gate sees it, timed.
+    public let timed: TimedTransport
     let request: HTTPRequest
     let conditional: HTTPRequest
     let endpoint = "videos.list"
@@ -26,7 +28,8 @@ public struct EndToEndScenario: Sendable {
         // Never reached at benchmark rates; a short window keeps its row count realistic (see
         // AdmissionScenario).
         configuration.throttle = ThrottleConfiguration(defaultLimit: ThrottleLimit(requests: 1_000_000, per: .milliseconds(2)))
-        gate = try Gate(store: try SQLiteStore(path: path), transport: transport, configuration: configuration,
+        timed = TimedTransport(transport)
+        gate = try Gate(store: try SQLiteStore(path: path), transport: timed, configuration: configuration,
                         clock: SystemClock())
         let url = api.url("videos", ["part": "snippet", "id": "dQw4w9WgXcQ", "key": "AIzaSyBenchmarkKey"])
         request = HTTPRequest(method: .get, url: url)

@@ -194,12 +194,15 @@ case "e2e":
     var bare: [UInt64] = []
     var floorPath: [UInt64] = []
     var afterAnswer: [UInt64] = []
+    var beforeExchange: [UInt64] = [], exchange: [UInt64] = [], afterExchange: [UInt64] = []
     // Interleaved, so all three see the same machine. The gate's writes after the answer (a 304's
     // revision and settlement) are waited for before the bare request, untimed, so they never run
     // during it: the bare transport is timed on an idle process, the gate up to its answer.
     let gated = try await Timing.samples(iterations: iterations, warmup: warmup(iterations)) { index in
+        let gateStart = Timing.now
         try await scenario.throughGate()
         let flushed = Timing.now
+        let (sent, answered) = (scenario.timed.started.load(ordering: .relaxed), scenario.timed.ended.load(ordering: .relaxed))
         try await scenario.gate.flush()
         let start = Timing.now
         try await scenario.bare()
@@ -210,6 +213,9 @@ case "e2e":
             bare.append(floorStart - start)
             floorPath.append(Timing.now - floorStart)
             afterAnswer.append(start - flushed)
+            beforeExchange.append(sent - gateStart)
+            exchange.append(answered - sent)
+            afterExchange.append(flushed - answered)
         }
     }
     // `gated` timed all of it; take the flush, the bare request and the floor's out.
@@ -217,6 +223,8 @@ case "e2e":
     result("e2e.gate", Timing.median(gateOnly))
     result("e2e.bare", Timing.median(bare))
     result("e2e.floor_path", Timing.median(floorPath))
+    print("INFO e2e: through the gate, medians: \(Timing.median(beforeExchange) / 1000) µs before the exchange, "
+        + "\(Timing.median(exchange) / 1000) µs in it (the transport), \(Timing.median(afterExchange) / 1000) µs after it")
     print("INFO e2e: the write after the answer, waited for by Gate.flush(): median \(Timing.median(afterAnswer) / 1000) µs")
     // A caller that sends its next request as soon as it has an answer: each request also meets
     // what is left of the previous one's write after the answer (its admission waits for it).

@@ -280,12 +280,13 @@ extension ETagCache {
         heuristics: HeuristicFreshness
     ) -> CacheRevision {
         let mergedFields = CacheHeaders.fields(merged)
+        let cacheControl = CacheControl(mergedFields)
         let lifetime = CacheHeaders.lifetime(
-            mergedFields, cacheControl: CacheControl(mergedFields), status: selected.status, responseTime: now,
+            mergedFields, cacheControl: cacheControl, status: selected.status, responseTime: now,
             heuristics: heuristics
         )
         let nowMs = CacheTime.milliseconds(now)
-        let freshUntilMs: Int64? = CacheControl(mergedFields).noCache
+        let freshUntilMs: Int64? = cacheControl.noCache
             ? nil : nowMs + SaturatingConversion.milliseconds(min(lifetime, 100 * 365 * 86_400)) - initialAgeMs
         return CacheRevision(
             entryID: selected.id, headers: merged,
