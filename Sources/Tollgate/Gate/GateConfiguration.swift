@@ -70,7 +70,7 @@ public struct GateConfiguration: Sendable {
 
     /// The YouTube Data API v3 with Google's current quota model
     /// (``QuotaConfiguration/youTubeDataAPIv3``: 10,000 units a day, and 100 calls each for
-    /// `search.list` and `videos.insert`), a 304 free of charge, 30 requests a minute per endpoint, 5 failures open a circuit
+    /// `search.list` and `videos.insert`), a 304 charged 1 unit as Google counts it, 30 requests a minute per endpoint, 5 failures open a circuit
     /// for 60 s (1 hour after 5 rate limits), retries after 1, 2 and 4 s; single-ID requests to
     /// `videos.list`, `channels.list` and `playlists.list` batched 50 to a call
     /// (``BatchPolicy/youTubeDataAPIv3``).
