@@ -24,8 +24,13 @@ enum QuotaTable {
         // The natural window's usage is read with the row, in one statement; an announced reset,
         // rare, moves the window and costs one more read.
         let natural = request.window == .pacificDay ? QuotaPeriod(day) : request.window.naturalPeriod(containing: request.at)
-        let (row, unitsInNatural) = try synchronizeBucket(db, request.bucket, configuredLimit: request.configuredLimit,
-                                                          window: request.window, nowMs: nowMs, unitsIn: natural)
+        let synchronized = try synchronizeStoredBucket(
+            db, request.bucket, configuredLimit: request.configuredLimit, window: request.window, nowMs: nowMs,
+            unitsIn: natural,
+            remembered: db.rememberedRows.takeQuotaBucket(request.bucket, configuredLimit: request.configuredLimit,
+                                                          period: natural)
+        )
+        let (row, unitsInNatural) = (synchronized.row, synchronized.unitsUsed)
         let period = row.announcedResetMs == nil ? natural : row.period(in: request.window, at: request.at)
         let used = if period.key == natural.key, period.firstKey == natural.firstKey, let unitsInNatural {
             unitsInNatural
@@ -57,6 +62,20 @@ enum QuotaTable {
         }
         for (bucket, chargeDecision) in additional {
             try apply(db, chargeDecision.charges, bucket: bucket, nowMs: nowMs, reservationID: reservationID)
+        }
+        // The row written by nothing but the charge, in its natural window: a re-read would find
+        // the same row and the charge's units more (the charge's guard keeps the endpoint's total
+        // within the range the sum clamps to, so the sum grows by exactly the cost).
+        if let stored = synchronized.stored, !synchronized.wrote, let unitsInNatural, period.key == natural.key,
+           period.firstKey == natural.firstKey, additional.isEmpty, decision.bookkeeping.isEmpty,
+           decision.charges.count == 1 {
+            db.rememberedRows.remember(
+                quotaBucket: RememberedRows.QuotaBucketRead(
+                    configuredLimit: request.configuredLimit, periodKey: natural.key, periodFirstKey: natural.firstKey,
+                    row: stored, unitsUsed: unitsInNatural + request.cost
+                ),
+                for: request.bucket
+            )
         }
         return .reserved(QuotaCharge(
             reservationID: reservationID, bucket: request.bucket, endpoint: request.endpoint, cost: request.cost,
@@ -329,12 +348,26 @@ enum QuotaTable {
         _ db: Database, _ bucket: String, configuredLimit: Int, window: QuotaWindow?, nowMs: Int64,
         unitsIn period: QuotaPeriod? = nil
     ) throws -> (row: QuotaBucketRow, unitsUsed: Int?) {
+        let synchronized = try synchronizeStoredBucket(db, bucket, configuredLimit: configuredLimit, window: window,
+                                                       nowMs: nowMs, unitsIn: period)
+        return (synchronized.row, synchronized.unitsUsed)
+    }
+
+    /// ``synchronizeBucket(_:_:configuredLimit:window:nowMs:unitsIn:)``, which also says what was
+    /// stored and whether it had to be written.
+    /// - Parameter remembered: The stored row and usage as the last admission left them (see
+    ///   ``RememberedRows``), used instead of reading the file.
+    static func synchronizeStoredBucket(
+        _ db: Database, _ bucket: String, configuredLimit: Int, window: QuotaWindow?, nowMs: Int64,
+        unitsIn period: QuotaPeriod?, remembered: RememberedRows.QuotaBucketRead? = nil
+    ) throws -> (stored: QuotaBucketRow?, row: QuotaBucketRow, unitsUsed: Int?, wrote: Bool) {
         try QuotaRules.validateLimit(configuredLimit, bucket: bucket)
-        let stored = try bucketRow(db, bucket, configuredLimit: configuredLimit, unitsIn: period)
+        let stored = try remembered.map { (row: $0.row, unitsUsed: Optional($0.unitsUsed)) }
+            ?? bucketRow(db, bucket, configuredLimit: configuredLimit, unitsIn: period)
         let (row, writes) = QuotaStateMachine.synchronize(stored?.row, configuredLimit: configuredLimit, window: window,
                                                           now: Date(millisecondsSince1970: nowMs))
         try apply(db, writes, bucket: bucket, nowMs: nowMs)
-        return (row, stored?.unitsUsed)
+        return (stored?.row, row, stored?.unitsUsed, !writes.isEmpty)
     }
 
     /// Units the bucket used on a Pacific day, all endpoints together: a primary-key range of `quota_usage`.

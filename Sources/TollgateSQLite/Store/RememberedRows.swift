@@ -2,7 +2,10 @@ import TollgateCore
 
 /// The circuit and throttle-window rows of the endpoints a connection admitted, as it last read or
 /// wrote them, kept from one write transaction to the next while nothing else committed in between:
-/// an admission on a closed circuit with room in its window then reads neither row again.
+/// an admission on a closed circuit with room in its window then reads neither row again. And
+/// the quota bucket an admission just charged, with its usage, kept only to the next transaction
+/// and only when that admission was all this connection changed since: back-to-back admissions
+/// (a burst) then read nothing at all.
 ///
 /// Whether anything committed is told by the WAL-index header (``WALIndexWatch``), which every
 /// commit of any connection in any process changes: the rows stand only for the header they were
@@ -19,6 +22,16 @@ struct RememberedRows {
         let admittedMs: [Int64]
     }
 
+    /// A bucket's row and the units it used in its natural window, as `QuotaTable.bucketRow` reads
+    /// them, for the configured limit and window they were read with.
+    struct QuotaBucketRead {
+        let configuredLimit: Int
+        let periodKey: String
+        let periodFirstKey: String
+        let row: QuotaBucketRow
+        let unitsUsed: Int
+    }
+
     /// The most endpoints remembered per table: names come from requests, so the memory is bounded.
     static let capacity = 256
 
@@ -31,17 +44,34 @@ struct RememberedRows {
     /// By endpoint; `.some(nil)` remembers that the endpoint has no row.
     private var circuits: [String: CircuitRecord?] = [:]
     private var throttleRows: [String: ThrottleRow?] = [:]
+    /// By bucket. Unlike the other rows, which their tables' every write keeps true, a bucket is
+    /// written by many operations (settlements, refunds, reconciliations, resets): it is kept only
+    /// past a transaction that remembered it, and only while this connection changed no row since.
+    private var quotaBuckets: [String: QuotaBucketRead] = [:]
+    private var quotaBucketsRemembered = false
+    /// `sqlite3_total_changes` when the buckets were left: any later change by this connection,
+    /// even one rolled back, makes it differ.
+    private var changesWhenBucketsLeft: Int64?
 
     /// At the start of a write transaction, with the write lock held: keeps the rows only when no
     /// commit came since they were left.
-    mutating func begin(at current: WALIndexWatch.Header?) {
+    /// - Parameters:
+    ///   - current: The WAL-index header inside the transaction.
+    ///   - changes: The connection's `sqlite3_total_changes` before the transaction.
+    mutating func begin(at current: WALIndexWatch.Header?, changes: Int64) {
         if current == nil || current != header { forgetAll() }
+        if changes != changesWhenBucketsLeft { quotaBuckets.removeAll(keepingCapacity: true) }
+        quotaBucketsRemembered = false
         isOpen = true
     }
 
     /// After a commit: the rows stand at `header`, the header this connection's own commit left.
-    mutating func stand(at header: WALIndexWatch.Header) {
+    /// The buckets stand only when this transaction remembered them.
+    mutating func stand(at header: WALIndexWatch.Header, changes: Int64) {
         self.header = header
+        if !quotaBucketsRemembered { quotaBuckets.removeAll(keepingCapacity: true) }
+        changesWhenBucketsLeft = changes
+        quotaBucketsRemembered = false
         isOpen = false
     }
 
@@ -51,6 +81,9 @@ struct RememberedRows {
         isOpen = false
         circuits.removeAll(keepingCapacity: true)
         throttleRows.removeAll(keepingCapacity: true)
+        quotaBuckets.removeAll(keepingCapacity: true)
+        quotaBucketsRemembered = false
+        changesWhenBucketsLeft = nil
     }
 
     /// How many reads the rows stood in for: for tests that they do.
@@ -85,4 +118,21 @@ struct RememberedRows {
     }
 
     mutating func forgetThrottleRows() { throttleRows.removeAll(keepingCapacity: true) }
+
+    /// The bucket as the last admission left it, when read for the same limit and window; taken,
+    /// so that a transaction that does not remember it again leaves nothing behind.
+    mutating func takeQuotaBucket(_ bucket: String, configuredLimit: Int, period: QuotaPeriod) -> QuotaBucketRead? {
+        guard isOpen, let remembered = quotaBuckets.removeValue(forKey: bucket),
+              remembered.configuredLimit == configuredLimit, remembered.periodKey == period.key,
+              remembered.periodFirstKey == period.firstKey else { return nil }
+        readsSaved += 1
+        return remembered
+    }
+
+    /// Remembers the bucket as this transaction's charge left it.
+    mutating func remember(quotaBucket read: QuotaBucketRead, for bucket: String) {
+        guard isOpen else { return }
+        quotaBuckets = [bucket: read]
+        quotaBucketsRemembered = true
+    }
 }

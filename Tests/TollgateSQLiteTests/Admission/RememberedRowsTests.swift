@@ -12,12 +12,23 @@ struct RememberedRowsTests {
     let start = Date(timeIntervalSince1970: 1_800_000_000)
     let limit = ThrottleLimit(requests: 3, per: .seconds(60))
 
-    func request(at now: Date) -> AdmissionRequest {
+    func request(at now: Date, throttle: ThrottleLimit? = nil, bucketLimit: Int = 1_000) -> AdmissionRequest {
         AdmissionRequest(
-            endpoint: "videos.list", circuitPolicy: CircuitPolicy(), probeToken: "token", throttleLimit: limit,
+            endpoint: "videos.list", circuitPolicy: CircuitPolicy(), probeToken: "token", throttleLimit: throttle ?? limit,
             quota: QuotaReservationRequest(bucket: "youtube", endpoint: "videos.list", cost: 1,
-                                           configuredLimit: 1_000, warningPercents: [], at: now)
+                                           configuredLimit: bucketLimit, warningPercents: [], at: now)
         )
+    }
+
+    /// An admission on a roomy throttle against a bucket of 3 units: its reservation, or nil when
+    /// the quota refused it.
+    func charged(_ store: SQLiteStore, at now: Date) async throws -> Int64? {
+        let roomy = ThrottleLimit(requests: 1_000, per: .seconds(60))
+        switch try await store.admit(request(at: now, throttle: roomy, bucketLimit: 3)) {
+        case .admitted(_, _, let charge): return charge.reservationID
+        case .refusedByQuota: return nil
+        case let other: throw TestFailure("unexpected outcome \(other)")
+        }
     }
 
     /// The window's count after one more admission, or nil when it was throttled.
@@ -43,14 +54,61 @@ struct RememberedRowsTests {
         init(_ description: String) { self.description = description }
     }
 
-    @Test("a second admission reads neither the circuit nor the window again")
-    func secondAdmissionReadsNothing() async throws {
+    @Test("back-to-back admissions read nothing: the circuit, the window and the bucket are remembered")
+    func backToBackAdmissionsReadNothing() async throws {
         let directory = try TemporaryDirectory()
         let store = try SQLiteStore(path: directory.path("remembered.sqlite"))
         #expect(try await admittedCount(store, at: start) == 1)
-        let before = try readsSaved(store)
+        var before = try readsSaved(store)
         #expect(try await admittedCount(store, at: start.addingTimeInterval(1)) == 2)
-        #expect(try readsSaved(store) == before + 2, "the circuit's row and the window's, both remembered")
+        // The first admission created the bucket's row: the second read it, the third need not.
+        #expect(try readsSaved(store) == before + 2, "the circuit's row and the window's")
+        before = try readsSaved(store)
+        #expect(try await admittedCount(store, at: start.addingTimeInterval(2)) == 3)
+        #expect(try readsSaved(store) == before + 3, "the circuit's row, the window's and the bucket's")
+    }
+
+    @Test("a refund between two admissions is counted: the bucket is read again, not remembered past it")
+    func refundBetweenAdmissionsIsSeen() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("refund.sqlite"))
+        let first = try #require(try await charged(store, at: start))
+        #expect(try await charged(store, at: start.addingTimeInterval(1)) != nil)
+        _ = try await store.refundQuota(reservationID: first, at: start.addingTimeInterval(2), reason: "test")
+        #expect(try await charged(store, at: start.addingTimeInterval(3)) != nil, "2 of 3 used after the refund")
+        #expect(try await charged(store, at: start.addingTimeInterval(4)) != nil, "3 of 3")
+        #expect(try await charged(store, at: start.addingTimeInterval(5)) == nil, "the bucket is spent")
+    }
+
+    @Test("another store's charge between two admissions is counted: the bucket is not over-spent")
+    func anotherStoresChargeIsSeen() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("charges.sqlite")
+        let store = try SQLiteStore(path: path)
+        let other = try SQLiteStore(path: path)
+        #expect(try await charged(store, at: start) != nil)
+        #expect(try await charged(store, at: start.addingTimeInterval(1)) != nil)
+        #expect(try await charged(other, at: start.addingTimeInterval(2)) != nil)
+        #expect(try await charged(store, at: start.addingTimeInterval(3)) == nil, "3 of 3 spent, one by the other store")
+        let used = try await store.read { db in
+            try db.fetchValue(sql: "SELECT SUM(units) FROM quota_usage WHERE bucket = 'youtube'").int
+        }
+        #expect(used == 3)
+    }
+
+    @Test("a bucket whose day ended is read again: the remembered usage was the old day's")
+    func newDayIsRead() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("days.sqlite"))
+        #expect(try await charged(store, at: start) != nil)
+        #expect(try await charged(store, at: start.addingTimeInterval(1)) != nil)
+        #expect(try await charged(store, at: start.addingTimeInterval(2)) != nil, "the bucket remembered with 2 used")
+        // The next Pacific day, straight after: 3 units again, not the day before's 3.
+        let nextDay = start.addingTimeInterval(86_400)
+        for second in 0..<3 {
+            #expect(try await charged(store, at: nextDay.addingTimeInterval(Double(second))) != nil, "unit \(second + 1) of 3")
+        }
+        #expect(try await charged(store, at: nextDay.addingTimeInterval(3)) == nil)
     }
 
     @Test("another store's admission on the file is seen: the window fills, not a stale count")
