@@ -79,7 +79,13 @@ extension CacheKey {
         guard name.allSatisfy({ $0 < 0x80 && $0 != UInt8(ascii: "%") }) else {
             return decodedName(Substring(String(decoding: name, as: UTF8.self)))
         }
-        return String(decoding: name.lazy.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        // Written in place: decoding a lazy map took a dynamic cast per name in the profile of a store.
+        return String(unsafeUninitializedCapacity: name.count) { buffer in
+            for (offset, byte) in name.enumerated() {
+                buffer[offset] = (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
+            }
+            return name.count
+        }
     }
 
     /// One `name[=value]` of a query, as slices of the target's bytes.

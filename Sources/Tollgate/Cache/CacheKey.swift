@@ -221,15 +221,19 @@ public struct CacheKey: Sendable, Hashable {
 
     /// The hex SHA-256 of a text's UTF-8.
     static func digest(_ text: String) -> String {
-        let hash = SHA256.hash(data: Array(text.utf8))
-        return String(unsafeUninitializedCapacity: 2 * SHA256.byteCount) { hex in
-            var written = 0
-            for byte in hash {
-                hex[written] = hexDigits[Int(byte >> 4)]
-                hex[written + 1] = hexDigits[Int(byte & 0x0F)]
-                written += 2
+        var text = text
+        let hash = text.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+        // The digest's bytes in place: iterating a digest copies it into an array first.
+        return hash.withUnsafeBytes { bytes in
+            String(unsafeUninitializedCapacity: 2 * SHA256.byteCount) { hex in
+                var written = 0
+                for byte in bytes {
+                    hex[written] = hexDigits[Int(byte >> 4)]
+                    hex[written + 1] = hexDigits[Int(byte & 0x0F)]
+                    written += 2
+                }
+                return written
             }
-            return written
         }
     }
 
