@@ -9,11 +9,12 @@ import TollgateCore
 ///
 /// Whether anything committed is told by the WAL-index header (``WALIndexWatch``), which every
 /// commit of any connection in any process changes: the rows stand only for the header they were
-/// left at. The store keeps that bookkeeping (``SQLiteStore/writeKeepingRecentEntries(_:)``):
+/// left at. The store keeps that bookkeeping (``SQLiteStore/writeKeepingRecentEntries(forgettingRememberedRows:_:)``):
 /// a transaction that rolls back, a commit that another came right after, and every write whose
-/// SQL the store does not know (``SQLiteStore/write(_:)``) forget them all. Only the two tables'
-/// own functions (`CircuitTable`, `ThrottleTable`) read and update them, and every statement that
-/// writes those tables is theirs.
+/// SQL the store does not know (``SQLiteStore/write(_:)``) forget them all. The circuit and
+/// window rows are read and updated only by their tables' own functions (`CircuitTable`,
+/// `ThrottleTable`), and every statement that writes those tables is theirs. The bucket is
+/// remembered only by `QuotaTable.reserve`, under the stricter rule its property states.
 struct RememberedRows {
     /// A `throttle_limits` row as `ThrottleTable.evaluate` reads it.
     struct ThrottleRow: Equatable {
