@@ -91,34 +91,33 @@ struct RememberedRows {
     private(set) var readsSaved = 0
 
     /// The endpoint's circuit row, when remembered: `.some(nil)` when it has none.
-    mutating func circuit(_ endpoint: String) -> CircuitRecord?? {
-        guard isOpen, let remembered = circuits[endpoint] else { return nil }
-        readsSaved += 1
-        return remembered
-    }
+    mutating func circuit(_ endpoint: String) -> CircuitRecord?? { recall(endpoint, in: circuits) }
 
     mutating func remember(circuit: CircuitRecord?, for endpoint: String) {
-        guard isOpen else { return }
-        if circuits.count >= Self.capacity, circuits[endpoint] == nil { circuits.removeAll(keepingCapacity: true) }
-        circuits[endpoint] = .some(circuit)
+        if isOpen { Self.remember(circuit, for: endpoint, in: &circuits) }
     }
 
     mutating func forgetCircuit(_ endpoint: String) { circuits[endpoint] = nil }
 
     /// The endpoint's throttle row, when remembered: `.some(nil)` when it has none.
-    mutating func throttleRow(_ endpoint: String) -> ThrottleRow?? {
-        guard isOpen, let remembered = throttleRows[endpoint] else { return nil }
+    mutating func throttleRow(_ endpoint: String) -> ThrottleRow?? { recall(endpoint, in: throttleRows) }
+
+    mutating func remember(throttleRow: ThrottleRow?, for endpoint: String) {
+        if isOpen { Self.remember(throttleRow, for: endpoint, in: &throttleRows) }
+    }
+
+    mutating func forgetThrottleRows() { throttleRows.removeAll(keepingCapacity: true) }
+
+    private mutating func recall<Row>(_ endpoint: String, in rows: [String: Row?]) -> Row?? {
+        guard isOpen, let remembered = rows[endpoint] else { return nil }
         readsSaved += 1
         return remembered
     }
 
-    mutating func remember(throttleRow: ThrottleRow?, for endpoint: String) {
-        guard isOpen else { return }
-        if throttleRows.count >= Self.capacity, throttleRows[endpoint] == nil { throttleRows.removeAll(keepingCapacity: true) }
-        throttleRows[endpoint] = .some(throttleRow)
+    private static func remember<Row>(_ row: Row?, for endpoint: String, in rows: inout [String: Row?]) {
+        if rows.count >= capacity, rows[endpoint] == nil { rows.removeAll(keepingCapacity: true) }
+        rows[endpoint] = .some(row)
     }
-
-    mutating func forgetThrottleRows() { throttleRows.removeAll(keepingCapacity: true) }
 
     /// The bucket as the last admission left it, when read for the same limit and window; taken,
     /// so that a transaction that does not remember it again leaves nothing behind.
