@@ -15,7 +15,15 @@ public struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral 
     /// Arguments from Swift values; `nil` binds NULL.
     /// - Parameter elements: One value per placeholder.
     public init(arrayLiteral elements: (any DatabaseValueConvertible)?...) {
-        values = elements.map { $0?.databaseValue ?? .null }
+        var values: [DatabaseValue] = []
+        values.reserveCapacity(elements.count)
+        for index in elements.indices {
+            switch elements[index] {
+            case .some(let value): values.append(value.databaseValue)
+            case .none: values.append(.null)
+            }
+        }
+        self.values = values
     }
 
     /// Whether there is no argument.
