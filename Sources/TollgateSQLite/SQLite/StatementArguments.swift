@@ -15,6 +15,8 @@ public struct StatementArguments: Sendable, Hashable, ExpressibleByArrayLiteral 
     /// Arguments from Swift values; `nil` binds NULL.
     /// - Parameter elements: One value per placeholder.
     public init(arrayLiteral elements: (any DatabaseValueConvertible)?...) {
+        // A loop, not `map`: the closure's copies of each boxed value showed in the admission's
+        // profile, and every statement of the request path builds its arguments here.
         var values: [DatabaseValue] = []
         values.reserveCapacity(elements.count)
         for index in elements.indices {
