@@ -17,7 +17,7 @@ import TollgateCore
 /// remembered only by `QuotaTable.reserve`, under the stricter rule its property states.
 struct RememberedRows {
     /// A `throttle_limits` row as `ThrottleTable.evaluate` reads it.
-    struct ThrottleRow: Equatable {
+    struct ThrottleRow {
         let requestLimit: Int
         let windowMs: Int64
         let admittedMs: [Int64]
@@ -37,7 +37,7 @@ struct RememberedRows {
     static let capacity = 256
 
     /// The header the rows were current at; nil when none are known to be.
-    private(set) var header: WALIndexWatch.Header?
+    private var header: WALIndexWatch.Header?
     /// Whether a store's write transaction that keeps the rows is running: only then are they
     /// read or remembered. A read on the same connection (in memory, the reader is the writer)
     /// never sees them.
