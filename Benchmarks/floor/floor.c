@@ -8,9 +8,10 @@
  *                                       table with one index (1,000 rows, so it replaces); COMMIT:
  *                                       what a cache store at capacity cannot do with less
  *   floor statements ITERATIONS FILE    the statements of Tollgate's admission, as SQLiteStore issues them
- *                                       (their text copied from the Swift sources), on a file the harness's
- *                                       admission run left: Tollgate's schema and rows, no Swift. What the
- *                                       admission's SQL costs by itself, so that the rest is Tollgate's own
+ *                                       in a burst (their text copied from the Swift sources), on a file the
+ *                                       harness's admission run left: Tollgate's schema and rows, no Swift.
+ *                                       What the admission's SQL costs by itself, so that the rest is
+ *                                       Tollgate's own
  *   floor store-statements ITERATIONS FILE
  *                                       the same for a cache store at capacity: its statements as
  *                                       SQLiteStore issues them, on the file the harness's store run
@@ -293,19 +294,11 @@ static void contention(int processes, int iterations, const char *dir) {
 }
 
 /* The admission's SQL, in the order AdmissionTable.admit runs it for an admitted request on a
- * closed circuit (the circuit, the throttle window, the bucket with the day's usage; the charge
- * event, the usage total, the window written back). Keep in step with CircuitTable, ThrottleTable
- * and QuotaTable. */
+ * closed circuit, back to back as the harness's admissions come: the charge event, the usage total,
+ * the window written back. The circuit's, the window's and the bucket's rows are not read: the
+ * writer connection remembers them between its own transactions (RememberedRows). Keep in step
+ * with ThrottleTable and QuotaTable. */
 static const char *const admission_sql[] = {
-    "SELECT endpoint, state, consecutive_failures, consecutive_rate_limits, failure_threshold, opened_at_ms, "
-    "open_until_ms, open_duration_ms, probe_owner, probe_lease_until_ms, failed_probes, trips, updated_at_ms "
-    "FROM circuits WHERE endpoint = ?1",
-    "SELECT request_limit, window_ms, admitted_at_ms FROM throttle_limits WHERE endpoint = ?1",
-    "SELECT daily_limit, limit_source, exhausted_until_ms, warned_date, warned_percent, "
-    "window_spec, window_key, window_first_key, window_end_ms, announced_key, announced_reset_ms, "
-    "paced_at_ms, paced_key, "
-    "(SELECT COALESCE(SUM(MIN(MAX(units, -?2), ?2)), 0) FROM quota_usage "
-    "WHERE pacific_date BETWEEN ?3 AND ?3 AND bucket = quota_buckets.bucket) FROM quota_buckets WHERE bucket = ?4",
     "INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail) "
     "VALUES (?5, ?3, ?4, ?1, 'charge', 1, NULL, NULL)",
     "INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?3, ?4, ?1, 1, 1) "
@@ -317,6 +310,15 @@ static const char *const admission_sql[] = {
     "THEN excluded.updated_at_ms ELSE updated_at_ms END, request_limit = excluded.request_limit, "
     "window_ms = excluded.window_ms, admitted_at_ms = excluded.admitted_at_ms",
 };
+
+/* Milliseconds of the wall clock, as Tollgate stamps its rows. Whole seconds would not do: an
+ * unchanged value is not written again (SQLite compares an overwritten row with what it holds), and
+ * least-recently-used order among rows stamped with one second is another order than Tollgate's. */
+static long long wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void statements(int iterations, const char *path) {
     enum { count = sizeof admission_sql / sizeof admission_sql[0] };
@@ -332,26 +334,34 @@ static void statements(int iterations, const char *path) {
     char date[16] = "2026-01-01";
     if (sqlite3_step(day) == SQLITE_ROW) snprintf(date, sizeof date, "%s", (const char *)sqlite3_column_text(day, 0));
     sqlite3_finalize(day);
+    /* About what the harness's 2 ms window holds while admissions come every 30 µs. */
+    enum { times = 60 };
     long long *samples = malloc(sizeof(long long) * (size_t)iterations);
-    char window[1024];
+    char window[1400];
     for (int i = -iterations / 10; i < iterations; i++) {
-        long long start = now_ns();
-        long long now_ms = (long long)time(NULL) * 1000;
-        /* A window of 40 admitted times, encoded as the Swift code does: about what the harness's holds. */
+        /* The window as the Swift code encodes it, made before the clock starts: encoding is
+         * Tollgate's own work, not the SQL's. Its times move with the clock, as the harness's do. */
+        long long now_ms = wall_ms();
         int length = snprintf(window, sizeof window, "[");
-        for (int k = 0; k < 40; k++) length += snprintf(window + length, sizeof window - (size_t)length, "%s%lld", k ? "," : "", now_ms - 40 + k);
+        for (int k = 0; k < times; k++) length += snprintf(window + length, sizeof window - (size_t)length, "%s%lld", k ? "," : "", now_ms - times + k);
         snprintf(window + length, sizeof window - (size_t)length, "]");
+        long long start = now_ns();
         check(sqlite3_step(begin), db, "BEGIN IMMEDIATE");
         sqlite3_reset(begin);
         for (int s = 0; s < count; s++) {
             sqlite3_stmt *step = steps[s];
-            int parameters = sqlite3_bind_parameter_count(step);
-            sqlite3_bind_text(step, 1, "videos.list", -1, SQLITE_STATIC);
-            if (parameters >= 2) sqlite3_bind_int64(step, 2, 1000000000000LL);
-            if (parameters >= 3) sqlite3_bind_text(step, 3, date, -1, SQLITE_STATIC);
-            if (parameters >= 4) sqlite3_bind_text(step, 4, "youtube", -1, SQLITE_STATIC);
-            if (parameters >= 5) sqlite3_bind_int64(step, 5, now_ms);
-            if (parameters >= 6) sqlite3_bind_text(step, 6, window, -1, SQLITE_STATIC);
+            for (int parameter = 1; parameter <= sqlite3_bind_parameter_count(step); parameter++) {
+                const char *name = sqlite3_bind_parameter_name(step, parameter);
+                switch (name ? atoi(name + 1) : 0) {
+                case 1: sqlite3_bind_text(step, parameter, "videos.list", -1, SQLITE_STATIC); break;
+                case 2: sqlite3_bind_int64(step, parameter, 1000000000000LL); break;
+                case 3: sqlite3_bind_text(step, parameter, date, -1, SQLITE_STATIC); break;
+                case 4: sqlite3_bind_text(step, parameter, "youtube", -1, SQLITE_STATIC); break;
+                case 5: sqlite3_bind_int64(step, parameter, now_ms); break;
+                case 6: sqlite3_bind_text(step, parameter, window, -1, SQLITE_STATIC); break;
+                default: break;
+                }
+            }
             int rc;
             while ((rc = sqlite3_step(step)) == SQLITE_ROW) {}
             check(rc, db, admission_sql[s]);
@@ -405,8 +415,8 @@ static void store_statements(int iterations, const char *path) {
                  (unsigned long long)(now_ns() + getpid()) * 0xC2B2AE3D27D4EB4FULL);
         snprintf(url, sizeof url, "https://www.googleapis.com/youtube/v3/videos?id=floor%d&key=REDACTED&part=snippet", i);
         payload[0] = (unsigned char)i;
+        long long now_ms = wall_ms();
         long long start = now_ns();
-        long long now_ms = (long long)time(NULL) * 1000;
         long long victim = 0;
         check(sqlite3_step(begin), db, "BEGIN IMMEDIATE");
         sqlite3_reset(begin);
