@@ -334,16 +334,22 @@ static void statements(int iterations, const char *path) {
     char date[16] = "2026-01-01";
     if (sqlite3_step(day) == SQLITE_ROW) snprintf(date, sizeof date, "%s", (const char *)sqlite3_column_text(day, 0));
     sqlite3_finalize(day);
-    /* About what the harness's 2 ms window holds while admissions come every 30 µs. */
-    enum { times = 60 };
+    /* The window as ThrottleTable keeps it for the harness's limit (2 ms): the admitted times
+     * still in it, ascending, and this admission's appended, so its text changes each time. */
+    enum { most = 512 };
+    long long admitted[most];
+    int times = 0;
     long long *samples = malloc(sizeof(long long) * (size_t)iterations);
-    char window[1400];
+    char window[most * 21 + 3];
     for (int i = -iterations / 10; i < iterations; i++) {
-        /* The window as the Swift code encodes it, made before the clock starts: encoding is
-         * Tollgate's own work, not the SQL's. Its times move with the clock, as the harness's do. */
+        /* Made before the clock starts: encoding the window is Tollgate's own work, not the SQL's. */
         long long now_ms = wall_ms();
+        int kept = 0;
+        for (int k = 0; k < times; k++) if (admitted[k] > now_ms - 2) admitted[kept++] = admitted[k];
+        times = kept < most ? kept : most - 1;
+        admitted[times++] = now_ms;
         int length = snprintf(window, sizeof window, "[");
-        for (int k = 0; k < times; k++) length += snprintf(window + length, sizeof window - (size_t)length, "%s%lld", k ? "," : "", now_ms - times + k);
+        for (int k = 0; k < times; k++) length += snprintf(window + length, sizeof window - (size_t)length, "%s%lld", k ? "," : "", admitted[k]);
         snprintf(window + length, sizeof window - (size_t)length, "]");
         long long start = now_ns();
         check(sqlite3_step(begin), db, "BEGIN IMMEDIATE");

@@ -53,6 +53,25 @@ struct BenchmarkCheckTests {
         #expect(over.stderr.contains("scale.store.100000/1000"), "\(over.stderr)")
     }
 
+    @Test("contention is held to its goal of 0.8×, not to the baseline: 0.81× over a baseline of 0.95× passes, 0.75× fails")
+    func contentionHeldToGoal() throws {
+        let directory = try TemporaryDirectory()
+        let baseline = directory.path("baseline.json")
+        func run(aggregate: Int) -> String {
+            Self.results(admissionFactor: 1).replacingOccurrences(
+                of: "RESULT contention.aggregate_ops_per_s 19000.0", with: "RESULT contention.aggregate_ops_per_s \(aggregate)"
+            )
+        }
+        #expect(run(aggregate: 1) != Self.results(admissionFactor: 1), "the run's contention line is the one replaced")
+        let written = try Self.report(Self.results(admissionFactor: 1), in: directory, ["--write-baseline", baseline])
+        #expect(written.status == 0, "\(written.stderr)")
+        let noisy = try Self.report(run(aggregate: 16_200), in: directory, ["--check", baseline])
+        #expect(noisy.status == 0, "17 % over the baseline, within the goal: \(noisy.stdout)")
+        let under = try Self.report(run(aggregate: 15_000), in: directory, ["--check", baseline])
+        #expect(under.status == 1)
+        #expect(under.stderr.contains("contention.one_process/four_processes"), "\(under.stderr)")
+    }
+
     @Test("a run like the baseline passes; one whose admission ratio is 20 % worse fails, naming the row")
     func guardsRatios() throws {
         let directory = try TemporaryDirectory()
