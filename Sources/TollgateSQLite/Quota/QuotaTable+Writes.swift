@@ -78,7 +78,7 @@ extension QuotaTable {
             INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, ?, ?, 1)
             ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1
             WHERE quota_usage.units BETWEEN 0 AND ? - excluded.units
-            """).execute(arguments: [key, bucket, endpoint, units, QuotaLimits.maximumUnits])
+            """).execute(key, bucket, endpoint, units, QuotaLimits.maximumUnits)
         guard db.changesCount == 1 else {
             let place = reservationID == nil ? "" : " in \(bucket)"
             throw StoreRefusal.invalidArgument(

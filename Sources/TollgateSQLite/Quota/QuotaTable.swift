@@ -407,8 +407,7 @@ enum QuotaTable {
         try db.cachedStatement(sql: """
             INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [atMs, key, bucket, endpoint, kind.rawValue, units,
-                  reservationID, detail])
+            """).execute(atMs, key, bucket, endpoint, kind.rawValue, units, reservationID, detail)
         return db.lastInsertedRowID
     }
 }

@@ -54,38 +54,66 @@ public final class Statement {
             )
         }
         for (offset, value) in arguments.enumerated() {
-            let index = Int32(offset + 1)
-            let code: Int32
-            switch value {
-            case .null:
-                code = sqlite3_bind_null(handle, index)
-            case .integer(let integer):
-                code = sqlite3_bind_int64(handle, index, integer)
-            case .real(let real):
-                code = sqlite3_bind_double(handle, index, real)
-            case .text(let text):
-                // Bound with its byte length, not up to the first NUL: text that holds a NUL (an
-                // endpoint name from hostile input, say) is stored whole, never cut short.
-                var text = text
-                code = text.withUTF8 { bytes in
-                    guard let base = bytes.baseAddress, !bytes.isEmpty else {
-                        return sqlite3_bind_text(handle, index, "", 0, _tollgate_sqlite_transient())
-                    }
-                    return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { characters in
-                        sqlite3_bind_text64(handle, index, characters, sqlite3_uint64(bytes.count),
-                                            _tollgate_sqlite_transient(), UInt8(SQLITE_UTF8))
-                    }
+            try bind(value, at: Int32(offset + 1))
+        }
+    }
+
+    /// Resets the statement and binds `values` to its parameters, in order: ``bind(arguments:)``
+    /// without building ``StatementArguments``, an array of boxed values converted into a second
+    /// array. For the few short statements every admission runs, where that showed: 0.8 µs less
+    /// per admission of three such statements. Not for long ones: a store's seventeen values,
+    /// half of them optional, bound this way were 2 µs slower than through the arrays.
+    /// - Parameter values: One value per `?` placeholder; `nil` binds NULL.
+    /// - Throws: ``DatabaseError`` when the count does not match or SQLite refuses a value.
+    func bind<each Value: DatabaseValueConvertible>(_ values: repeat each Value) throws(DatabaseError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        var count: Int32 = 0
+        for _ in repeat each values { count += 1 }
+        let expected = sqlite3_bind_parameter_count(handle)
+        guard count == expected else {
+            throw DatabaseError(
+                extendedResultCode: SQLITE_RANGE, message: "expected \(expected) arguments, got \(count)", sql: sql
+            )
+        }
+        var index: Int32 = 0
+        for value in repeat each values {
+            index += 1
+            try bind(value.databaseValue, at: index)
+        }
+    }
+
+    private func bind(_ value: DatabaseValue, at index: Int32) throws(DatabaseError) {
+        let code: Int32
+        switch value {
+        case .null:
+            code = sqlite3_bind_null(handle, index)
+        case .integer(let integer):
+            code = sqlite3_bind_int64(handle, index, integer)
+        case .real(let real):
+            code = sqlite3_bind_double(handle, index, real)
+        case .text(let text):
+            // Bound with its byte length, not up to the first NUL: text that holds a NUL (an
+            // endpoint name from hostile input, say) is stored whole, never cut short.
+            var text = text
+            code = text.withUTF8 { bytes in
+                guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                    return sqlite3_bind_text(handle, index, "", 0, _tollgate_sqlite_transient())
                 }
-            case .blob(let data):
-                code = data.withUnsafeBytes { bytes in
-                    // A zero-length blob must stay a blob, not become NULL.
-                    sqlite3_bind_blob64(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
-                                        sqlite3_uint64(bytes.count), _tollgate_sqlite_transient())
+                return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) { characters in
+                    sqlite3_bind_text64(handle, index, characters, sqlite3_uint64(bytes.count),
+                                        _tollgate_sqlite_transient(), UInt8(SQLITE_UTF8))
                 }
             }
-            guard code == SQLITE_OK else {
-                throw DatabaseError(connection: connection, resultCode: code, sql: sql)
+        case .blob(let data):
+            code = data.withUnsafeBytes { bytes in
+                // A zero-length blob must stay a blob, not become NULL.
+                sqlite3_bind_blob64(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                                    sqlite3_uint64(bytes.count), _tollgate_sqlite_transient())
             }
+        }
+        guard code == SQLITE_OK else {
+            throw DatabaseError(connection: connection, resultCode: code, sql: sql)
         }
     }
 
@@ -94,6 +122,15 @@ public final class Statement {
     /// - Throws: ``DatabaseError`` when SQLite fails.
     public func execute(arguments: StatementArguments = []) throws(DatabaseError) {
         try bind(arguments: arguments)
+        defer { sqlite3_reset(handle) }
+        while try step() {}
+    }
+
+    /// ``execute(arguments:)`` with the values bound one by one (see ``bind(_:)``).
+    /// - Parameter values: One value per `?` placeholder; `nil` binds NULL.
+    /// - Throws: ``DatabaseError`` when SQLite fails.
+    func execute<each Value: DatabaseValueConvertible>(_ values: repeat each Value) throws(DatabaseError) {
+        try bind(repeat each values)
         defer { sqlite3_reset(handle) }
         while try step() {}
     }

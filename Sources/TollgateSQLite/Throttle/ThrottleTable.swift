@@ -96,8 +96,8 @@ enum ThrottleTable {
                 request_limit = excluded.request_limit, window_ms = excluded.window_ms,
                 admitted_at_ms = excluded.admitted_at_ms
             """
-        ).execute(arguments: [window.endpoint, window.limit.requests, window.limit.windowMilliseconds,
-                   window.nowMs, AdmittedTimes.encode(admitted)])
+        ).execute(window.endpoint, window.limit.requests, window.limit.windowMilliseconds, window.nowMs,
+                  AdmittedTimes.encode(admitted))
         db.rememberedRows.remember(
             throttleRow: RememberedRows.ThrottleRow(requestLimit: window.limit.requests,
                                                     windowMs: window.limit.windowMilliseconds, admittedMs: admitted),
