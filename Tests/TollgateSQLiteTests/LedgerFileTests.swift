@@ -142,4 +142,65 @@ struct LedgerFileTests {
         _ = try SQLiteStore(path: path)
         #expect(throws: StoreError.fileMoved(path: path)) { try store.write { db in try db.execute(sql: "SELECT 1") } }
     }
+
+    @Test("a file moved away, or swapped for another by two renames, stops writes too; a change of mode and a checkpoint do not")
+    func renamedFileStopsWrites() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("ledger.sqlite")
+        let store = try SQLiteStore(path: path)
+        func touch(_ store: SQLiteStore) async throws {
+            try await store.write { db in try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (0, 'test', 'touch')") }
+        }
+        try await touch(store)
+        // The file's change time moves and the path still names it: writes go on.
+        #expect(chmod(path, 0o600) == 0)
+        // A checkpoint writes the file itself, which moves its change time too.
+        _ = try Database(path: path).fetchValue(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        try await touch(store)
+        try await touch(store)
+
+        // Moved away, nothing in its place.
+        let away = directory.path("moved.sqlite")
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.moveItem(atPath: path + suffix, toPath: away + suffix) }
+        await #expect(throws: StoreError.fileMoved(path: path)) { try await touch(store) }
+
+        // Moved back: the same file at the path again, so writes go on.
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.moveItem(atPath: away + suffix, toPath: path + suffix) }
+        try await touch(store)
+
+        // Swapped by two renames: the opened file still has its one link, under another name.
+        let other = directory.path("other.sqlite")
+        _ = try SQLiteStore(path: other)
+        #expect(rename(path, away) == 0)
+        #expect(rename(other, path) == 0)
+        await #expect(throws: StoreError.fileMoved(path: path)) { try await touch(store) }
+        #expect(throws: StoreError.fileMoved(path: path)) { try store.write { db in try db.execute(sql: "SELECT 1") } }
+    }
+
+    @Test("releasing the check's descriptor keeps the process's locks: another process cannot leave WAL mode meanwhile")
+    func releasedStoreKeepsLocks() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("ledger.sqlite")
+        let store = try SQLiteStore(path: path)
+        let refusal = try store.write { db -> String in
+            try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (0, 'test', 'inside')")
+            // The check's own descriptor of the file, released inside this transaction: POSIX locks
+            // belong to the process and the file, and closing a descriptor opened for reading would
+            // release them all, this transaction's lock on the database file included.
+            do { _ = try #require(OpenedFile(path: path)).isAtPath }
+            // That lock keeps another process from taking the file out of WAL mode.
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["sqlite3", path, ".timeout 0", "PRAGMA journal_mode = DELETE;"]
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = Pipe()
+            try process.run()
+            let refusal = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return process.terminationStatus == 0 ? "" : refusal
+        }
+        #expect(refusal.contains("locked"), "sqlite3 was refused: \(refusal)")
+        #expect(try store.read { db in try db.fetchValue(sql: "PRAGMA journal_mode").string } == "wal")
+    }
 }

@@ -16,13 +16,13 @@ extension SQLiteStore {
         if isReadOnly { throw StoreError.openedReadOnly(path: locationPath) }
     }
 
-    /// Refuses to write into a file that is no longer at its path (deleted, or replaced by another
-    /// file): no other process could see the write, and it would be lost when this one exits. One
-    /// `stat` of the path per write transaction.
+    /// Refuses to write into a file that is no longer at its path (deleted, replaced by another
+    /// file, moved away): no other process could see the write, and it would be lost when this one
+    /// exits. Asked before every write transaction (see ``OpenedFile`` for what it costs).
     /// - Throws: ``StoreError/fileMoved(path:)``.
     func requireFileInPlace() throws {
-        guard let openedFile, case .file(let path) = location else { return }
-        guard DatabaseFile.identity(path: path) == openedFile else { throw StoreError.fileMoved(path: path) }
+        guard let openedFile, !openedFile.isAtPath else { return }
+        throw StoreError.fileMoved(path: openedFile.path)
     }
 
     /// Runs `body`, turning SQLite's failures about the file into ``StoreError``s that say what to do.

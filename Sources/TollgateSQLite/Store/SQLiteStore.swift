@@ -93,7 +93,7 @@ public final class SQLiteStore: Sendable {
     /// How many times `PRAGMA data_version` ran: for tests of when it need not.
     let dataVersionPragmas = Atomic<Int>(0)
     /// The file the path named when the store opened it; nil in memory.
-    let openedFile: FileIdentity?
+    let openedFile: OpenedFile?
 
     /// Opens, or creates, the database at `path` and applies its pending migrations.
     /// - Parameters:
@@ -150,7 +150,7 @@ public final class SQLiteStore: Sendable {
             reader = opened.reader
             migrationsAppliedAtOpen = opened.applied
             readsImmutableSnapshot = opened.immutable
-            openedFile = DatabaseFile.identity(path: path)
+            openedFile = OpenedFile(path: path)
         }
         // The connection that runs `PRAGMA data_version` lends its mapping of the WAL index. Only
         // in WAL mode: asked for one otherwise (a read-only store on a rollback-journal file), SQLite
