@@ -178,17 +178,30 @@ struct LedgerFileTests {
     }
 
     @Test("releasing the check's descriptor keeps the process's locks: another process cannot leave WAL mode meanwhile")
-    func releasedStoreKeepsLocks() throws {
+    func releasedDescriptorKeepsLocks() throws {
+        // The check's own descriptor of the file, released inside the transaction: POSIX locks
+        // belong to the process and the file, and closing a descriptor opened for reading would
+        // release them all, the transaction's lock on the database file included.
+        let refusal = try Self.leavingWAL(whileInsideAWrite: { path in _ = try #require(OpenedFile(path: path)).isAtPath })
+        #expect(refusal.contains("locked"), "sqlite3 was refused: \(refusal)")
+    }
+
+    @Test("opening and releasing a second store on the file keeps the first one's locks: its checks read no byte of an open file")
+    func secondStoreKeepsLocks() throws {
+        let refusal = try Self.leavingWAL(whileInsideAWrite: { path in _ = try SQLiteStore(path: path) })
+        #expect(refusal.contains("locked"), "sqlite3 was refused: \(refusal)")
+    }
+
+    /// Runs `meanwhile` inside a store's write transaction, then has the `sqlite3` shell (another
+    /// process) try to take the file out of WAL mode, which the transaction's lock on the file
+    /// forbids. Returns what the shell printed when it failed, or "" when it succeeded.
+    private static func leavingWAL(whileInsideAWrite meanwhile: (String) throws -> Void) throws -> String {
         let directory = try TemporaryDirectory()
         let path = directory.path("ledger.sqlite")
         let store = try SQLiteStore(path: path)
         let refusal = try store.write { db -> String in
             try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (0, 'test', 'inside')")
-            // The check's own descriptor of the file, released inside this transaction: POSIX locks
-            // belong to the process and the file, and closing a descriptor opened for reading would
-            // release them all, this transaction's lock on the database file included.
-            do { _ = try #require(OpenedFile(path: path)).isAtPath }
-            // That lock keeps another process from taking the file out of WAL mode.
+            try meanwhile(path)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["sqlite3", path, ".timeout 0", "PRAGMA journal_mode = DELETE;"]
@@ -200,7 +213,7 @@ struct LedgerFileTests {
             process.waitUntilExit()
             return process.terminationStatus == 0 ? "" : refusal
         }
-        #expect(refusal.contains("locked"), "sqlite3 was refused: \(refusal)")
         #expect(try store.read { db in try db.fetchValue(sql: "PRAGMA journal_mode").string } == "wal")
+        return refusal
     }
 }

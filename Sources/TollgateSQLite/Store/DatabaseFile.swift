@@ -76,16 +76,6 @@ enum DatabaseFile {
         return FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
     }
 
-    /// The application ID at offset 68 of an SQLite file's header (`PRAGMA application_id`), read
-    /// without SQLite; nil for a file shorter than its header. In WAL mode a newer value may wait in
-    /// the log: the open connection's pragma is the truth, this is for a file no one may open.
-    static func headerApplicationID(path: String) -> UInt32? {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
-        defer { try? handle.close() }
-        guard let header = try? handle.read(upToCount: 72), header.count == 72 else { return nil }
-        return header[68..<72].reduce(0) { $0 << 8 | UInt32($1) }
-    }
-
     /// Whether the file's write-ahead log is absent or holds nothing: every committed page is then
     /// in the main file, and reading it alone (immutable) misses nothing.
     static func hasEmptyLog(path: String) -> Bool {
@@ -104,7 +94,7 @@ enum DatabaseFile {
     /// Refuses a non-empty file that does not start with SQLite's header, before SQLite can touch
     /// it. An empty file is a new database.
     static func requireSQLiteHeader(path: String) throws {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return }
+        guard !OpenedFile.isOpenInThisProcess(path: path), let handle = FileHandle(forReadingAtPath: path) else { return }
         defer { try? handle.close() }
         let prefix = (try? handle.read(upToCount: sqliteHeader.count)) ?? Data()
         if !prefix.isEmpty && Array(prefix) != sqliteHeader {
@@ -120,7 +110,7 @@ enum DatabaseFile {
     static func requireCompleteFile(path: String) throws {
         let fileManager = FileManager.default
         guard !fileManager.fileExists(atPath: path + "-wal"), !fileManager.fileExists(atPath: path + "-journal"),
-              let handle = FileHandle(forReadingAtPath: path)
+              !OpenedFile.isOpenInThisProcess(path: path), let handle = FileHandle(forReadingAtPath: path)
         else { return }
         defer { try? handle.close() }
         let header = [UInt8]((try? handle.read(upToCount: 100)) ?? Data())

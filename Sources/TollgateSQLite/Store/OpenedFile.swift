@@ -26,12 +26,27 @@ final class OpenedFile: Sendable {
     private let descriptor: Int32
     /// The change time of the file when the path last named it, in seconds and nanoseconds.
     private let confirmedChange = Mutex<(seconds: Int, nanoseconds: Int)?>(nil)
+    /// The files this process's stores have open, with how many stores each.
+    private static let openInThisProcess = Mutex<[FileIdentity: Int]>([:])
+
+    /// Whether one of this process's stores has the file `path` names open.
+    ///
+    /// The checks made before SQLite opens a file read its first bytes through a descriptor of
+    /// their own, and closing any descriptor of a file releases every POSIX lock the process holds
+    /// on it: those of a store in the middle of a transaction included, which let another process
+    /// take the file out of WAL mode under it. A file a store of this process has open was checked
+    /// when that store opened it, so the checks skip it.
+    static func isOpenInThisProcess(path: String) -> Bool {
+        guard let identity = DatabaseFile.identity(path: path) else { return false }
+        return openInThisProcess.withLock { $0[identity] != nil }
+    }
 
     /// The file `path` names now; nil when it names nothing.
     init?(path: String) {
         guard let identity = DatabaseFile.identity(path: path) else { return nil }
         self.path = path
         self.identity = identity
+        Self.openInThisProcess.withLock { $0[identity, default: 0] += 1 }
         #if os(Linux) && (arch(x86_64) || arch(arm64))
         let descriptor = open(path, Self.pathOnly | O_CLOEXEC)
         var status = stat()
@@ -55,6 +70,9 @@ final class OpenedFile: Sendable {
 
     deinit {
         if descriptor >= 0 { close(descriptor) }
+        Self.openInThisProcess.withLock { open in
+            if let count = open[identity], count > 1 { open[identity] = count - 1 } else { open[identity] = nil }
+        }
     }
 
     /// Whether the path still names the file the store opened.
