@@ -36,8 +36,8 @@ public enum StoreError: StorageFailure, Sendable, Hashable, CustomStringConverti
     case notTollgate(path: String, reason: String)
     /// The path names something that is not a regular file (a device, a FIFO, a socket).
     case notARegularFile(path: String)
-    /// The file was deleted or replaced at its path while this process had it open: what it
-    /// would write no other process could see, and it would be lost when this one exits.
+    /// The file was moved away, deleted or replaced at its path while this process had it open:
+    /// what it would write no other process could see, and it would be lost when this one exits.
     case fileMoved(path: String)
     /// The store is suspended (``SQLiteStore/suspend()``): it takes no lock until it is resumed,
     /// so the operation was not made (a transaction under way was rolled back).
@@ -103,9 +103,9 @@ public enum StoreError: StorageFailure, Sendable, Hashable, CustomStringConverti
             "\(path) is not a regular file (a device, a pipe or a socket), so it cannot hold a database. "
                 + "Nothing was opened or created; give the path of a file."
         case .fileMoved(let path):
-            "\(path) was deleted or replaced while this process had it open. Nothing more is charged: another "
-                + "process could not see the charges, and they would be lost when this one exits. Restart this "
-                + "process to open the file now at that path."
+            "\(path) was moved, deleted or replaced while this process had it open. Nothing more is charged: "
+                + "another process could not see the charges, and they would be lost when this one exits. Put the "
+                + "file back at that path, or restart this process to open the file now there."
         case .suspended(let path):
             "\(path) is suspended: the store takes no lock while the app is in the background. Nothing was "
                 + "changed; try again once the store is resumed."
