@@ -43,16 +43,7 @@ public final class Statement {
     /// - Throws: ``DatabaseError`` when the count does not match or SQLite refuses a value.
     public func bind(arguments: StatementArguments) throws(DatabaseError) {
         let arguments = arguments.values
-        sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
-        let expected = Int(sqlite3_bind_parameter_count(handle))
-        guard arguments.count == expected else {
-            throw DatabaseError(
-                extendedResultCode: SQLITE_RANGE,
-                message: "expected \(expected) arguments, got \(arguments.count)",
-                sql: sql
-            )
-        }
+        try resetForBinding(count: arguments.count)
         for (offset, value) in arguments.enumerated() {
             try bind(value, at: Int32(offset + 1))
         }
@@ -66,20 +57,26 @@ public final class Statement {
     /// - Parameter values: One value per `?` placeholder; `nil` binds NULL.
     /// - Throws: ``DatabaseError`` when the count does not match or SQLite refuses a value.
     func bind<each Value: DatabaseValueConvertible>(_ values: repeat each Value) throws(DatabaseError) {
-        sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
-        var count: Int32 = 0
+        var count = 0
         for _ in repeat each values { count += 1 }
-        let expected = sqlite3_bind_parameter_count(handle)
-        guard count == expected else {
-            throw DatabaseError(
-                extendedResultCode: SQLITE_RANGE, message: "expected \(expected) arguments, got \(count)", sql: sql
-            )
-        }
+        try resetForBinding(count: count)
         var index: Int32 = 0
         for value in repeat each values {
             index += 1
             try bind(value.databaseValue, at: index)
+        }
+    }
+
+    /// Resets the statement and clears its values before `count` new ones are bound.
+    /// - Throws: ``DatabaseError`` (`SQLITE_RANGE`) when the statement has another number of placeholders.
+    private func resetForBinding(count: Int) throws(DatabaseError) {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        let expected = Int(sqlite3_bind_parameter_count(handle))
+        guard count == expected else {
+            throw DatabaseError(
+                extendedResultCode: SQLITE_RANGE, message: "expected \(expected) arguments, got \(count)", sql: sql
+            )
         }
     }
 
