@@ -4,8 +4,8 @@ import TollgateCore
 import TollgateSQLite
 import TollgateTestSupport
 
-/// A database file that the release before the core split wrote opens with one migration (6, the
-/// quota windows), and the same rows read back through the new layer.
+/// A database file that the release before the core split wrote opens with the migrations added since
+/// (6, the quota windows; 7, the event kind's check), and the same rows read back through the new layer.
 ///
 /// `Tests/Fixtures/tollgate-2026-11-27.sqlite` was written by that release (main at 6048775, its
 /// benchmark harness in release mode: `tollgate-bench admission 40 FILE`, then `hit 40 FILE` on the
@@ -18,15 +18,15 @@ struct ReleaseFileTests {
         .deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/tollgate-2026-11-27.sqlite")
 
-    @Test("it opens with the windows' migration alone, and its ledger, circuits, throttle and cache read back")
+    @Test("it opens with the migrations added since, and its ledger, circuits, throttle and cache read back")
     func opensAsItIs() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("release.sqlite")
         try FileManager.default.copyItem(atPath: Self.fixture.path, toPath: path)
         let before = try Self.ledgerRows(path)
         let store = try SQLiteStore(path: path)
-        #expect(store.migrationsAppliedAtOpen.map(\.version) == [6], "only the quota windows' migration is new")
-        // Every event and usage row, ids included, is kept by the events table's rebuild.
+        #expect(store.migrationsAppliedAtOpen.map(\.version) == [6, 7], "the quota windows' and the event kind's are new")
+        // Every event and usage row, ids included, is kept by the events table's two rebuilds.
         #expect(try Self.ledgerRows(path) == before)
         let windows = try await store.read { db in
             try db.fetchAll(sql: "SELECT DISTINCT window FROM quota_windows").map { try $0.decode(String.self, forColumn: "window") }
