@@ -112,6 +112,31 @@ struct ThrottleStorageTests {
         #expect(try await admitted() == "[1800000010500,1800000011000]")
     }
 
+    @Test("with the same limits an admission rewrites only the window's times; new limits are stored with it")
+    func limitsStoredWithTheWindow() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("limits.sqlite"))
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let stored = { try await store.read { db in
+            try db.fetchAll(sql: "SELECT request_limit, window_ms, updated_at_ms, admitted_at_ms FROM throttle_limits")
+                .map { row in "\(row[0].int ?? -1) \(row[1].int ?? -1) \(row[2].int64 ?? -1) \(row[3].string ?? "")" }
+        } }
+        let five = ThrottleLimit(requests: 5, per: .seconds(10))
+        for offset in 0..<3 {
+            _ = try await store.admitRequest(endpoint: "/e", limit: five, at: start.addingTimeInterval(Double(offset)))
+        }
+        #expect(try await stored() == ["5 10000 1800000000000 [1800000000000,1800000001000,1800000002000]"],
+                "the row keeps the time its limits were set")
+        let seven = ThrottleLimit(requests: 7, per: .seconds(20))
+        _ = try await store.admitRequest(endpoint: "/e", limit: seven, at: start.addingTimeInterval(3))
+        #expect(try await stored() == ["7 20000 1800000003000 [1800000000000,1800000001000,1800000002000,1800000003000]"])
+        // A row deleted behind the store's back (by the sqlite3 shell, say) is written anew.
+        let shell = try Database(path: directory.path("limits.sqlite"))
+        try shell.execute(sql: "DELETE FROM throttle_limits")
+        _ = try await store.admitRequest(endpoint: "/e", limit: seven, at: start.addingTimeInterval(4))
+        #expect(try await stored() == ["7 20000 1800000004000 [1800000004000]"])
+    }
+
     @Test("a file from before the one-row window keeps its requests through the migration")
     func migrationKeepsTheWindow() throws {
         let directory = try TemporaryDirectory()

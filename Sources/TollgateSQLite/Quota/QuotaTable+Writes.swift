@@ -73,12 +73,20 @@ extension QuotaTable {
         )
         // The guard keeps the endpoint's total within range even when the file holds a total that
         // no charge could have made (edited by hand): then nothing is written and the whole
-        // reservation, event included, rolls back with a typed error.
+        // reservation, event included, rolls back with a typed error. The row is there for every
+        // charge but an endpoint's first in a window: a plain UPDATE, and the upsert only when it
+        // changed nothing (no row yet, or the guard refused).
         try db.cachedStatement(sql: """
-            INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, ?, ?, 1)
-            ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1
-            WHERE quota_usage.units BETWEEN 0 AND ? - excluded.units
+            UPDATE quota_usage SET units = units + ?4, calls = calls + 1
+            WHERE pacific_date = ?1 AND bucket = ?2 AND endpoint = ?3 AND units BETWEEN 0 AND ?5 - ?4
             """).execute(key, bucket, endpoint, units, QuotaLimits.maximumUnits)
+        if db.changesCount == 0 {
+            try db.cachedStatement(sql: """
+                INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?, ?, ?, ?, 1)
+                ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1
+                WHERE quota_usage.units BETWEEN 0 AND ? - excluded.units
+                """).execute(key, bucket, endpoint, units, QuotaLimits.maximumUnits)
+        }
         guard db.changesCount == 1 else {
             let place = reservationID == nil ? "" : " in \(bucket)"
             throw StoreRefusal.invalidArgument(

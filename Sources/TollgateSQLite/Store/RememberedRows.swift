@@ -132,7 +132,9 @@ struct RememberedRows {
     /// Remembers the bucket as this transaction's charge left it.
     mutating func remember(quotaBucket read: QuotaBucketRead, for bucket: String) {
         guard isOpen else { return }
-        quotaBuckets = [bucket: read]
+        // One bucket at a time, the one this charge left; its storage kept, not made anew.
+        quotaBuckets.removeAll(keepingCapacity: true)
+        quotaBuckets[bucket] = read
         quotaBucketsRemembered = true
     }
 }

@@ -24,6 +24,8 @@ enum ThrottleTable {
         let isOutdated: Bool
         /// Whether the endpoint has a row at all.
         var isStored = true
+        /// Whether the stored row holds this window's limits, so that saving it changes only its times.
+        var limitsStored = false
 
         /// The decision for one more request.
         var admission: ThrottleAdmission {
@@ -55,12 +57,18 @@ enum ThrottleTable {
             return Window(endpoint: endpoint, limit: limit, nowMs: nowMs, admittedMs: [], isOutdated: true, isStored: false)
         }
         let stored = row.admittedMs
-        // Times after now were stamped before the wall clock was set back: they happened no later than now.
-        var admitted = stored.map { min($0, nowMs) }
-        let firstInWindow = admitted.firstIndex { $0 > nowMs - windowMs } ?? admitted.endIndex
-        admitted.removeFirst(firstInWindow)
-        let isOutdated = row.requestLimit != limit.requests || row.windowMs != windowMs || admitted != stored
-        return Window(endpoint: endpoint, limit: limit, nowMs: nowMs, admittedMs: admitted, isOutdated: isOutdated)
+        // Ascending, so the times that left the window are a prefix; when none did, and none is
+        // later than now, the window is the stored array itself, not a copy.
+        let firstInWindow = stored.firstIndex { $0 > nowMs - windowMs } ?? stored.endIndex
+        var admitted = firstInWindow == 0 ? stored : Array(stored[firstInWindow...])
+        // Times after now were stamped before the wall clock was set back: they happened no later
+        // than now. Being ascending, they are a suffix.
+        let firstLater = admitted.lastIndex { $0 <= nowMs }.map { $0 + 1 } ?? admitted.startIndex
+        let clampedToNow = firstLater < admitted.endIndex
+        for index in firstLater..<admitted.endIndex { admitted[index] = nowMs }
+        let limitsChanged = row.requestLimit != limit.requests || row.windowMs != windowMs
+        return Window(endpoint: endpoint, limit: limit, nowMs: nowMs, admittedMs: admitted,
+                      isOutdated: limitsChanged || firstInWindow != 0 || clampedToNow, limitsStored: !limitsChanged)
     }
 
     /// The endpoint's row: as the connection remembers it when nothing committed since it last
@@ -87,6 +95,23 @@ enum ThrottleTable {
         guard admitting || (window.isOutdated && window.isStored) else { return }
         var admitted = window.admittedMs
         if admitting { admitted.append(window.nowMs) }
+        // The row read or remembered in this transaction holds these limits: only its times
+        // change, without the upsert's attempted insert and its comparisons.
+        if window.isStored && window.limitsStored {
+            try db.cachedStatement(sql: "UPDATE throttle_limits SET admitted_at_ms = ? WHERE endpoint = ?")
+                .execute(AdmittedTimes.encode(admitted), window.endpoint)
+        }
+        if !(window.isStored && window.limitsStored) || db.changesCount != 1 {
+            try upsert(db, window, admitted: admitted)
+        }
+        db.rememberedRows.remember(
+            throttleRow: RememberedRows.ThrottleRow(requestLimit: window.limit.requests,
+                                                    windowMs: window.limit.windowMilliseconds, admittedMs: admitted),
+            for: window.endpoint
+        )
+    }
+
+    private static func upsert(_ db: Database, _ window: Window, admitted: [Int64]) throws {
         try db.cachedStatement(sql: """
             INSERT INTO throttle_limits (endpoint, request_limit, window_ms, updated_at_ms, admitted_at_ms)
             VALUES (?, ?, ?, ?, ?)
@@ -98,11 +123,6 @@ enum ThrottleTable {
             """
         ).execute(window.endpoint, window.limit.requests, window.limit.windowMilliseconds, window.nowMs,
                   AdmittedTimes.encode(admitted))
-        db.rememberedRows.remember(
-            throttleRow: RememberedRows.ThrottleRow(requestLimit: window.limit.requests,
-                                                    windowMs: window.limit.windowMilliseconds, admittedMs: admitted),
-            for: window.endpoint
-        )
     }
 
     /// The window as it stands, read only. See ``ThrottleStorage/throttleWindow(endpoint:limit:at:)``.
