@@ -22,6 +22,33 @@ struct ThrottleStorageTests {
         #expect(read.map { $0[0].int64 } == times.dropFirst().map { $0 })
     }
 
+    @Test("the window's text copies the digits a time shares with the one before, and only those")
+    func windowTextSharedDigits() {
+        func plain(_ times: [Int64]) -> String { "[\(times.map(String.init).joined(separator: ","))]" }
+        // A window as an admission writes it: close times, some equal, across a change of digit count.
+        var window: [Int64] = []
+        var time: Int64 = 1_764_299_999_990
+        for step in 0..<80 {
+            window.append(time)
+            time += Int64(step % 3)
+        }
+        #expect(AdmittedTimes.encode(window) == plain(window))
+        let edges: [[Int64]] = [
+            [9, 10, 11, 99, 100, 101, 999, 1_000], [-100, -99, -10, -9, -1, 0, 1, 9, 10], [5, 5, 5], [0, 0],
+            [99_999, 100_000, 100_009, 100_010, 190_000], [Int64.max - 1, .max, .max], [.min, .min + 1, -1, 0],
+            [1_999, 2_000, 2_001], [7],
+        ]
+        for times in edges { #expect(AdmittedTimes.encode(times) == plain(times)) }
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let base = Int64.random(in: -1_000_000_000_000...1_000_000_000_000, using: &generator)
+            let times = (0..<Int.random(in: 1...12, using: &generator)).map { _ in
+                base + Int64.random(in: -2_000...2_000, using: &generator)
+            }.sorted()
+            #expect(AdmittedTimes.encode(times) == plain(times), "\(times)")
+        }
+    }
+
     @Test("the window's text read back from hand edits: out of order is sorted, damage and numbers past Int64 are skipped")
     func windowTextHandEdits() {
         let cases: [(String, [Int64])] = [
