@@ -11,6 +11,22 @@ struct PacificDayTests {
         ISO8601DateFormatter().date(from: text)!
     }
 
+    @Test("the remembered day and window are the ones worked out anew, at midnights, DST changes and back in time")
+    func rememberedPeriod() {
+        let instants = [
+            "2026-11-01T06:59:59.999Z", "2026-11-01T07:00:00Z", "2026-11-01T08:59:59Z", "2026-11-01T09:00:00Z",
+            "2026-11-02T07:59:59.5Z", "2026-11-02T08:00:00Z", "2026-03-08T07:59:59Z", "2026-03-08T08:00:00Z",
+            "2026-03-09T06:59:59Z", "2026-03-09T07:00:00Z", "2026-11-01T07:00:00Z", "1970-01-01T00:00:00Z",
+        ].map { ISO8601DateFormatter.withFractions.date(from: $0) ?? Self.instant($0) }
+        var generator = SystemRandomNumberGenerator()
+        let random = (0..<500).map { _ in Date(timeIntervalSince1970: Double.random(in: 1.7e9...1.8e9, using: &generator)) }
+        for instant in instants + random + random.reversed() {
+            let (day, period) = QuotaPeriod.pacificDay(containing: instant)
+            #expect(day == PacificDay(containing: instant), "\(instant)")
+            #expect(period == QuotaPeriod(PacificDay(containing: instant)), "\(instant)")
+        }
+    }
+
     @Test("keys on an ordinary day, in standard and daylight time")
     func ordinaryKeys() {
         #expect(PacificDay(containing: Self.instant("2026-01-15T07:59:59Z")).key == "2026-01-14")
@@ -135,5 +151,14 @@ struct ManualClockTests {
         while clock.sleeperCount == 0 { await Task.yield() }
         sleeper.cancel()
         await #expect(throws: CancellationError.self) { try await sleeper.value }
+    }
+}
+
+private extension ISO8601DateFormatter {
+    /// Reads `2026-11-01T06:59:59.999Z`.
+    static var withFractions: ISO8601DateFormatter {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
     }
 }

@@ -63,10 +63,11 @@ public struct CircuitPolicy: Sendable, Hashable {
         guard failureThreshold >= 1 else {
             throw .invalidArgument("circuit failure threshold must be at least 1, got \(failureThreshold)")
         }
-        for (name, duration) in [("open duration", openDuration), ("rate-limit open duration", rateLimitOpenDuration),
-                                 ("probe lease duration", probeLeaseDuration)] where duration <= .zero {
-            throw .invalidArgument("circuit \(name) must be positive, got \(duration)")
-        }
+        // Checked one by one, not from an array of pairs: every admission validates its policy,
+        // and the array was an allocation each time.
+        try Self.requirePositive(openDuration, "open duration")
+        try Self.requirePositive(rateLimitOpenDuration, "rate-limit open duration")
+        try Self.requirePositive(probeLeaseDuration, "probe lease duration")
         if let growth = openDurationGrowth {
             guard growth.multiplier >= 1, growth.multiplier.isFinite else {
                 throw .invalidArgument("circuit open-duration growth multiplier must be at least 1, got \(growth.multiplier)")
@@ -75,6 +76,10 @@ public struct CircuitPolicy: Sendable, Hashable {
                 throw .invalidArgument("circuit open-duration growth maximum must be positive, got \(growth.maximum)")
             }
         }
+    }
+
+    private static func requirePositive(_ duration: Duration, _ name: String) throws(StoreRefusal) {
+        guard duration > .zero else { throw .invalidArgument("circuit \(name) must be positive, got \(duration)") }
     }
 
     /// The open duration of a trip.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// One window of a bucket: where its charges are written and which rows count.
 ///
@@ -74,5 +75,25 @@ public struct QuotaPeriod: Sendable, Hashable {
         // belongs to the server's last window: a new one starts at the reset.
         guard announced.at > natural.start, announced.at < natural.end else { return natural }
         return QuotaPeriod(key: QuotaWindow.instantKey(announced.at), start: announced.at, end: natural.end)
+    }
+}
+
+extension QuotaPeriod {
+    /// The last Pacific day asked for, and that day as a window: every charge of a day asks for
+    /// the same one, and making it anew means working out the day and formatting its key.
+    private static let lastPacificDay = Mutex<(day: PacificDay, period: QuotaPeriod)?>(nil)
+
+    /// The Pacific day containing `instant` and that day as a window: the same as
+    /// `PacificDay(containing:)` and `QuotaPeriod(_:)`, remembered from the last call.
+    /// - Parameter instant: The time of the charge.
+    /// - Returns: The day, and the day as a window (from its midnight to the next).
+    public static func pacificDay(containing instant: Date) -> (day: PacificDay, period: QuotaPeriod) {
+        if let last = lastPacificDay.withLock({ $0 }), last.period.start <= instant, instant < last.period.end {
+            return last
+        }
+        let day = PacificDay(containing: instant)
+        let current = (day: day, period: QuotaPeriod(day))
+        lastPacificDay.withLock { $0 = current }
+        return current
     }
 }

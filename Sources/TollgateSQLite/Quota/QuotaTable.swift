@@ -19,11 +19,11 @@ enum QuotaTable {
     static func reserve(_ db: Database, _ request: QuotaReservationRequest) throws -> QuotaReservationOutcome {
         try QuotaRules.validateCost(request.cost, endpoint: request.endpoint)
         try QuotaRules.validateEndpoint(request.endpoint)
-        let day = PacificDay(containing: request.at)
+        let (day, pacificPeriod) = QuotaPeriod.pacificDay(containing: request.at)
         let nowMs = request.at.millisecondsSince1970
         // The natural window's usage is read with the row, in one statement; an announced reset,
         // rare, moves the window and costs one more read.
-        let natural = request.window == .pacificDay ? QuotaPeriod(day) : request.window.naturalPeriod(containing: request.at)
+        let natural = request.window == .pacificDay ? pacificPeriod : request.window.naturalPeriod(containing: request.at)
         let synchronized = try synchronizeStoredBucket(
             db, request.bucket, configuredLimit: request.configuredLimit, window: request.window, nowMs: nowMs,
             unitsIn: natural,
