@@ -295,20 +295,16 @@ static void contention(int processes, int iterations, const char *dir) {
 
 /* The admission's SQL, in the order AdmissionTable.admit runs it for an admitted request on a
  * closed circuit, back to back as the harness's admissions come: the charge event, the usage total,
- * the window written back. The circuit's, the window's and the bucket's rows are not read: the
+ * the window written back (both rows exist then, so both are UPDATEs, as QuotaTable.charge and
+ * ThrottleTable.save issue them). The circuit's, the window's and the bucket's rows are not read: the
  * writer connection remembers them between its own transactions (RememberedRows). Keep in step
  * with ThrottleTable and QuotaTable. */
 static const char *const admission_sql[] = {
     "INSERT INTO quota_events (at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail) "
     "VALUES (?5, ?3, ?4, ?1, 'charge', 1, NULL, NULL)",
-    "INSERT INTO quota_usage (pacific_date, bucket, endpoint, units, calls) VALUES (?3, ?4, ?1, 1, 1) "
-    "ON CONFLICT (pacific_date, bucket, endpoint) DO UPDATE SET units = units + excluded.units, calls = calls + 1 "
-    "WHERE quota_usage.units BETWEEN 0 AND ?2 - excluded.units",
-    "INSERT INTO throttle_limits (endpoint, request_limit, window_ms, updated_at_ms, admitted_at_ms) "
-    "VALUES (?1, 1000000, 2, ?5, ?6) ON CONFLICT (endpoint) DO UPDATE SET "
-    "updated_at_ms = CASE WHEN request_limit <> excluded.request_limit OR window_ms <> excluded.window_ms "
-    "THEN excluded.updated_at_ms ELSE updated_at_ms END, request_limit = excluded.request_limit, "
-    "window_ms = excluded.window_ms, admitted_at_ms = excluded.admitted_at_ms",
+    "UPDATE quota_usage SET units = units + 1, calls = calls + 1 "
+    "WHERE pacific_date = ?3 AND bucket = ?4 AND endpoint = ?1 AND units BETWEEN 0 AND ?2 - 1",
+    "UPDATE throttle_limits SET admitted_at_ms = ?6 WHERE endpoint = ?1",
 };
 
 /* Milliseconds of the wall clock, as Tollgate stamps its rows. Whole seconds would not do: an
