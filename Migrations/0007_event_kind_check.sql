@@ -13,7 +13,7 @@ CREATE TABLE quota_events_rebuilt (
     pacific_date    TEXT NOT NULL,
     bucket          TEXT NOT NULL,
     endpoint        TEXT NOT NULL,
-    -- Not `kind IN (...)`: see above.
+    -- The kinds compared one by one: `kind IN (...)` made SQLite build an index on every INSERT.
     kind            TEXT NOT NULL CHECK (kind = 'charge' OR kind = 'refund' OR kind = 'settle' OR kind = 'reset'
                                          OR kind = 'exhausted' OR kind = 'limit' OR kind = 'announced'),
     units           INTEGER NOT NULL,
