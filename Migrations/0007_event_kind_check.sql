@@ -6,7 +6,9 @@
 -- the C API on 3.40: 2.6–3.0 µs for the charge's INSERT against 0.7 µs with the same kinds
 -- compared one by one). The same kinds, the same refusal of any other, written as comparisons.
 -- A CHECK cannot be altered in SQLite: the table is rebuilt, every row and id kept, as in
--- version 6. No other table or view refers to quota_events.
+-- version 6. No other table or view refers to quota_events. The old table's pages stay in the
+-- file as free pages, which later writes reuse; `tollgate cache vacuum` gives them back (a ledger
+-- of a million events: 4 s to migrate, 55 MiB to 110 MiB, and back to 55 MiB in 1 s).
 CREATE TABLE quota_events_rebuilt (
     id              INTEGER PRIMARY KEY,
     at_ms           INTEGER NOT NULL,
