@@ -128,7 +128,15 @@ extension Gate {
             }
             guard let current = try? await storage.coalescingLease(resourceKey: flight.key),
                   current.holder == running.holder, current.expiresMs > CacheTime.milliseconds(clock.now())
-            else { break }
+            else {
+                // The leader stores its answer and gives the lease back in one write, which may
+                // have come between the look for the answer and the look at the lease: a lease
+                // gone is most often an answer just stored, and sending now would ask again.
+                if let answer = await answerStored(since: since, for: request, endpoint: endpoint) {
+                    return answer
+                }
+                break
+            }
         }
         logger.debug("coalescing: the other process's request gave no answer in time; sending this one",
                      metadata: ["gate.endpoint": "\(endpoint)"])
