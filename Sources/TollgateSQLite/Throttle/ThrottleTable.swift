@@ -24,7 +24,8 @@ enum ThrottleTable {
         let isOutdated: Bool
         /// Whether the endpoint has a row at all.
         var isStored = true
-        /// Whether the stored row holds this window's limits, so that saving it changes only its times.
+        /// Whether the endpoint has a row and it holds this window's limits, so that saving it
+        /// changes only its times.
         var limitsStored = false
 
         /// The decision for one more request.
@@ -96,14 +97,15 @@ enum ThrottleTable {
         var admitted = window.admittedMs
         if admitting { admitted.append(window.nowMs) }
         // The row read or remembered in this transaction holds these limits: only its times
-        // change, without the upsert's attempted insert and its comparisons.
-        if window.isStored && window.limitsStored {
+        // change, without the upsert's attempted insert and its comparisons. Should it be gone
+        // all the same, the upsert writes it.
+        var updatedInPlace = false
+        if window.limitsStored {
             try db.cachedStatement(sql: "UPDATE throttle_limits SET admitted_at_ms = ? WHERE endpoint = ?")
                 .execute(AdmittedTimes.encode(admitted), window.endpoint)
+            updatedInPlace = db.changesCount == 1
         }
-        if !(window.isStored && window.limitsStored) || db.changesCount != 1 {
-            try upsert(db, window, admitted: admitted)
-        }
+        if !updatedInPlace { try upsert(db, window, admitted: admitted) }
         db.rememberedRows.remember(
             throttleRow: RememberedRows.ThrottleRow(requestLimit: window.limit.requests,
                                                     windowMs: window.limit.windowMilliseconds, admittedMs: admitted),
