@@ -61,48 +61,6 @@ public struct CacheKey: Sendable, Hashable {
         ))
     }
 
-    /// The secret rules in the form the key computation uses, prepared once per cache.
-    struct SecretRules: Sendable {
-        /// Lowercased parameter names.
-        let queryParameters: Set<String>
-        let queryParameterPatterns: [SecretNamePattern]
-        /// Lowercased header names.
-        let headers: Set<String>
-        let headerPatterns: [SecretNamePattern]
-
-        init(
-            queryParameters: Set<String>, queryParameterPatterns: [SecretNamePattern] = [],
-            headers: Set<HTTPField.Name>, headerPatterns: [SecretNamePattern] = []
-        ) {
-            self.queryParameters = Set(queryParameters.map { $0.lowercased() })
-            self.queryParameterPatterns = queryParameterPatterns
-            self.headers = Set(headers.map { $0.canonicalName })
-            self.headerPatterns = headerPatterns
-        }
-
-        init(_ configuration: CacheConfiguration) {
-            self.init(
-                queryParameters: configuration.sensitiveQueryParameters,
-                queryParameterPatterns: configuration.sensitiveQueryParameterPatterns,
-                headers: configuration.sensitiveHeaders, headerPatterns: configuration.sensitiveHeaderPatterns
-            )
-        }
-
-        /// Whether a query or path parameter (its percent-decoded, lowercased name) is a secret.
-        func isSecretParameter(_ lowercasedName: String) -> Bool {
-            // The name is lowercase already: no second lowercasing per parameter and request.
-            queryParameters.contains(lowercasedName)
-                || queryParameterPatterns.anyMatches(lowercasedBytes: Array(lowercasedName.utf8)[...])
-        }
-
-        /// Whether a header field carries a credential.
-        func isSecretHeader(_ name: HTTPField.Name) -> Bool {
-            // `canonicalName` is lowercase already: no second lowercasing per field and request.
-            headers.contains(name.canonicalName)
-                || headerPatterns.anyMatches(lowercasedBytes: Array(name.canonicalName.utf8)[...])
-        }
-    }
-
     init(request: HTTPRequest, secretRules: SecretRules) throws(CacheError) {
         guard let scheme = request.scheme, let authority = request.authority, let rawPath = request.path else {
             throw CacheError.unkeyableRequest("the request has no scheme, authority or path")

@@ -106,14 +106,12 @@ extension ETagCache {
             response.headerFields, status: status, requestTime: requestedAt ?? now, responseTime: now,
             heuristics: configuration.heuristics, cacheControl: cacheControl
         )
+        let headers = CacheHeaders.storableFields(response.headerFields, rules: secretRules, secrets: key.secrets)
         let entry = NewCacheEntry(
             resourceKey: key.resourceKey,
             variantKey: CacheKey.variantKey(for: request, vary: vary.names),
             endpoint: endpoint, method: key.method, url: key.url, vary: vary.stored, status: status,
-            headers: CacheHeaders.storable(
-                response.headerFields, sensitive: configuration.sensitiveHeaders,
-                patterns: configuration.sensitiveHeaderPatterns, secrets: key.secrets
-            ),
+            headers: headers.stored,
             etag: etag, lastModified: lastModified,
             freshUntilMs: freshness.freshUntil.map(CacheTime.milliseconds),
             nowMs: CacheTime.milliseconds(now), body: body,
@@ -133,7 +131,11 @@ extension ETagCache {
                 "cache.evicted": "\(result.pruned.evicted)", "cache.expired": "\(result.pruned.expired)",
             ])
         }
-        return (CachedResponse(entry: CacheEntry(metadata: result.entry, body: body), now: now), result.bookkeeping)
+        // The answer's fields as the store made them, not parsed back from their text.
+        let served = result.entry.headers == headers.stored
+            ? ServedHeaderFields(headers.stored, parsed: headers.parsed) : ServedHeaderFields(result.entry.headers)
+        return (CachedResponse(entry: CacheEntry(metadata: result.entry, body: body), now: now, fields: served),
+                result.bookkeeping)
     }
 
     /// Handles a `304 Not Modified`: selects the stored response it confirms (RFC 9111 §4.3.4),
@@ -252,8 +254,7 @@ extension ETagCache {
         _ notModified: HTTPResponse, for request: HTTPRequest, key: CacheKey, endpoint: String, requestedAt: Date?,
         now: Date
     ) -> @Sendable ([CacheEntryMetadata]) -> CacheRevision? {
-        let sensitive = configuration.sensitiveHeaders
-        let patterns = configuration.sensitiveHeaderPatterns
+        let rules = secretRules
         let fields = notModified.headerFields
         let heuristics = configuration.heuristics
         let initialAgeMs = Self.initialAgeMs(fields, requestedAt: requestedAt, now: now)
@@ -262,7 +263,7 @@ extension ETagCache {
                 return nil
             }
             let merged = CacheHeaders.merge(
-                stored: selected.headers, notModified: fields, sensitive: sensitive, patterns: patterns, secrets: key.secrets
+                stored: selected.headers, notModified: fields, rules: rules, secrets: key.secrets
             )
             return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now, heuristics: heuristics)
         }
@@ -316,8 +317,7 @@ extension ETagCache {
         guard let source else { return nil }
         let metadata = source.metadata
         let merged = CacheHeaders.merge(stored: metadata.headers, notModified: notModified.headerFields,
-                                        sensitive: configuration.sensitiveHeaders,
-                                        patterns: configuration.sensitiveHeaderPatterns, secrets: key.secrets)
+                                        rules: secretRules, secrets: key.secrets)
         let revision = Self.revision(of: metadata, merged: merged, initialAgeMs: initialAgeMs, now: now,
                                      heuristics: configuration.heuristics)
         let vary = VaryFields(stored: metadata.vary)
@@ -350,8 +350,7 @@ extension ETagCache {
         let getRequest = asGET
         guard let key = try? key(for: getRequest) else { return }
         let fields = head.headerFields
-        let sensitive = configuration.sensitiveHeaders
-        let patterns = configuration.sensitiveHeaderPatterns
+        let rules = secretRules
         let heuristics = configuration.heuristics
         let initialAgeMs = SaturatingConversion.milliseconds(CacheHeaders.initialAge(fields, requestTime: requestedAt ?? now, responseTime: now))
         let nowMs = CacheTime.milliseconds(now)
@@ -363,7 +362,7 @@ extension ETagCache {
                 && (headLastModified.map { $0 == selected.lastModified } ?? true)
             let lengthMatches = fields[.contentLength].map { Int64($0) == selected.bodySize } ?? true
             if validatorsMatch && lengthMatches {
-                let merged = CacheHeaders.merge(stored: selected.headers, notModified: fields, sensitive: sensitive, patterns: patterns,
+                let merged = CacheHeaders.merge(stored: selected.headers, notModified: fields, rules: rules,
                                                 secrets: key.secrets)
                 return Self.revision(of: selected, merged: merged, initialAgeMs: initialAgeMs, now: now,
                                      heuristics: heuristics)
@@ -436,12 +435,15 @@ extension ETagCache {
     static func selectRevalidated(
         among candidates: [CacheEntryMetadata], for request: HTTPRequest, notModified: HTTPFields
     ) -> CacheEntryMetadata? {
-        let matching = candidates.filter { candidate in
+        // The common case, a revalidation of the one response stored without `Vary`, which every
+        // request selects: no arrays filtered for it.
+        let isOnlyUnvaried = candidates.count == 1 && candidates[0].vary == nil && candidates[0].variantKey.isEmpty
+        let matching = isOnlyUnvaried ? candidates : candidates.filter { candidate in
             let vary = VaryFields(stored: candidate.vary)
             return vary != .any && CacheKey.variantKey(for: request, vary: vary.names) == candidate.variantKey
         }
         let tag = CacheHeaders.etag(notModified)
-        if let tag, let confirmed = matching.filter({ $0.etag.map { CacheHeaders.weaklyMatch($0, tag) } ?? false })
+        if let tag, let confirmed = matching.lazy.filter({ $0.etag.map { CacheHeaders.weaklyMatch($0, tag) } ?? false })
             .max(by: { ($0.validatedAtMs, $0.id) < ($1.validatedAtMs, $1.id) }) {
             return confirmed
         }
@@ -454,8 +456,8 @@ extension ETagCache {
             // left to the Last-Modified rule below.
             return nil
         }
-        if let lastModified = CacheHeaders.lastModified(notModified), let stored = selected.lastModified,
-           CacheHeaders.etag(notModified) == nil, lastModified != stored {
+        if tag == nil, let lastModified = CacheHeaders.lastModified(notModified), let stored = selected.lastModified,
+           lastModified != stored {
             return nil
         }
         return selected

@@ -3,10 +3,16 @@ import HTTPTypes
 /// A request as the memo of cache keys holds it: hashed in bulk, a field's value as one run of
 /// bytes, where `HTTPRequest`'s own hash feeds the hasher byte by byte; equal exactly when the
 /// requests are equal.
+///
+/// The hash is worked out once, when the fingerprint is made: a key the memo does not know is
+/// looked up and then inserted, and each would otherwise hash the whole request again.
 struct RequestFingerprint: Hashable {
     let request: HTTPRequest
+    private let requestHash: Int
 
-    func hash(into hasher: inout Hasher) {
+    init(request: HTTPRequest) {
+        self.request = request
+        var hasher = Hasher()
         hasher.combine(request.method.rawValue)
         hasher.combine(request.scheme)
         hasher.combine(request.authority)
@@ -16,7 +22,10 @@ struct RequestFingerprint: Hashable {
             hasher.combine(field.name.canonicalName)
             field.withUnsafeBytesOfValue { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
         }
+        requestHash = hasher.finalize()
     }
 
-    static func == (lhs: Self, rhs: Self) -> Bool { lhs.request == rhs.request }
+    func hash(into hasher: inout Hasher) { hasher.combine(requestHash) }
+
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.requestHash == rhs.requestHash && lhs.request == rhs.request }
 }

@@ -11,15 +11,11 @@ import HTTPTypes
 /// ```
 public struct SecretRedaction: Sendable {
     private let rules: CacheKey.SecretRules
-    private let sensitiveHeaders: Set<HTTPField.Name>
-    private let headerPatterns: [SecretNamePattern]
 
     /// Redaction by a cache configuration's secret names.
     /// - Parameter configuration: The cache's configuration (its secret parameters and headers).
     public init(_ configuration: CacheConfiguration) {
         rules = CacheKey.SecretRules(configuration)
-        sensitiveHeaders = configuration.sensitiveHeaders
-        headerPatterns = configuration.sensitiveHeaderPatterns
     }
 
     /// The request's URL as the cache keys it: query and path parameters that are secrets replaced by
@@ -52,7 +48,6 @@ public struct SecretRedaction: Sendable {
     ///   - secrets: The request's secrets (``secrets(of:)``).
     /// - Returns: The fields that may be written down.
     public func responseFields(_ fields: HTTPFields, secrets: [String]) -> HTTPFields {
-        CacheHeaders.fields(CacheHeaders.storable(fields, sensitive: sensitiveHeaders, patterns: headerPatterns,
-                                                  secrets: secrets))
+        CacheHeaders.fields(CacheHeaders.storable(fields, rules: rules, secrets: secrets))
     }
 }

@@ -13,13 +13,21 @@ struct ServedHeaderFields: Sendable {
 
     /// Parses stored fields, leaving out names HTTP does not allow and every `Age` but a place for one.
     init(_ stored: [CacheHeaderField]) {
+        self.init(stored, parsed: stored.lazy.compactMap { field in
+            HTTPField.Name(field.name).map { HTTPField(name: $0, value: field.value) }
+        })
+    }
+
+    /// `stored` as `parsed` holds them already: the valid ones, in order, as a store that has just
+    /// made `stored` from a response's fields has them (``CacheHeaders/storable(_:rules:secrets:)``),
+    /// so that no name is parsed again.
+    init(_ stored: [CacheHeaderField], parsed fields: some Sequence<HTTPField>) {
         source = stored
         var parsed: [HTTPField] = []
         parsed.reserveCapacity(stored.count + 1)
         var storedAgeIndex: Int?
-        for field in stored {
-            guard let name = HTTPField.Name(field.name) else { continue }
-            if name == .age {
+        for field in fields {
+            if field.name == .age {
                 // The stored Age was the server's; what is served is the current age, once.
                 if storedAgeIndex == nil {
                     storedAgeIndex = parsed.count
@@ -27,7 +35,7 @@ struct ServedHeaderFields: Sendable {
                 }
                 continue
             }
-            parsed.append(HTTPField(name: name, value: field.value))
+            parsed.append(field)
         }
         if let storedAgeIndex {
             ageIndex = storedAgeIndex
@@ -35,7 +43,7 @@ struct ServedHeaderFields: Sendable {
             ageIndex = parsed.count
             parsed.append(HTTPField(name: .age, value: "0"))
         }
-        fields = HTTPFields(parsed)
+        self.fields = HTTPFields(parsed)
     }
 
     /// The fields with `Age` set.

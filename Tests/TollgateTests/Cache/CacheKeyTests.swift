@@ -139,7 +139,7 @@ struct CacheKeyTests {
         let stored = CacheHeaders.storable(
             [HTTPField.Name("X-Echo")!: "a=\(ascii)&b=\(ascii)", HTTPField.Name("X-Tail")!: "end \(ascii)",
              HTTPField.Name("X-Accent")!: "v=\(accented);", HTTPField.Name("X-Plain")!: "AIzaSy-echoed-key"],
-            sensitive: [], secrets: [ascii, accented]
+            rules: CacheKey.SecretRules(queryParameters: [], headers: []), secrets: [ascii, accented]
         )
         #expect(stored.map { "\($0.name): \($0.value)" } == [
             "X-Echo: a=REDACTED&b=REDACTED", "X-Tail: end REDACTED", "X-Accent: v=REDACTED;",
@@ -156,7 +156,7 @@ struct CacheKeyTests {
             stored: stored,
             notModified: [.eTag: "\"2\"", .contentLength: "0", .setCookie: "s=1", HTTPField.Name("link")!: "<c>",
                           .authorization: "secret"],
-            sensitive: CacheConfiguration().sensitiveHeaders, secrets: []
+            rules: CacheKey.SecretRules(queryParameters: [], headers: CacheConfiguration().sensitiveHeaders), secrets: []
         )
         #expect(merged.map { "\($0.name): \($0.value)" } == [
             "Content-Length: 10", "Content-Type: application/json", "ETag: \"2\"", "link: <c>",

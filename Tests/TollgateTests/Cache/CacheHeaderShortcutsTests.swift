@@ -1,0 +1,132 @@
+import Foundation
+import HTTPTypes
+import Testing
+@testable import Tollgate
+import TollgateCore
+import TollgateTestSupport
+
+/// The shortcuts a store and a `304`'s revision take on their way to the caller (issue 42) give
+/// exactly what the longer way gave: each is checked against that way, kept here as the reference.
+@Suite("Cache header shortcuts: the same answers as the plain computations")
+struct CacheHeaderShortcutsTests {
+    static let names = [
+        "ETag", "etag", "ETAG", "Cache-Control", "cache-control", "Age", "age", "Date", "Last-Modified", "Link", "link",
+        "Content-Length", "Connection", "Keep-Alive", "Set-Cookie", "X-Api-Key", "X-Session-Id", "X-Request-Token",
+        "X-Plain", "Vary", "Authorization", "X-Secret-Thing", "Trailer", "Upgrade",
+    ]
+    static let values = ["\"v1\"", "W/\"v2\"", "max-age=60", "5", "<a>", "keep-alive", "X-Plain", "close, X-Plain", "",
+                         " spaced ", "AIzaSyShortcutKey123", "a=AIzaSyShortcutKey123&b=1", "AIzaSyShortcutKe"]
+
+    static func fields(_ random: inout SeededGenerator, count: ClosedRange<Int>) -> HTTPFields {
+        var fields = HTTPFields()
+        for _ in 0..<Int.random(in: count, using: &random) {
+            fields.append(HTTPField(name: HTTPField.Name(names.randomElement(using: &random)!)!,
+                                    value: values.randomElement(using: &random)!))
+        }
+        return fields
+    }
+
+    /// `merge` as it was written before issue 42's round: sets and lowercased copies.
+    static func referenceMerge(
+        stored: [CacheHeaderField], notModified: HTTPFields, rules: CacheKey.SecretRules, secrets: [String]
+    ) -> [CacheHeaderField] {
+        let options = Set(notModified[values: .connection].flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty })
+        let updates = notModified.filter { field in
+            field.name != .contentLength && CacheHeaders.isStorable(field.name, rules: rules, connectionOptions: options)
+        }
+        let replaced = Set(updates.map(\.name.canonicalName))
+        var merged = stored.filter { !replaced.contains($0.name.lowercased()) }
+        merged.append(contentsOf: updates.map { field in
+            CacheHeaderField(name: field.name.rawName, value: referenceRedacting(secrets, in: field.value))
+        })
+        return merged
+    }
+
+    static func referenceRedacting(_ secrets: [String], in value: String) -> String {
+        secrets.reduce(value) { $0.replacingOccurrences(of: $1, with: CacheKey.redactionMarker) }
+    }
+
+    @Test("a 304's merge: the same fields as the reference, stored names in any case replaced")
+    func mergeMatchesReference() {
+        var random = SeededGenerator(seed: 0x304)
+        let rules = CacheKey.SecretRules(CacheConfiguration())
+        for _ in 0..<2_000 {
+            let stored = Self.fields(&random, count: 0...10).map { CacheHeaderField(name: $0.name.rawName, value: $0.value) }
+            let notModified = Self.fields(&random, count: 0...6)
+            let secrets = Bool.random(using: &random) ? ["AIzaSyShortcutKey123"] : []
+            let merged = CacheHeaders.merge(stored: stored, notModified: notModified, rules: rules, secrets: secrets)
+            #expect(merged == Self.referenceMerge(stored: stored, notModified: notModified, rules: rules, secrets: secrets))
+        }
+        let merged = CacheHeaders.merge(stored: [CacheHeaderField(name: "ETAG", value: "\"1\""), CacheHeaderField(name: "eTaG", value: "\"0\"")],
+                                        notModified: [.eTag: "\"2\""], rules: rules, secrets: [])
+        #expect(merged == [CacheHeaderField(name: "ETag", value: "\"2\"")])
+    }
+
+    @Test("a secret is redacted wherever it is, and a value without it comes back as it was")
+    func redactionMatchesReference() {
+        var random = SeededGenerator(seed: 0x5EC)
+        let secret = "AIzaSyShortcutKey123"
+        let pieces = ["a", "=", "&", " ", secret, String(secret.dropLast()), String(secret.dropFirst()), "A", "é", "🚦"]
+        for _ in 0..<3_000 {
+            let value = (0..<Int.random(in: 0...8, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
+            let redacted = CacheHeaders.redacting([secret], in: value)
+            #expect(redacted == Self.referenceRedacting([secret], in: value), "\(value)")
+            #expect(!redacted.contains(secret))
+        }
+    }
+
+    @Test("a combined value: what the subscript gives, for one field, several or none")
+    func combinedValueMatchesSubscript() {
+        var random = SeededGenerator(seed: 0xC0B)
+        for _ in 0..<2_000 {
+            let fields = Self.fields(&random, count: 0...8)
+            for name in [HTTPField.Name.eTag, .lastModified, .cacheControl, .age, HTTPField.Name("link")!] {
+                #expect(fields.combinedValue(name) == fields[name])
+            }
+        }
+    }
+
+    @Test("what the patterns say of a name, remembered: the patterns' own verdict, past the memo's capacity")
+    func rememberedVerdictsMatchPatterns() {
+        let patterns: [SecretNamePattern] = CacheConfiguration().sensitiveQueryParameterPatterns
+        let remembered = CacheKey.RememberedVerdicts(patterns)
+        var random = SeededGenerator(seed: 0x7E5)
+        let pieces = ["key", "_key", "-key", "token", "_token", "secret", "api", "page", "id", "x", "-", "_", "password"]
+        var secretNames = 0
+        for round in 0..<(3 * CacheKey.RememberedVerdicts.capacity) {
+            let name = (0..<Int.random(in: 1...4, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
+                + (round.isMultiple(of: 2) ? "\(round)" : "")
+            let expected = patterns.anyMatches(lowercasedBytes: Array(name.utf8)[...])
+            #expect(remembered.anyMatches(name) == expected, "\(name)")
+            #expect(remembered.anyMatches(name) == expected, "\(name), remembered")
+            #expect(remembered.rememberedCount <= CacheKey.RememberedVerdicts.capacity)
+            if expected { secretNames += 1 }
+        }
+        #expect(secretNames > 100)
+        #expect(!CacheKey.RememberedVerdicts([]).anyMatches("api_key"))
+    }
+
+    @Test("a store's answer carries the fields a lookup of the same entry serves, Age included")
+    func storedAnswerFieldsMatchLookup() async throws {
+        var random = SeededGenerator(seed: 0x57E)
+        let fixture = try CacheFixture()
+        for index in 0..<200 {
+            var fields = Self.fields(&random, count: 0...8)
+            fields[.cacheControl] = "max-age=600"
+            let url = "https://api.example.com/videos?id=\(index)&key=AIzaSyShortcutKey123"
+            let stored = try #require(try await fixture.cache.storeResponse(
+                HTTPResponse(status: .ok, headerFields: fields), body: Data("body \(index)".utf8), for: request(url),
+                endpoint: "videos.list"
+            ))
+            guard case .fresh(let looked) = try await fixture.cache.lookup(request(url), endpoint: "videos.list") else {
+                Issue.record("expected a fresh hit for \(url)"); continue
+            }
+            #expect(stored.headerFields == looked.headerFields)
+            #expect(stored.headerFields[values: .age].count == 1)
+            #expect(ServedHeaderFields(stored.metadata.headers).fields(ageMilliseconds: 0)
+                == ServedHeaderFields(stored.metadata.headers, parsed: CacheHeaders.fields(stored.metadata.headers))
+                    .fields(ageMilliseconds: 0))
+        }
+    }
+}
