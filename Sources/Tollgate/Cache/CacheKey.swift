@@ -83,7 +83,7 @@ public struct CacheKey: Sendable, Hashable {
             host = hostAndPort[...close]
             let rest = hostAndPort[hostAndPort.index(after: close)...]
             port = rest.hasPrefix(":") ? rest.dropFirst() : nil
-        } else if let colon = hostAndPort.lastIndex(of: ":") {
+        } else if let colon = Self.lastColon(in: hostAndPort) {
             host = hostAndPort[..<colon]
             port = hostAndPort[hostAndPort.index(after: colon)...]
         } else {
@@ -175,6 +175,15 @@ public struct CacheKey: Sendable, Hashable {
     static func split(_ text: Substring, on separator: Unicode.Scalar, maxSplits: Int = .max) -> [Substring] {
         text.unicodeScalars.split(separator: separator, maxSplits: maxSplits, omittingEmptySubsequences: false)
             .map { Substring($0) }
+    }
+
+    /// The last `:` of an authority. An ASCII one is searched byte by byte, where every character
+    /// is one byte: searching by `Character` walks grapheme boundaries backwards, a tenth of a new
+    /// URL's key in the store's profile. Any other is searched by `Character`, as it always was, so
+    /// that its key stays the same.
+    private static func lastColon(in authority: Substring) -> Substring.Index? {
+        authority.utf8.allSatisfy({ $0 < 0x80 })
+            ? authority.utf8.lastIndex(of: UInt8(ascii: ":")) : authority.lastIndex(of: ":")
     }
 
     /// The hex SHA-256 of a text's UTF-8.

@@ -149,6 +149,38 @@ struct RequestBatcherTests {
         }
     }
 
+    @Test("a batch key: the same for header names in another case, another for another value, order, ID-less rest or options")
+    func keysByFieldsAndOptions() throws {
+        func key(_ fields: [(String, String)], id: String = "v0", options: GateRequestOptions = GateRequestOptions())
+            throws -> RequestBatcher.Key {
+            var request = HTTPRequest(method: .get, scheme: "https", authority: "www.googleapis.com",
+                                      path: "/youtube/v3/videos?id=\(id)&part=snippet")
+            for (name, value) in fields { request.headerFields.append(HTTPField(name: HTTPField.Name(name)!, value: value)) }
+            let share = try #require(splitter.share(of: request.path ?? ""))
+            return RequestBatcher.Key(endpoint: "videos.list", request: request, share: share, options: options)
+        }
+        let base = try key([("X-Goog-Api-Key", "k1"), ("Accept", "application/json")])
+        #expect(try key([("x-goog-api-key", "k1"), ("accept", "application/json")]) == base)
+        #expect(try key([("X-Goog-Api-Key", "k1"), ("Accept", "application/json")], id: "v9") == base)
+        #expect(try key([("X-Goog-Api-Key", "k1"), ("Accept", "application/json")], id: "v9").hashValue == base.hashValue)
+        #expect(try key([("X-Goog-Api-Key", "k2"), ("Accept", "application/json")]) != base)
+        #expect(try key([("Accept", "application/json"), ("X-Goog-Api-Key", "k1")]) != base)
+        #expect(try key([("X-Goog-Api-Key", "k1")]) != base)
+        var options = GateRequestOptions()
+        options.freshFor = .seconds(60)
+        #expect(try key([("X-Goog-Api-Key", "k1"), ("Accept", "application/json")], options: options) != base)
+        // Two keys the batcher tells apart are two lanes: each goes alone.
+        let batcher = RequestBatcher()
+        let (_, member) = try member("v0")
+        guard case .goesAlone = batcher.join(base, member, maximum: 50, now: at(0)),
+              case .goesAlone = batcher.join(try key([("X-Goog-Api-Key", "k2"), ("Accept", "application/json")]), member,
+                                             maximum: 50, now: at(0)),
+              case .waits = batcher.join(try key([("x-goog-api-key", "k1"), ("accept", "application/json")], id: "v1"), member,
+                                         maximum: 50, now: at(0)) else {
+            Issue.record("keys of other credentials shared a lane, or the same key did not"); return
+        }
+    }
+
     @Test("the last member to leave a collecting batch removes it: it is never sent")
     func leftByAll() throws {
         let batcher = RequestBatcher()

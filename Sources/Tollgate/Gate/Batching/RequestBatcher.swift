@@ -21,25 +21,53 @@ final class RequestBatcher: Sendable {
         /// The endpoint (free of secrets).
         let endpoint: String
         /// The request's method, scheme and authority.
-        let method: String
+        let method: HTTPRequest.Method
         let scheme: String?
         let authority: String?
         /// The target without the ID parameter, other parameters sorted by name.
         let rest: String
         /// Every header field, in order: the key, the credential, the fields the answer may vary on.
-        let fields: [String]
+        let fields: HTTPFields
         /// The caller's options.
         let options: GateRequestOptions
+        /// The hash of all of the above, worked out once: every request of a batchable endpoint
+        /// makes a key, and a request that goes alone looks its lane up when it joins and again
+        /// when it lands.
+        private let keyHash: Int
 
         /// The key of `request`, whose share of a batch is `share`.
         init(endpoint: String, request: HTTPRequest, share: BatchSplitter.Share, options: GateRequestOptions) {
             self.endpoint = endpoint
-            self.method = request.method.rawValue
+            self.method = request.method
             self.scheme = request.scheme
             self.authority = request.authority
             self.rest = share.rest
-            self.fields = request.headerFields.map { "\($0.name.canonicalName): \($0.value)" }
+            self.fields = request.headerFields
             self.options = options
+            var hasher = Hasher()
+            hasher.combine(endpoint)
+            hasher.combine(method)
+            hasher.combine(scheme)
+            hasher.combine(authority)
+            hasher.combine(rest)
+            hasher.combine(fields.count)
+            for field in fields {
+                hasher.combine(field.name.canonicalName)
+                hasher.combine(field.value)
+            }
+            hasher.combine(options)
+            keyHash = hasher.finalize()
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(keyHash) }
+
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            // Every field in order, by name and value (`HTTPFields`' own equality lets differently
+            // named fields come in another order).
+            lhs.keyHash == rhs.keyHash && lhs.endpoint == rhs.endpoint && lhs.method == rhs.method
+                && lhs.scheme == rhs.scheme && lhs.authority == rhs.authority && lhs.rest == rhs.rest
+                && lhs.fields.elementsEqual(rhs.fields) { $0.name == $1.name && $0.value == $1.value }
+                && lhs.options == rhs.options
         }
     }
 
