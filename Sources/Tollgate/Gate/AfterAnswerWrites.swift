@@ -24,6 +24,12 @@ final class AfterAnswerWrites: Sendable {
     }
 
     private let state = Mutex(State())
+    /// `State`'s two counts, mirrored for the checks every request makes (``isIdle``) and for
+    /// ``waitForQueued()``'s first look, so that those take no lock: a drain holds it while it
+    /// moves between writes, and each request's look at it waited (the end-to-end profile showed
+    /// the lock's slow path, spinning, in the request's route).
+    private let enqueuedTotal = Atomic<Int>(0)
+    private let finishedTotal = Atomic<Int>(0)
 
     /// Queues a write; it runs after every write queued before it.
     /// - Parameters:
@@ -31,23 +37,33 @@ final class AfterAnswerWrites: Sendable {
     ///     written, a lookup of that resource waits for it (see ``isPending(resourceKey:)``).
     ///   - write: The write. It reports its own failures: nothing waits for its result.
     func enqueue(resource resourceKey: String? = nil, _ write: @escaping Write) {
-        state.withLock { state in
+        let startsDrain = state.withLock { state in
             state.queued.append((resourceKey, write))
             if let resourceKey { state.pendingResources[resourceKey, default: 0] += 1 }
             state.enqueuedCount += 1
-            guard !state.isDraining else { return }
+            enqueuedTotal.store(state.enqueuedCount, ordering: .releasing)
+            guard !state.isDraining else { return false }
             state.isDraining = true
-            // Detached: the queue outlives the request that happened to start it, whose priority
-            // and task-local values are not the queue's.
-            Task.detached { await self.drain() }
+            return true
         }
+        // Started outside the lock: creating the task wakes a thread, a system call during which
+        // the lock would be held, and the woken drain's first step is to take it.
+        // Detached: the queue outlives the request that happened to start it, whose priority
+        // and task-local values are not the queue's.
+        if startsDrain { Task.detached { await self.drain() } }
     }
 
     /// How many callers wait in ``waitForQueued()``.
     var waiterCount: Int { state.withLock { $0.waiters.count } }
 
     /// Whether no write is queued or running: the cheap check before ``isPending(resourceKey:)``.
-    var isIdle: Bool { state.withLock { $0.finishedCount >= $0.enqueuedCount } }
+    ///
+    /// Writes finish in the order they were queued, so once the finished count reaches the count
+    /// queued, every write queued before this look (an earlier answer's, say) has run.
+    var isIdle: Bool {
+        let enqueued = enqueuedTotal.load(ordering: .acquiring)
+        return finishedTotal.load(ordering: .acquiring) >= enqueued
+    }
 
     /// Whether a write that stores or revises `resourceKey` is queued or running.
     func isPending(resourceKey: String) -> Bool { state.withLock { $0.pendingResources[resourceKey] != nil } }
@@ -55,7 +71,7 @@ final class AfterAnswerWrites: Sendable {
     /// Returns once every write queued before the call has run. Writes queued meanwhile are not
     /// waited for, so a steady stream of answers never holds a caller back.
     func waitForQueued() async {
-        guard !state.withLock({ $0.finishedCount >= $0.enqueuedCount }) else { return }
+        guard !isIdle else { return }
         await withCheckedContinuation { continuation in
             let finished = state.withLock { state in
                 guard state.finishedCount < state.enqueuedCount else { return true }
@@ -76,6 +92,7 @@ final class AfterAnswerWrites: Sendable {
                 }
                 state.finishedCount += 1
                 let finished = state.finishedCount
+                finishedTotal.store(finished, ordering: .releasing)
                 defer { state.waiters.removeAll { $0.untilFinished <= finished } }
                 return state.waiters.filter { $0.untilFinished <= finished }.map(\.continuation)
             }

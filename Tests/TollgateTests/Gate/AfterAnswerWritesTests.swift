@@ -51,6 +51,44 @@ struct AfterAnswerWritesTests {
         await writes.waitForQueued()
     }
 
+    /// What the queuing tasks saw.
+    final class Tally: Sendable {
+        let done = Mutex<Set<Int>>([])
+        let wrongIdle = Atomic<Int>(0)
+        let pendingMissed = Atomic<Int>(0)
+    }
+
+    @Test("idle, read without the lock, only once every write queued before the look has run: from many queuing tasks at once")
+    func idleMeansEarlierWritesRan() async {
+        let writes = AfterAnswerWrites()
+        let count = 2_000
+        let tally = Tally()
+        await withTaskGroup(of: Void.self) { group in
+            for lane in 0..<4 {
+                group.addTask {
+                    for index in stride(from: lane, to: count, by: 4) {
+                        writes.enqueue(resource: "r\(index)") {
+                            if index.isMultiple(of: 7) { await Task.yield() }
+                            tally.done.withLock { _ = $0.insert(index) }
+                        }
+                        // Queued before the look: either its write has run, or the queue is not idle
+                        // and its resource is pending.
+                        if writes.isIdle {
+                            if !tally.done.withLock({ $0.contains(index) }) { tally.wrongIdle.add(1, ordering: .relaxed) }
+                        } else if !writes.isPending(resourceKey: "r\(index)"), !tally.done.withLock({ $0.contains(index) }) {
+                            tally.pendingMissed.add(1, ordering: .relaxed)
+                        }
+                    }
+                }
+            }
+        }
+        await writes.waitForQueued()
+        #expect(writes.isIdle)
+        #expect(tally.wrongIdle.load(ordering: .relaxed) == 0)
+        #expect(tally.pendingMissed.load(ordering: .relaxed) == 0)
+        #expect(tally.done.withLock { $0.count } == count)
+    }
+
     @Test("waiting with nothing queued returns at once")
     func idle() async {
         let writes = AfterAnswerWrites()
