@@ -37,20 +37,21 @@ final class AfterAnswerWrites: Sendable {
     ///     written, a lookup of that resource waits for it (see ``isPending(resourceKey:)``).
     ///   - write: The write. It reports its own failures: nothing waits for its result.
     func enqueue(resource resourceKey: String? = nil, _ write: @escaping Write) {
-        let startsDrain = state.withLock { state in
+        state.withLock { state in
             state.queued.append((resourceKey, write))
             if let resourceKey { state.pendingResources[resourceKey, default: 0] += 1 }
             state.enqueuedCount += 1
             enqueuedTotal.store(state.enqueuedCount, ordering: .releasing)
-            guard !state.isDraining else { return false }
+            guard !state.isDraining else { return }
             state.isDraining = true
-            return true
+            // Started inside the lock, though the new drain's first step is to wait for it:
+            // started after it, the drain ran at once beside the answer's last steps, and a `304`
+            // through the gate was 3–5 % slower to its answer in four of five alternated runs
+            // (Benchmarks/README, "The store's Swift, …"; an earlier session measured the same).
+            // Detached: the queue outlives the request that happened to start it, whose priority
+            // and task-local values are not the queue's.
+            Task.detached { await self.drain() }
         }
-        // Started outside the lock: creating the task wakes a thread, a system call during which
-        // the lock would be held, and the woken drain's first step is to take it.
-        // Detached: the queue outlives the request that happened to start it, whose priority
-        // and task-local values are not the queue's.
-        if startsDrain { Task.detached { await self.drain() } }
     }
 
     /// How many callers wait in ``waitForQueued()``.
