@@ -13,6 +13,12 @@ extension CacheKey {
         /// Patterns for more header field names, with what they said of the names seen so far.
         let headerPatterns: RememberedVerdicts
 
+        /// Prepares the rules.
+        /// - Parameters:
+        ///   - queryParameters: Query and path parameter names whose values are secrets, in any case.
+        ///   - queryParameterPatterns: Patterns for more such names.
+        ///   - headers: Request header fields that carry identity.
+        ///   - headerPatterns: Patterns for more such fields.
         init(
             queryParameters: Set<String>, queryParameterPatterns: [SecretNamePattern] = [],
             headers: Set<HTTPField.Name>, headerPatterns: [SecretNamePattern] = []
@@ -23,6 +29,8 @@ extension CacheKey {
             self.headerPatterns = RememberedVerdicts(headerPatterns)
         }
 
+        /// The rules a cache configuration sets.
+        /// - Parameter configuration: The cache's configuration.
         init(_ configuration: CacheConfiguration) {
             self.init(
                 queryParameters: configuration.sensitiveQueryParameters,
@@ -53,19 +61,33 @@ extension CacheKey {
     /// copying the name into an array, were a tenth of a new URL's key in the store's profile.
     /// Names from hostile input could be endless, so the memo is emptied when it holds
     /// ``capacity`` of them; a verdict is always the patterns' own.
+    ///
+    /// Only ASCII names are remembered. Swift's strings are equal, and hash alike, when they are
+    /// canonically equivalent (`ť` as one scalar, or `t` and a combining caron), while the patterns
+    /// match bytes: a verdict remembered for one spelling could be handed to another that the
+    /// patterns judge otherwise. An ASCII string equals no other string but itself.
     final class RememberedVerdicts: Sendable {
         /// The most names remembered at once.
         static let capacity = 512
+        /// The patterns whose verdicts these are.
         let patterns: [SecretNamePattern]
         private let verdicts = Mutex<[String: Bool]>([:])
 
+        /// A memo for `patterns`, empty.
+        /// - Parameter patterns: The rule's name patterns.
         init(_ patterns: [SecretNamePattern]) {
             self.patterns = patterns
         }
 
         /// Whether any of the patterns matches `lowercasedName`.
+        /// - Parameter lowercasedName: A parameter name, percent-decoded and lowercased, or a
+        ///   header field's canonical name.
+        /// - Returns: The patterns' verdict.
         func anyMatches(_ lowercasedName: String) -> Bool {
             guard !patterns.isEmpty else { return false }
+            guard lowercasedName.utf8.allSatisfy({ $0 < 0x80 }) else {
+                return patterns.anyMatches(lowercasedBytes: Array(lowercasedName.utf8)[...])
+            }
             if let known = verdicts.withLock({ $0[lowercasedName] }) { return known }
             let verdict = patterns.anyMatches(lowercasedBytes: Array(lowercasedName.utf8)[...])
             verdicts.withLock { verdicts in

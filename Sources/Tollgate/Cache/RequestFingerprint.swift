@@ -2,7 +2,9 @@ import HTTPTypes
 
 /// A request as the memo of cache keys holds it: hashed in bulk, a field's value as one run of
 /// bytes, where `HTTPRequest`'s own hash feeds the hasher byte by byte; equal exactly when the
-/// requests are equal.
+/// requests are equal and carry their fields in the same order (`HTTPRequest`'s equality lets
+/// differently named fields come in another order: two such requests get two memo entries, each
+/// with the same key).
 ///
 /// The hash is worked out once, when the fingerprint is made: a key the memo does not know is
 /// looked up and then inserted, and each would otherwise hash the whole request again.

@@ -161,6 +161,17 @@ struct RequestBatcherTests {
         }
         let base = try key([("X-Goog-Api-Key", "k1"), ("Accept", "application/json")])
         #expect(try key([("x-goog-api-key", "k1"), ("accept", "application/json")]) == base)
+        #expect(try key([("x-goog-api-key", "k1"), ("accept", "application/json")]).hashValue == base.hashValue)
+        var neverIndexed = HTTPField(name: HTTPField.Name("X-Goog-Api-Key")!, value: "k1")
+        neverIndexed.indexingStrategy = .disallow
+        var request = HTTPRequest(method: .get, scheme: "https", authority: "www.googleapis.com",
+                                  path: "/youtube/v3/videos?id=v0&part=snippet")
+        request.headerFields = HTTPFields([neverIndexed, HTTPField(name: .accept, value: "application/json")])
+        let indexedOtherwise = RequestBatcher.Key(endpoint: "videos.list", request: request,
+                                                  share: try #require(splitter.share(of: request.path ?? "")),
+                                                  options: GateRequestOptions())
+        #expect(indexedOtherwise == base, "an HPACK indexing choice is not part of the request")
+        #expect(indexedOtherwise.hashValue == base.hashValue)
         #expect(try key([("X-Goog-Api-Key", "k1"), ("Accept", "application/json")], id: "v9") == base)
         #expect(try key([("X-Goog-Api-Key", "k1"), ("Accept", "application/json")], id: "v9").hashValue == base.hashValue)
         #expect(try key([("X-Goog-Api-Key", "k2"), ("Accept", "application/json")]) != base)
