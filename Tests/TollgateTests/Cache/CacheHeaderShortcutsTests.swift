@@ -134,6 +134,34 @@ struct CacheHeaderShortcutsTests {
         #expect(!CacheKey.RememberedVerdicts(patterns).anyMatches(precomposed))
     }
 
+    @Test("after 304s revise an entry, in memory and then written, a lookup serves the fields a fresh parse of the stored ones gives")
+    func revisedFieldsMatchFreshParse() async throws {
+        let fixture = try CacheFixture()
+        let url = "https://api.example.com/videos?id=r&key=AIzaSyShortcutKey123"
+        _ = try await fixture.cache.storeResponse(
+            response(200, [("ETag", "\"v1\""), ("Cache-Control", "no-cache"), ("X-Served-By", "a"), ("Age", "3")]),
+            body: Data("body".utf8), for: request(url), endpoint: "videos.list"
+        )
+        for round in 0..<5 {
+            fixture.clock.advance(by: .seconds(7))
+            guard case .revalidate(let stored, let conditional) = try await fixture.cache.lookup(request(url), endpoint: "videos.list")
+            else { Issue.record("round \(round): expected a revalidation"); return }
+            #expect(Self.spelled(stored.headerFields) == Self.spelled(Self.freshlyParsed(stored)), "round \(round)")
+            let notModified = response(304, [("etag", "\"v1\""), ("X-Served-By", "b\(round)"), ("Date", "Sat, 28 Nov 2026 0\(round):00:00 GMT")])
+            let now = fixture.clock.now()
+            let answered = try #require(fixture.cache.revisedInMemory(notModified, of: stored, for: conditional,
+                                                                      endpoint: "videos.list", requestedAt: nil, at: now))
+            #expect(Self.spelled(answered.response.headerFields) == Self.spelled(Self.freshlyParsed(answered.response)))
+            _ = try await fixture.cache.revalidated(notModified, for: conditional, endpoint: "videos.list", requestedAt: nil,
+                                                   bookkeeping: AnswerBookkeeping(), at: now, answered: answered)
+        }
+    }
+
+    /// A response's fields as parsing its stored ones anew gives them, with its own age.
+    static func freshlyParsed(_ cached: CachedResponse) -> HTTPFields {
+        ServedHeaderFields(cached.metadata.headers).fields(ageMilliseconds: CacheTime.milliseconds(cached.age))
+    }
+
     @Test("a store's answer carries the fields a lookup of the same entry serves, Age included")
     func storedAnswerFieldsMatchLookup() async throws {
         var random = SeededGenerator(seed: 0x57E)
