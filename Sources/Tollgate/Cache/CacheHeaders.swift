@@ -28,13 +28,9 @@ enum CacheHeaders {
             && !connectionOptions.contains(canonical) && !rules.isSecretHeader(name)
     }
 
-    /// The fields to store from a response, with any echo of the request's secrets redacted.
-    static func storable(_ fields: HTTPFields, rules: CacheKey.SecretRules, secrets: [String]) -> [CacheHeaderField] {
-        storableFields(fields, rules: rules, secrets: secrets).stored
-    }
-
-    /// ``storable(_:rules:secrets:)``, with the same fields as `HTTPField`s, as a response served
-    /// from them carries them (their names are not parsed again).
+    /// The fields to store from a response, with any echo of the request's secrets redacted: as
+    /// they are written down, and as `HTTPField`s, as a response served from them carries them
+    /// (their names are not parsed again).
     static func storableFields(
         _ fields: HTTPFields, rules: CacheKey.SecretRules, secrets: [String]
     ) -> (stored: [CacheHeaderField], parsed: [HTTPField]) {
@@ -161,7 +157,7 @@ enum CacheHeaders {
     static func redacting(_ secrets: [String], in value: String) -> String {
         var value = value
         for secret in secrets {
-            if secret.utf8.allSatisfy({ $0 < 0x80 }) {
+            if secret.isASCII {
                 value = replacingBytes(of: secret, in: value)
             } else if value.contains(secret) {
                 value = value.replacingOccurrences(of: secret, with: CacheKey.redactionMarker)

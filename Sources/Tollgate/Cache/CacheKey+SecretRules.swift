@@ -85,7 +85,7 @@ extension CacheKey {
         /// - Returns: The patterns' verdict.
         func anyMatches(_ lowercasedName: String) -> Bool {
             guard !patterns.isEmpty else { return false }
-            guard lowercasedName.utf8.allSatisfy({ $0 < 0x80 }) else {
+            guard lowercasedName.isASCII else {
                 return patterns.anyMatches(lowercasedBytes: Array(lowercasedName.utf8)[...])
             }
             if let known = verdicts.withLock({ $0[lowercasedName] }) { return known }

@@ -182,7 +182,7 @@ public struct CacheKey: Sendable, Hashable {
     /// URL's key in the store's profile. Any other is searched by `Character`, as it always was, so
     /// that its key stays the same.
     private static func lastColon(in authority: Substring) -> Substring.Index? {
-        authority.utf8.allSatisfy({ $0 < 0x80 })
+        authority.isASCII
             ? authority.utf8.lastIndex(of: UInt8(ascii: ":")) : authority.lastIndex(of: ":")
     }
 

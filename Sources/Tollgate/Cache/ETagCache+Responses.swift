@@ -435,13 +435,7 @@ extension ETagCache {
     static func selectRevalidated(
         among candidates: [CacheEntryMetadata], for request: HTTPRequest, notModified: HTTPFields
     ) -> CacheEntryMetadata? {
-        // The common case, a revalidation of the one response stored without `Vary`, which every
-        // request selects: no arrays filtered for it.
-        let isOnlyUnvaried = candidates.count == 1 && candidates[0].vary == nil && candidates[0].variantKey.isEmpty
-        let matching = isOnlyUnvaried ? candidates : candidates.filter { candidate in
-            let vary = VaryFields(stored: candidate.vary)
-            return vary != .any && CacheKey.variantKey(for: request, vary: vary.names) == candidate.variantKey
-        }
+        let matching = variants(among: candidates, matching: request)
         let tag = CacheHeaders.etag(notModified)
         if let tag, let confirmed = matching.lazy.filter({ $0.etag.map { CacheHeaders.weaklyMatch($0, tag) } ?? false })
             .max(by: { ($0.validatedAtMs, $0.id) < ($1.validatedAtMs, $1.id) }) {

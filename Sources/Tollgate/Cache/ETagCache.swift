@@ -316,13 +316,19 @@ public final class ETagCache: Sendable {
     /// The stored variant whose `Vary` fields the request matches; the most recently validated
     /// when several do. `Vary: *` never matches.
     static func selectVariant(among candidates: [CacheEntryMetadata], for request: HTTPRequest) -> CacheEntryMetadata? {
-        // The common case on a hit: one variant, stored without Vary, which every request matches.
-        if candidates.count == 1, let only = candidates.first, only.vary == nil, only.variantKey.isEmpty { return only }
+        variants(among: candidates, matching: request).max { ($0.validatedAtMs, $0.id) < ($1.validatedAtMs, $1.id) }
+    }
+
+    /// The stored variants whose `Vary` fields the request matches. `Vary: *` never matches.
+    static func variants(among candidates: [CacheEntryMetadata], matching request: HTTPRequest) -> [CacheEntryMetadata] {
+        // The common case on a hit or a revalidation: one variant, stored without Vary, which
+        // every request matches; no array is filtered for it.
+        if candidates.count == 1, candidates[0].vary == nil, candidates[0].variantKey.isEmpty { return candidates }
         return candidates.filter { candidate in
             let vary = VaryFields(stored: candidate.vary)
             guard vary != .any else { return false }
             return CacheKey.variantKey(for: request, vary: vary.names) == candidate.variantKey
-        }.max { ($0.validatedAtMs, $0.id) < ($1.validatedAtMs, $1.id) }
+        }
     }
 
     /// Buffers a use and its counts; writes the buffer when it is full or old.

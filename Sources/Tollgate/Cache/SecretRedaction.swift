@@ -48,6 +48,6 @@ public struct SecretRedaction: Sendable {
     ///   - secrets: The request's secrets (``secrets(of:)``).
     /// - Returns: The fields that may be written down.
     public func responseFields(_ fields: HTTPFields, secrets: [String]) -> HTTPFields {
-        CacheHeaders.fields(CacheHeaders.storable(fields, rules: rules, secrets: secrets))
+        HTTPFields(CacheHeaders.storableFields(fields, rules: rules, secrets: secrets).parsed)
     }
 }

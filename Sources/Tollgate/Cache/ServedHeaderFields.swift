@@ -19,7 +19,7 @@ struct ServedHeaderFields: Sendable {
     }
 
     /// `stored` as `parsed` holds them already: the valid ones, in order, as a store that has just
-    /// made `stored` from a response's fields has them (``CacheHeaders/storable(_:rules:secrets:)``),
+    /// made `stored` from a response's fields has them (``CacheHeaders/storableFields(_:rules:secrets:)``),
     /// so that no name is parsed again.
     init(_ stored: [CacheHeaderField], parsed fields: some Sequence<HTTPField>) {
         source = stored

@@ -136,11 +136,14 @@ struct CacheKeyTests {
     func echoedSecretsRedacted() {
         let ascii = "AIzaSy-echoed-key-1"
         let accented = "clé-secrète-2"
-        let stored = CacheHeaders.storable(
+        let storable = CacheHeaders.storableFields(
             [HTTPField.Name("X-Echo")!: "a=\(ascii)&b=\(ascii)", HTTPField.Name("X-Tail")!: "end \(ascii)",
              HTTPField.Name("X-Accent")!: "v=\(accented);", HTTPField.Name("X-Plain")!: "AIzaSy-echoed-key"],
             rules: CacheKey.SecretRules(queryParameters: [], headers: []), secrets: [ascii, accented]
         )
+        let stored = storable.stored
+        // The same fields as served: parsed names, redacted values, in order.
+        #expect(storable.parsed.map { "\($0.name.rawName): \($0.value)" } == stored.map { "\($0.name): \($0.value)" })
         #expect(stored.map { "\($0.name): \($0.value)" } == [
             "X-Echo: a=REDACTED&b=REDACTED", "X-Tail: end REDACTED", "X-Accent: v=REDACTED;",
             "X-Plain: AIzaSy-echoed-key",
