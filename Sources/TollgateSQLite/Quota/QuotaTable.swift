@@ -74,7 +74,7 @@ enum QuotaTable {
                     configuredLimit: request.configuredLimit, periodKey: natural.key, periodFirstKey: natural.firstKey,
                     row: stored, unitsUsed: unitsInNatural + request.cost
                 ),
-                for: request.bucket
+                for: request.bucket, bucketWrites: db.quotaBucketWrites.count
             )
         }
         return .reserved(QuotaCharge(

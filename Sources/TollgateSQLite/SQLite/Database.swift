@@ -35,6 +35,9 @@ public final class Database {
     /// The request path's state rows as this connection left them (see ``RememberedRows``); only
     /// the store's write transactions keep them.
     var rememberedRows = RememberedRows()
+    /// Runs of statements that can write a quota bucket's row or its usage: a remembered bucket
+    /// stands while it has not moved (see ``RememberedRows``).
+    let quotaBucketWrites = TableWriteCounter(watching: RememberedRows.quotaBucketTables)
 
     /// How long a statement waits for another connection's lock before it fails with `SQLITE_BUSY`.
     public var busyTimeout: Duration {
@@ -68,6 +71,7 @@ public final class Database {
         self.busyTimeout = busyTimeout
         sqlite3_extended_result_codes(handle, 1)
         sqlite3_busy_timeout(handle, Self.milliseconds(busyTimeout))
+        quotaBucketWrites.install(on: handle)
     }
 
     /// `file:/absolute/path?immutable=1`, with the characters a URI gives meaning to escaped.
@@ -86,6 +90,7 @@ public final class Database {
     deinit {
         // Statements must be finalised before the connection can close.
         statementCache.removeAll()
+        TableWriteCounter.uninstall(from: handle)
         sqlite3_close_v2(handle)
     }
 
@@ -108,7 +113,7 @@ public final class Database {
     /// - Returns: The statement.
     /// - Throws: ``DatabaseError`` when SQLite cannot prepare it.
     public func makeStatement(sql: String) throws(DatabaseError) -> Statement {
-        try Statement(connection: handle, sql: sql, suspension: suspension)
+        try Statement(connection: handle, sql: sql, suspension: suspension, writeCounter: quotaBucketWrites)
     }
 
     /// Runs one statement with arguments, preparing it for this call only.

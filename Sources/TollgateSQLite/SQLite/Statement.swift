@@ -19,9 +19,14 @@ public final class Statement {
     private let releasesLock: Bool
     /// The columns' names, read once on the first row.
     private var columns: RowColumns?
+    /// The connection's count of writes to the tables it watches, and whether this statement is one.
+    private let writeCounter: TableWriteCounter
+    private let writesWatchedTable: Bool
 
-    init(connection: OpaquePointer, sql: String, suspension: DatabaseSuspension) throws(DatabaseError) {
+    init(connection: OpaquePointer, sql: String, suspension: DatabaseSuspension,
+         writeCounter: TableWriteCounter) throws(DatabaseError) {
         var handle: OpaquePointer?
+        writeCounter.startPreparing()
         let code = sqlite3_prepare_v3(connection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &handle, nil)
         guard code == SQLITE_OK, let handle else {
             throw DatabaseError(connection: connection, resultCode: code, sql: sql)
@@ -30,6 +35,8 @@ public final class Statement {
         self.handle = handle
         self.connection = connection
         self.suspension = suspension
+        self.writeCounter = writeCounter
+        self.writesWatchedTable = writeCounter.preparedWrite
         let opening = sql.prefix(9).uppercased()
         self.releasesLock = opening.hasPrefix("COMMIT") || opening.hasPrefix("ROLLBACK") || opening.hasPrefix("END")
     }
@@ -195,6 +202,7 @@ public final class Statement {
             // the transaction around it rolls back (a ROLLBACK is always allowed).
             throw DatabaseError.suspended(sql: sql)
         }
+        if writesWatchedTable { writeCounter.statementRan() }
         switch sqlite3_step(handle) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false

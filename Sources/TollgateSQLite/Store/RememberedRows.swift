@@ -3,9 +3,10 @@ import TollgateCore
 /// The circuit and throttle-window rows of the endpoints a connection admitted, as it last read or
 /// wrote them, kept from one write transaction to the next while nothing else committed in between:
 /// an admission on a closed circuit with room in its window then reads neither row again. And
-/// the quota bucket an admission just charged, with its usage, kept only to the next transaction
-/// and only when that admission was all this connection changed since: back-to-back admissions
-/// (a burst) then read nothing at all.
+/// the quota bucket an admission just charged, with its usage, kept while no statement of this
+/// connection could have written a bucket's row or usage since: back-to-back admissions (a burst)
+/// then read nothing at all, and neither does an admission after a write that only touched the
+/// cache, a lease or a settlement that changed no total (a 304's).
 ///
 /// Whether anything committed is told by the WAL-index header (``WALIndexWatch``), which every
 /// commit of any connection in any process changes: the rows stand only for the header they were
@@ -14,7 +15,9 @@ import TollgateCore
 /// SQL the store does not know (``SQLiteStore/write(_:)``) forget them all. The circuit and
 /// window rows are read and updated only by their tables' own functions (`CircuitTable`,
 /// `ThrottleTable`), and every statement that writes those tables is theirs. The bucket is
-/// remembered only by `QuotaTable.reserve`, under the stricter rule its property states.
+/// remembered only by `QuotaTable.reserve`, under the stricter rule its property states: many
+/// operations write a bucket, so instead of trusting each of them, SQLite itself says which
+/// statements can (``TableWriteCounter``).
 struct RememberedRows {
     /// A `throttle_limits` row as `ThrottleTable.evaluate` reads it.
     struct ThrottleRow {
@@ -36,6 +39,9 @@ struct RememberedRows {
     /// The most endpoints remembered per table: names come from requests, so the memory is bounded.
     static let capacity = 256
 
+    /// The tables a remembered bucket was read from: a bucket's row and its usage.
+    static let quotaBucketTables = ["quota_buckets", "quota_usage"]
+
     /// The header the rows were current at; nil when none are known to be.
     private var header: WALIndexWatch.Header?
     /// Whether a store's write transaction that keeps the rows is running: only then are they
@@ -47,33 +53,39 @@ struct RememberedRows {
     private var throttleRows: [String: ThrottleRow?] = [:]
     /// By bucket. Unlike the other rows, which their tables' every write keeps true, a bucket is
     /// written by many operations (settlements, refunds, reconciliations, resets): it is kept only
-    /// past a transaction that remembered it, and only while this connection changed no row since.
+    /// while no statement that can write `quota_buckets` or `quota_usage` ran on this connection
+    /// since the charge that remembered it (the connection's ``TableWriteCounter``), even one
+    /// that changed nothing or rolled back.
     private var quotaBuckets: [String: QuotaBucketRead] = [:]
-    private var quotaBucketsRemembered = false
-    /// `sqlite3_total_changes` when the buckets were left: any later change by this connection,
-    /// even one rolled back, makes it differ.
-    private var changesWhenBucketsLeft: Int64?
+    /// The connection's count of bucket-table writes right after the remembered charge.
+    private var bucketWritesWhenRemembered: UInt64?
 
     /// At the start of a write transaction, with the write lock held: keeps the rows only when no
     /// commit came since they were left.
     /// - Parameters:
     ///   - current: The WAL-index header inside the transaction.
-    ///   - changes: The connection's `sqlite3_total_changes` before the transaction.
-    mutating func begin(at current: WALIndexWatch.Header?, changes: Int64) {
+    ///   - bucketWrites: The connection's count of bucket-table writes now.
+    mutating func begin(at current: WALIndexWatch.Header?, bucketWrites: UInt64) {
         if current == nil || current != header { forgetAll() }
-        if changes != changesWhenBucketsLeft { quotaBuckets.removeAll(keepingCapacity: true) }
-        quotaBucketsRemembered = false
+        forgetQuotaBucketsUnlessStill(at: bucketWrites)
         isOpen = true
     }
 
     /// After a commit: the rows stand at `header`, the header this connection's own commit left.
-    /// The buckets stand only when this transaction remembered them.
-    mutating func stand(at header: WALIndexWatch.Header, changes: Int64) {
+    /// The buckets stand only when nothing in the transaction after their charge could write them.
+    /// - Parameters:
+    ///   - header: The WAL-index header after this connection's own commit.
+    ///   - bucketWrites: The connection's count of bucket-table writes now.
+    mutating func stand(at header: WALIndexWatch.Header, bucketWrites: UInt64) {
         self.header = header
-        if !quotaBucketsRemembered { quotaBuckets.removeAll(keepingCapacity: true) }
-        changesWhenBucketsLeft = changes
-        quotaBucketsRemembered = false
+        forgetQuotaBucketsUnlessStill(at: bucketWrites)
         isOpen = false
+    }
+
+    private mutating func forgetQuotaBucketsUnlessStill(at bucketWrites: UInt64) {
+        guard bucketWrites != bucketWritesWhenRemembered else { return }
+        quotaBuckets.removeAll(keepingCapacity: true)
+        bucketWritesWhenRemembered = nil
     }
 
     /// Forgets every row, until a transaction begins at the header a commit left.
@@ -83,8 +95,7 @@ struct RememberedRows {
         circuits.removeAll(keepingCapacity: true)
         throttleRows.removeAll(keepingCapacity: true)
         quotaBuckets.removeAll(keepingCapacity: true)
-        quotaBucketsRemembered = false
-        changesWhenBucketsLeft = nil
+        bucketWritesWhenRemembered = nil
     }
 
     /// How many reads the rows stood in for: for tests that they do.
@@ -130,11 +141,15 @@ struct RememberedRows {
     }
 
     /// Remembers the bucket as this transaction's charge left it.
-    mutating func remember(quotaBucket read: QuotaBucketRead, for bucket: String) {
+    /// - Parameters:
+    ///   - read: The row and the usage after the charge.
+    ///   - bucket: The bucket's name.
+    ///   - bucketWrites: The connection's count of bucket-table writes right after the charge.
+    mutating func remember(quotaBucket read: QuotaBucketRead, for bucket: String, bucketWrites: UInt64) {
         guard isOpen else { return }
         // One bucket at a time, the one this charge left; its storage kept, not made anew.
         quotaBuckets.removeAll(keepingCapacity: true)
         quotaBuckets[bucket] = read
-        quotaBucketsRemembered = true
+        bucketWritesWhenRemembered = bucketWrites
     }
 }

@@ -80,6 +80,63 @@ struct RememberedRowsTests {
         #expect(try await charged(store, at: start.addingTimeInterval(5)) == nil, "the bucket is spent")
     }
 
+    /// A settlement of `reservationID` at `units`, as the gate writes after an answer.
+    func settle(_ store: SQLiteStore, _ reservationID: Int64, at units: Int, at now: Date) async throws {
+        _ = try await store.settleAttempt(AttemptSettlement(
+            endpoint: "videos.list", outcome: .success, probeToken: nil, circuitPolicy: CircuitPolicy(),
+            actualCosts: [QuotaActualCost(reservationID: reservationID, bucket: "youtube", units: units, source: "test")],
+            at: now
+        ))
+    }
+
+    @Test("a settlement that changes no total keeps the bucket remembered, as after a 304")
+    func settlementAtTheEstimateKeepsTheBucket() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("settled.sqlite"))
+        #expect(try await charged(store, at: start) != nil)
+        let second = try #require(try await charged(store, at: start.addingTimeInterval(1)))
+        // The settle event is written, the usage is not: the bucket's row and total are unchanged.
+        try await settle(store, second, at: 1, at: start.addingTimeInterval(2))
+        let before = try readsSaved(store)
+        #expect(try await charged(store, at: start.addingTimeInterval(3)) != nil, "3 of 3")
+        #expect(try readsSaved(store) == before + 3, "the circuit's row, the window's and the bucket's: none read again")
+        #expect(try await charged(store, at: start.addingTimeInterval(4)) == nil, "the bucket is spent")
+    }
+
+    @Test("a settlement that changes the total between two admissions is counted")
+    func settlementAboveTheEstimateIsSeen() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("settled-more.sqlite"))
+        // A first settlement below the estimate: its UPDATE of the usage is prepared and cached
+        // here, so the second one is counted by its run, not by its preparation.
+        let first = try #require(try await charged(store, at: start))
+        try await settle(store, first, at: 0, at: start.addingTimeInterval(1))
+        let second = try #require(try await charged(store, at: start.addingTimeInterval(2)))
+        #expect(try await charged(store, at: start.addingTimeInterval(3)) != nil, "2 of 3, the bucket remembered")
+        try await settle(store, second, at: 2, at: start.addingTimeInterval(4))
+        #expect(try await charged(store, at: start.addingTimeInterval(5)) == nil, "0 + 2 + 1 of 3 used: no room for one more")
+    }
+
+    @Test("a trigger that writes the usage from another table's row is counted, through the store's own write")
+    func triggerWriteIsSeen() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("trigger.sqlite"))
+        // An operator's trigger: every settle event costs a unit more. The store's settlement
+        // writes only the event; SQLite's authorizer sees the trigger's UPDATE as the event's.
+        try await store.write { db in
+            try db.executeScript("""
+                CREATE TRIGGER settle_costs_more AFTER INSERT ON quota_events WHEN NEW.kind = 'settle' BEGIN
+                    UPDATE quota_usage SET units = units + 1
+                    WHERE pacific_date = NEW.pacific_date AND bucket = NEW.bucket AND endpoint = NEW.endpoint;
+                END
+                """)
+        }
+        #expect(try await charged(store, at: start) != nil)
+        let second = try #require(try await charged(store, at: start.addingTimeInterval(1)))
+        try await settle(store, second, at: 1, at: start.addingTimeInterval(2))
+        #expect(try await charged(store, at: start.addingTimeInterval(3)) == nil, "the trigger's unit makes 3 of 3")
+    }
+
     @Test("another store's charge between two admissions is counted: the bucket is not over-spent")
     func anotherStoresChargeIsSeen() async throws {
         let directory = try TemporaryDirectory()
