@@ -16,6 +16,10 @@ import Tollgate
 /// `Content-Encoding`, and follows no redirect (with ``sharedClient``, or any client configured
 /// with `redirectConfiguration = .disallow` and `decompression = .disabled`). That makes it the
 /// transport for a proxy that must pass answers through byte for byte.
+///
+/// An idempotent request (``resendableMethods``) whose connection the server closed before any
+/// answer is sent again, once, on another connection: a kept-alive connection that the server's
+/// idle timeout ended just as it was reused (RFC 9112 §9.3.1).
 public struct AsyncHTTPClientTransport: HTTPTransport {
     private let client: HTTPClient
     private let timeout: Duration
@@ -133,14 +137,29 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         if let body {
             clientRequest.body = .bytes(ByteBuffer(bytes: body))
         }
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(timeout.timeInterval * 1e9))
         do {
-            return try await client.execute(clientRequest, timeout: .nanoseconds(Int64(timeout.timeInterval * 1e9)))
+            do {
+                return try await client.execute(clientRequest, deadline: deadline)
+            } catch let error as HTTPClientError where error == .remoteConnectionClosed
+                && Self.resendableMethods.contains(request.method) {
+                // The server closed the connection before any answer: most often a kept-alive
+                // connection its idle timeout ended just as the pool reused it, which the request
+                // never reached (AsyncHTTPClient does not resend, its issue #715). RFC 9112 §9.3.1
+                // lets a client send an idempotent request again, once, as curl, urllib3 and Go
+                // do; the pool has dropped the closed connection, so this goes on another.
+                return try await client.execute(clientRequest, deadline: deadline)
+            }
         } catch is CancellationError {
             throw CancellationError()
         } catch {
             throw Self.transportError(for: error)
         }
     }
+
+    /// The methods RFC 9110 §9.2.2 calls idempotent: sent again once when the server closed the
+    /// connection before answering. Never a `POST` or `PATCH`, which the server may have acted on.
+    public static let resendableMethods: Set<HTTPRequest.Method> = [.get, .head, .options, .trace, .put, .delete]
 
     private static func head(of response: HTTPClientResponse) -> HTTPResponse {
         var fields = HTTPFields()
