@@ -410,12 +410,16 @@ static void store_statements(int iterations, const char *path) {
     static const char headers[] = "Content-Type: application/json; charset=UTF-8\nETag: \"v1-etag\"\n"
                                   "Cache-Control: private, max-age=3600";
     long long *samples = malloc(sizeof(long long) * (size_t)iterations);
-    char key[72], url[160];
+    char key[256], url[160];
     for (int i = -iterations / 10; i < iterations; i++) {
-        /* A new resource each time, keyed like a digest, as the harness's stores are. */
-        snprintf(key, sizeof key, "%016llx%016llx", (unsigned long long)(i + 7) * 0x9E3779B97F4A7C15ULL,
-                 (unsigned long long)(now_ns() + getpid()) * 0xC2B2AE3D27D4EB4FULL);
+        /* A new resource each time, keyed as the harness's stores are (schema version 8): the URL, a
+         * line feed and a digest. */
         snprintf(url, sizeof url, "https://www.googleapis.com/youtube/v3/videos?id=floor%d&key=REDACTED&part=snippet", i);
+        snprintf(key, sizeof key, "%s\n%016llx%016llx%016llx%016llx", url,
+                 (unsigned long long)(i + 7) * 0x9E3779B97F4A7C15ULL,
+                 (unsigned long long)(now_ns() + getpid()) * 0xC2B2AE3D27D4EB4FULL,
+                 (unsigned long long)(i + 11) * 0xC2B2AE3D27D4EB4FULL,
+                 (unsigned long long)(i + 13) * 0x9E3779B97F4A7C15ULL);
         payload[0] = (unsigned char)i;
         long long now_ms = wall_ms();
         long long start = now_ns();

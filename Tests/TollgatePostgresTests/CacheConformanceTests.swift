@@ -130,6 +130,46 @@ struct CacheConformanceTests {
         }
     }
 
+    @Test("invalidation by URL removes that URL's entries, keyed by the library or not, and no other URL's",
+          arguments: StoreBackend.available)
+    func invalidationByURLIsExact(backend: StoreBackend) async throws {
+        let url = "https://api.example.com/items?id=1&key=REDACTED"
+        func entry(_ key: String, url: String, variant: String = "", method: String = "GET") -> NewCacheEntry {
+            var entry = newEntry("unused", variant: variant, vary: variant.isEmpty ? nil : "accept-language")
+            entry.resourceKey = key
+            entry.url = url
+            entry.method = method
+            return entry
+        }
+        let kept = [
+            // Another URL that begins with this one.
+            entry(CacheResourceKey.make(url: url + "&part=x", digest: "d4"), url: url + "&part=x"),
+            // A URL that continues past this one with a line feed: its key sorts among this URL's.
+            entry(CacheResourceKey.make(url: url + "\nX", digest: "d5"), url: url + "\nX"),
+            // A key that begins with this URL, made for another.
+            entry(url + "\nd6", url: "https://api.example.com/other"),
+        ]
+        let removed = [
+            entry(CacheResourceKey.make(url: url, digest: "d1"), url: url),
+            entry(CacheResourceKey.make(url: url, digest: "d2"), url: url, variant: "fr", method: "HEAD"),
+            entry("a key of the caller's own", url: url),
+        ]
+        try await backend.withStore { store in
+            for entry in kept + removed {
+                _ = try await store.storeCacheEntry(entry, retention: roomy, activity: CacheActivity())
+            }
+            #expect(try await store.invalidateCacheEntries(url: url, activity: CacheActivity()) == removed.count)
+            for entry in removed {
+                #expect(try await store.cachedEntry(resourceKey: entry.resourceKey, validatedSinceMs: 0) { $0.first?.id } == nil)
+            }
+            for entry in kept {
+                #expect(try await store.cachedEntry(resourceKey: entry.resourceKey, validatedSinceMs: 0) { $0.first?.id } != nil,
+                        "\(entry.url)")
+            }
+            #expect(try await store.cacheTotals().entries == kept.count)
+        }
+    }
+
     @Test("a variant under another Vary replaces the old variants; invalidation by URL, removal and clearing",
           arguments: StoreBackend.available)
     func variantsInvalidationAndClear(backend: StoreBackend) async throws {

@@ -24,8 +24,9 @@ struct ReleaseFileTests {
         let path = directory.path("release.sqlite")
         try FileManager.default.copyItem(atPath: Self.fixture.path, toPath: path)
         let before = try Self.ledgerRows(path)
+        let keysBefore = try Self.sqlite3(path, "SELECT url || ' ' || resource_key FROM cache_entries ORDER BY id")
         let store = try SQLiteStore(path: path)
-        #expect(store.migrationsAppliedAtOpen.map(\.version) == [6, 7], "the quota windows' and the event kind's are new")
+        #expect(store.migrationsAppliedAtOpen.map(\.version) == [6, 7, 8], "the quota windows', the event kind's and the keys by URL are new")
         // Every event and usage row, ids included, is kept by the events table's two rebuilds.
         #expect(try Self.ledgerRows(path) == before)
         let windows = try await store.read { db in
@@ -65,6 +66,19 @@ struct ReleaseFileTests {
             #expect(entry?.body.isEmpty == false)
             #expect(entry?.metadata.headers.isEmpty == false)
         }
+        // Version 8: each key is its URL, a line feed and the digest it was; one URL's entries go together.
+        let keysAfter = try await store.read { db in
+            try db.fetchAll(sql: "SELECT url, resource_key FROM cache_entries ORDER BY id").map {
+                (url: try $0.decode(String.self, forColumn: "url"), key: try $0.decode(String.self, forColumn: "resource_key"))
+            }
+        }
+        #expect(keysAfter.map { "\($0.url) \($0.key.dropFirst($0.url.utf8.count + 1))" } == keysBefore)
+        #expect(keysAfter.allSatisfy { $0.key.hasPrefix($0.url + "\n") })
+        let invalidated = try #require(keysAfter.first)
+        let removed = try await store.invalidateCacheEntries(url: invalidated.url, activity: CacheActivity())
+        #expect(removed == keysAfter.filter { $0.url == invalidated.url }.count)
+        let left = try await store.read { db in try db.fetchValue(sql: "SELECT COUNT(*) FROM cache_entries").int }
+        #expect(left == keysAfter.count - removed)
         // And it takes new writes as before.
         _ = try await store.reserveQuota(QuotaReservationRequest(
             bucket: "fixture", endpoint: "e.list", cost: 1, configuredLimit: 10, at: Date()
@@ -74,13 +88,15 @@ struct ReleaseFileTests {
 
     /// The ledger's rows as text, read by the `sqlite3` shell (which .ci/run installs), not the store.
     private static func ledgerRows(_ path: String) throws -> [String] {
+        try sqlite3(path, "SELECT id, at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail FROM quota_events ORDER BY id;"
+                        + "SELECT * FROM quota_usage ORDER BY 1, 2, 3;")
+    }
+
+    /// What the `sqlite3` shell prints for `sql`, a line each.
+    private static func sqlite3(_ path: String, _ sql: String) throws -> [String] {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "sqlite3", path,
-            "SELECT id, at_ms, pacific_date, bucket, endpoint, kind, units, reservation_id, detail FROM quota_events ORDER BY id;"
-                + "SELECT * FROM quota_usage ORDER BY 1, 2, 3;",
-        ]
+        process.arguments = ["sqlite3", path, sql]
         let output = Pipe()
         process.standardOutput = output
         try process.run()

@@ -20,7 +20,8 @@ public struct CacheKey: Sendable, Hashable {
     public let url: String
     /// The hex SHA-256 of the request's credentials, or nil when it carries none.
     public let credentialPartition: String?
-    /// The hex SHA-256 of ``method``, ``url`` and ``credentialPartition``: the stored resource key.
+    /// The stored resource key: ``url``, a line feed, and the hex SHA-256 of ``method``, ``url``
+    /// and ``credentialPartition`` (see `CacheResourceKey`).
     public let resourceKey: String
     /// The plaintext secrets of the request, kept in memory only, so the cache can scrub any echo
     /// of them from the response headers it stores.
@@ -130,9 +131,9 @@ public struct CacheKey: Sendable, Hashable {
         self.url = "\(normalisedScheme)://\(normalisedAuthority)" + String(decoding: target, as: UTF8.self)
         self.credentialPartition = credentials.isEmpty
             ? nil : Self.digest("tollgate.cache.credentials.v1\n" + credentials.joined(separator: "\n"))
-        self.resourceKey = Self.digest(
+        self.resourceKey = CacheResourceKey.make(url: url, digest: Self.digest(
             "tollgate.cache.resource.v1\n\(method)\n\(url)\n\(credentialPartition ?? "")"
-        )
+        ))
         self.secrets = secrets.filter { $0.utf8.count >= 8 }
     }
 

@@ -5,8 +5,9 @@ import TollgateCore
 /// a transaction, so the gate can compose them with other services' steps in one transaction.
 ///
 /// Every statement a request's path runs goes through an index: `(resource_key, variant_key)` for
-/// lookups, `cache_entries_lru` for eviction and for expiry after a write, `cache_entries_by_url`
-/// for invalidation, and `cache_totals` (kept by triggers) for capacity. Only an operator's
+/// lookups and, since a key begins with its URL (`CacheResourceKey`), for invalidation by URL
+/// (with `cache_entries_by_url_unkeyed` for keys made another way); `cache_entries_lru` for
+/// eviction and for expiry after a write; and `cache_totals` (kept by triggers) for capacity. Only an operator's
 /// actions scan the table: a prune checking every entry's age, a clear of one endpoint.
 enum CacheTable {
     private static let metadataColumns = """
@@ -171,11 +172,21 @@ enum CacheTable {
         return db.changesCount
     }
 
-    /// Removes every entry stored for a URL.
+    /// Removes every entry stored for a URL: the range of keys that begin with it, in the keys'
+    /// unique index, and any key made another way, through the index that holds only those
+    /// (schema version 8; `CacheStorageTests.queryPlansUseIndexes` holds the plan to both).
     static func invalidate(_ db: Database, url: String) throws -> Int {
-        try db.cachedStatement(sql: "DELETE FROM cache_entries WHERE url = ?").execute(arguments: [url])
+        let keys = CacheResourceKey.range(forURL: url)
+        try db.cachedStatement(sql: invalidateByURL).execute(keys.lower, keys.upper, url)
         return db.changesCount
     }
+
+    /// The second clause is the partial index's own condition, so that SQLite can use it.
+    static let invalidateByURL = """
+        DELETE FROM cache_entries
+        WHERE (resource_key >= ?1 AND resource_key < ?2 AND url = ?3)
+           OR (url = ?3 AND substr(resource_key, 1, length(url) + 1) <> url || char(10))
+        """
 
     /// Removes every entry, or one endpoint's. An operator's action, not a hot path: one
     /// endpoint's entries are found by scanning the table (no index on `endpoint`).

@@ -155,7 +155,6 @@ struct CacheStorageTests {
             "SELECT id, variant_key, vary, hit_count FROM cache_entries WHERE resource_key = 'a'",
             "DELETE FROM cache_entries WHERE resource_key = 'a' AND vary IS NOT NULL",
             "DELETE FROM cache_entries WHERE last_access_ms < 5 AND validated_at_ms < 5",
-            "DELETE FROM cache_entries WHERE url = 'x'",
             "SELECT id FROM cache_entries WHERE id IS NOT 5 ORDER BY last_access_ms, id LIMIT 3",
             "DELETE FROM cache_entries WHERE id = (SELECT id FROM cache_entries WHERE id IS NOT 5 ORDER BY last_access_ms, id LIMIT 1)",
             "DELETE FROM cache_entries WHERE id IN (SELECT id FROM cache_entries WHERE id IS NOT 5 ORDER BY last_access_ms, id LIMIT 3)",
@@ -169,6 +168,14 @@ struct CacheStorageTests {
                 #expect(!plan.contains("TEMP B-TREE"), "\(sql): \(plan)")
                 #expect(!plan.contains("SCAN cache_bodies"), "\(sql): \(plan)")
             }
+            // Invalidation by URL is a range of the keys' unique index (schema version 8).
+            let invalidation = try db.fetchAll(sql: "EXPLAIN QUERY PLAN \(CacheTable.invalidateByURL)",
+                                               arguments: ["x\n", "x\u{0B}", "x"])
+                .map { $0[3].string ?? "" }.joined()
+            #expect(!invalidation.contains("SCAN"), "\(invalidation)")
+            #expect(invalidation.contains("USING INDEX sqlite_autoindex_cache_entries_1 (resource_key>? AND resource_key<?)"),
+                    "\(invalidation)")
+            #expect(invalidation.contains("USING INDEX cache_entries_by_url_unkeyed (url=?)"), "\(invalidation)")
             // The one scan: an operator's prune checks every entry's age (schema version 5).
             let prune = try db.fetchAll(sql: "EXPLAIN QUERY PLAN DELETE FROM cache_entries WHERE validated_at_ms < 5")
             #expect(prune.map { $0[3].string ?? "" }.joined().contains("SCAN cache_entries"))

@@ -46,7 +46,7 @@ struct EventKindCheckTests {
         #expect(rows.count == Self.kinds.count)
 
         let migrated = try SQLiteStore(path: older)
-        #expect(migrated.migrationsAppliedAtOpen.map(\.version) == [7])
+        #expect(migrated.migrationsAppliedAtOpen.map(\.version) == [7, 8])
         #expect(try migrated.read { db in try Self.events(db) } == rows, "every row and id is kept")
         let fresh = try SQLiteStore(path: directory.path("new.sqlite"))
         for store in [migrated, fresh] {

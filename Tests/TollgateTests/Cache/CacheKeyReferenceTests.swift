@@ -58,7 +58,10 @@ struct CacheKeyReferenceTests {
         #expect(key.url == "https://www.googleapis.com/youtube/v3/videos?id=x&key=REDACTED&part=snippet")
         // SHA-256 as Python's hashlib computes it, over the documented inputs.
         #expect(key.credentialPartition == "7a57bfc673e3bb339d7051430364b846d128528b5becddd150d4049e560955e4")
-        #expect(key.resourceKey == "bd901846d3e17a900703573b9a80742acf99fa442510ff2141ece81cc301794d")
+        // The URL, a line feed and the digest keys had before schema version 8, which rewrote
+        // every stored key as `url || char(10) || resource_key`: a stored entry is found as before.
+        #expect(key.resourceKey == "https://www.googleapis.com/youtube/v3/videos?id=x&key=REDACTED&part=snippet\n"
+                + "bd901846d3e17a900703573b9a80742acf99fa442510ff2141ece81cc301794d")
         #expect(key.secrets == ["AIzaSyBenchmarkKey"])
     }
 }
@@ -169,7 +172,8 @@ private struct ReferenceCacheKey {
         url = "\(normalisedScheme)://\(normalisedAuthority)\(path)\(query)"
         credentialPartition = credentials.isEmpty
             ? nil : digest("tollgate.cache.credentials.v1\n" + credentials.joined(separator: "\n"))
-        resourceKey = digest("tollgate.cache.resource.v1\n\(method)\n\(url)\n\(credentialPartition ?? "")")
+        // Since schema version 8 the URL and a line feed come first; the digest is as it always was.
+        resourceKey = url + "\n" + digest("tollgate.cache.resource.v1\n\(method)\n\(url)\n\(credentialPartition ?? "")")
         self.secrets = secrets.filter { $0.utf8.count >= 8 }
     }
 }

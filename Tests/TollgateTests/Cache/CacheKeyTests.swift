@@ -93,7 +93,8 @@ struct CacheKeyTests {
         for authority in authorities {
             for path in paths {
                 let computed = try key(authority: authority, path: path)
-                #expect(computed.resourceKey.count == 64)
+                #expect(computed.resourceKey.hasPrefix(computed.url + "\n"))
+                #expect(computed.resourceKey.utf8.count == computed.url.utf8.count + 1 + 64)
                 #expect(!computed.url.contains("\n"))
             }
         }
