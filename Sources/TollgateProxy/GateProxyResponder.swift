@@ -174,7 +174,7 @@ struct GateProxyResponder: HTTPResponder {
         let gate = self.gate
         let work = Task { () async throws -> GateResponse in
             try await gate.sendReportingCost(outgoing, body: body, endpoint: endpoint,
-                                             options: GateRequestOptions(streamsBodies: true), via: shield)
+                                             options: GateRequestOptions(streamsBodies: true, passesQuotaSpentAnswers: true), via: shield)
         }
         let client = await ClientConnectionWatcher.watching(context.channel)
         let logger = self.logger

@@ -111,7 +111,8 @@ extension Gate {
             cacheAddedConditions: outgoing != http && !http.headerFields.contains(.ifNoneMatch)
                 && !http.headerFields.contains(.ifModifiedSince),
             notModifiedCost: quota.price(of: request.endpoint).notModifiedCost,
-            price: request.options.cost ?? quota.price(of: request.endpoint).units
+            price: request.options.cost ?? quota.price(of: request.endpoint).units,
+            passesQuotaSpentAnswers: request.options.passesQuotaSpentAnswers
         )
         guard var next = machine.readyToSend(verdict(of: lookup, request), sending) else {
             // Stored meanwhile by an earlier request, and fresh: no request at all.

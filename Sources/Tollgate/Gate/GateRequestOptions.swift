@@ -31,6 +31,13 @@ public struct GateRequestOptions: Sendable, Hashable {
     /// was fetched or revalidated, whatever its `max-age=0` or `no-cache` said; nil follows the
     /// configuration (``GateConfiguration/freshFor``). An answer marked `no-store` is never stored.
     public var freshFor: Duration?
+    /// Whether the server's own "quota spent" answer (``GateConfiguration/quotaExhaustedAnswers``:
+    /// YouTube's `403 quotaExceeded`, GitHub's `403` with `X-RateLimit-Remaining: 0`, an LLM API's
+    /// `429`) comes back as it is, source `.network`, instead of as ``TollgateError/quotaExceeded``
+    /// when nothing stored can stand in. The endpoint's buckets are marked spent either way, and the
+    /// next request is refused before it is sent. A proxy sets it, so that its client's SDK reads the
+    /// API's own error (its reason, its `Retry-After`).
+    public var passesQuotaSpentAnswers: Bool
 
     /// Creates options.
     /// - Parameters:
@@ -42,9 +49,12 @@ public struct GateRequestOptions: Sendable, Hashable {
     ///   - streamsBodies: Whether every answer from the server comes back as a stream.
     ///   - freshFor: How long a stored answer is served without asking; the configuration's by default.
     ///   - joinsBatches: Whether the request may join a batch; on by default.
+    ///   - passesQuotaSpentAnswers: Whether the server's "quota spent" answer comes back as it is
+    ///     instead of as an error; off by default.
     public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true,
                 redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false, streamsBodies: Bool = false,
-                freshFor: Duration? = nil, joinsBatches: Bool = true) {
+                freshFor: Duration? = nil, joinsBatches: Bool = true, passesQuotaSpentAnswers: Bool = false) {
+        self.passesQuotaSpentAnswers = passesQuotaSpentAnswers
         self.joinsBatches = joinsBatches
         self.freshFor = freshFor
         self.cost = cost

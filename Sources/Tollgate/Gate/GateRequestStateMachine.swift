@@ -105,6 +105,8 @@ struct GateRequestStateMachine {
         var notModifiedCost = NotModifiedCost.full
         /// The units each attempt is charged on admission.
         var price = 0
+        /// The server's "quota spent" answer is the caller's answer, not a failure.
+        var passesQuotaSpentAnswers = false
     }
 
     // MARK: Actions
@@ -617,7 +619,9 @@ struct GateRequestStateMachine {
         case .response(let status, _, let quotaSpent, let isStreamed):
             if quotaSpent {
                 state = .finished
-                return sending.hasServableStale ? .serveStale(.quotaExhausted) : .failQuotaSpent
+                if sending.hasServableStale { return .serveStale(.quotaExhausted) }
+                guard sending.passesQuotaSpentAnswers else { return .failQuotaSpent }
+                return .answer(isStreamed ? .streamUnstored : .answerUnstored)
             }
             if status == 304 {
                 state = .answering

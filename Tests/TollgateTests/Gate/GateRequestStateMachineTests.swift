@@ -259,6 +259,17 @@ struct GateRequestStateMachineTests {
         _ = withStored.responseReceived(status: 403, body: body, retryAfter: nil)
         #expect(withStored.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
             == .finish(.serveStale(.quotaExhausted), notRetrying: nil))
+
+        // A proxy's request: the server's own answer goes back, unstored; a stored one still comes first.
+        var passed = Self.attempting(Machine.Sending(passesQuotaSpentAnswers: true))
+        #expect(passed.responseReceived(status: 403, body: body, retryAfter: nil)
+            == .settleNow(Self.settlement(.neutral, quotaSpent: true)))
+        #expect(passed.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .finish(.answer(.answerUnstored), notRetrying: nil))
+        var passedStored = Self.attempting(Machine.Sending(hasServableStale: true, passesQuotaSpentAnswers: true))
+        _ = passedStored.responseReceived(status: 403, body: body, retryAfter: nil)
+        #expect(passedStored.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
+            == .finish(.serveStale(.quotaExhausted), notRetrying: nil))
     }
 
     @Test("an API description's own 'quota spent' answers: a field with its value, on 403 or 429; neutral for the circuit")
