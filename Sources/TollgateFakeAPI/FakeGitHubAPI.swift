@@ -180,6 +180,9 @@ public struct FakeGitHubBehaviour: Sendable, Hashable {
     public var search: RateLimit
     /// The status sent when a resource has nothing left: 403 as GitHub does by default, or 429.
     public var exceededStatus: Int
+    /// Answer with `Content-Encoding: gzip` (and `Vary: Accept-Encoding`) when the request's
+    /// `Accept-Encoding` lists gzip, as api.github.com does; off by default.
+    public var gzipsWhenAsked = false
 
     /// Creates settings.
     /// - Parameters:

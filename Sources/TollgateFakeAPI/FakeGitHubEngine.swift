@@ -129,7 +129,11 @@ final class FakeGitHubEngine: Sendable {
         state.withLock { state in
             let now = now()
             let route = Self.route(method: request.method, path: request.path, query: request.query, origin: state.origin)
-            let (answer, counted) = Self.answer(request, route: route, now: now, state: &state)
+            var (answer, counted) = Self.answer(request, route: route, now: now, state: &state)
+            if state.behaviour.gzipsWhenAsked, !answer.body.isEmpty, GzipEncoding.accepts(request.headers["accept-encoding"]) {
+                answer.body = GzipEncoding.gzipped(answer.body)
+                answer.headers += [("Content-Encoding", "gzip"), ("Vary", "Accept-Encoding")]
+            }
             state.received.append(FakeGitHubReceivedRequest(
                 method: request.method, path: request.path, query: request.query, headers: request.headers,
                 status: answer.status, resource: route.resource, counted: counted

@@ -73,9 +73,9 @@ public final class GateProxy: Sendable {
     ///     `AsyncHTTPClientTransport`: it passes the client's header fields (`Accept-Encoding`
     ///     included) and the upstream's bytes through unchanged, and follows no redirect.
     ///   - rewrittenBodyTypes: Media types, such as `application/json`, whose answers' JSON string
-    ///     values that are URLs to the upstream are pointed at the proxy on the way out (identity-encoded
-    ///     bodies held whole; a compressed or streamed body passes as the upstream sent it). None by
-    ///     default; header fields are rewritten whatever this says.
+    ///     values that are URLs to the upstream are pointed at the proxy on the way out (bodies held
+    ///     whole; a compressed one with a URL to rewrite goes out decoded; a streamed one passes as the
+    ///     upstream sent it). None by default; header fields are rewritten whatever this says.
     ///   - maximumBodySize: The largest request body accepted, in bytes (413 past it).
     ///   - idleTimeout: How long a connection may stay without a complete request head or between
     ///     requests before it is closed, so slow or idle clients cannot hold connections. 10 s by default.

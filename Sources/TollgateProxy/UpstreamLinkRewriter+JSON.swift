@@ -1,11 +1,17 @@
 import Foundation
 import HTTPTypes
+import Tollgate
 
 extension UpstreamLinkRewriter {
     /// Rewrites a body the client is about to get, when its media type is one of `mediaTypes` and
     /// it is held whole: the answer's status is not `206` (a part of a representation cannot be
-    /// rewritten), and its `Content-Encoding` is none or `identity` (a gzip body passes as the
-    /// upstream sent it: rewriting it would mean decoding it). The stored body is never touched —
+    /// rewritten), and its `Content-Encoding` is none, or codings the gate can undo (gzip, deflate,
+    /// br: `ContentDecoding`). A compressed body with a URL to rewrite goes out decoded, its
+    /// `Content-Encoding` removed: api.github.com compresses whenever asked, and every client that
+    /// asks does (PyGithub, through `requests`), so leaving compressed bodies alone left most of
+    /// their links pointing past the gate. A client that asked for a coding takes `identity` too,
+    /// unless it refused it outright (`identity;q=0`), which no client of these APIs does. One
+    /// with nothing to rewrite passes compressed, as the upstream sent it. The stored body is never touched —
     /// this runs on the copy going out — so one cache entry serves clients that reached the proxy
     /// under different names, each getting its own.
     ///
@@ -23,22 +29,34 @@ extension UpstreamLinkRewriter {
     func rewriteBody(_ body: inout Data, fields: inout HTTPFields, status: HTTPResponse.Status, mediaTypes: Set<String>) {
         guard !mediaTypes.isEmpty, !body.isEmpty, status != .partialContent,
               let contentType = fields[.contentType], mediaTypes.contains(Self.mediaType(of: contentType)),
-              fields[values: .contentEncoding].allSatisfy({ Self.isIdentity($0) }),
-              let rewritten = rewrittenJSON(body)
+              Self.isDecodable(fields)
+        else { return }
+        let isCompressed = !fields[values: .contentEncoding].allSatisfy { Self.isIdentity($0) }
+        guard let plain = isCompressed ? ContentDecoding.decoded(body, fields: fields) : body,
+              let rewritten = rewrittenJSON(plain)
         else { return }
         body = rewritten
+        if isCompressed { fields[.contentEncoding] = nil }
         for name in Self.contentDigests { fields[name] = nil }
     }
 
     /// Whether an answer with `fields` has a body ``rewriteBody(_:fields:status:mediaTypes:)`` would
-    /// rewrite: a listed media type, not compressed.
+    /// rewrite: a listed media type, in codings the gate can undo.
     /// - Parameters:
     ///   - fields: The answer's fields.
     ///   - mediaTypes: The listed media types.
     /// - Returns: True when its body should be held whole to be rewritten.
     static func isRewritable(_ fields: HTTPFields, mediaTypes: Set<String>) -> Bool {
         guard !mediaTypes.isEmpty, let contentType = fields[.contentType] else { return false }
-        return mediaTypes.contains(mediaType(of: contentType)) && fields[values: .contentEncoding].allSatisfy { isIdentity($0) }
+        return mediaTypes.contains(mediaType(of: contentType)) && isDecodable(fields)
+    }
+
+    /// Whether every coding of the answer's `Content-Encoding` is `identity` or one `ContentDecoding` undoes.
+    static func isDecodable(_ fields: HTTPFields) -> Bool {
+        fields[values: .contentEncoding].flatMap { $0.split(separator: ",") }.allSatisfy { coding in
+            let name = coding.trimmingCharacters(in: .whitespaces).lowercased()
+            return name.isEmpty || name == "identity" || name == "x-gzip" || ContentDecoding.supportedCodings.contains(name)
+        }
     }
 
     /// Fields that hash the content, wrong once it is rewritten.

@@ -31,15 +31,19 @@ struct ProxyLinkCommandTests {
             """).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    @Test("PyGithub: get_repo, get_issues() across two pages by Link, and search_issues, every request through the proxy and counted")
-    func pyGithub() async throws {
+    @Test("PyGithub: get_repo, get_issues() across two pages by Link, and search_issues, every request through the proxy and counted; with the origin's gzip too",
+          arguments: [false, true])
+    func pyGithub(gzips: Bool) async throws {
         guard CommandRunner.isInstalled("python3"), CommandRunner.isInstalled("sqlite3"),
               (try? CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import github"]).status) == 0
         else {
             Issue.record("python3 with PyGithub and sqlite3 are needed: .ci/run installs them")
             return
         }
-        let github = try await FakeGitHubAPI.start()
+        var behaviour = FakeGitHubBehaviour()
+        // As api.github.com does whenever asked; `requests`, under PyGithub, always asks.
+        behaviour.gzipsWhenAsked = gzips
+        let github = try await FakeGitHubAPI.start(behaviour: behaviour)
         defer { Task { await github.stop() } }
         let directory = try TemporaryDirectory()
         let database = directory.path("github.sqlite")
@@ -80,6 +84,8 @@ struct ProxyLinkCommandTests {
         ])
         #expect(received.map(\.query).contains("page=2"), "\(received.map(\.target))")
         #expect(received.allSatisfy { $0.status == 200 && $0.counted })
+        #expect(!gzips || received.allSatisfy { $0.headers["accept-encoding"]?.contains("gzip") == true },
+                "the origin was asked for gzip, and so answered compressed")
         // Each one charged by the ledger: the repository and both pages in core, the search in search.
         #expect(try Self.unitsCharged(database) == "repos.get 1\nrepos.issues.list 2\nsearch.issues 1")
     }

@@ -129,7 +129,7 @@ struct UpstreamLinkRewriterTests {
         #expect(Self.json(Self.github, #"["https://api.github.com/x", "unterminated"#) == #"["http://127.0.0.1:8080/x", "unterminated"#)
     }
 
-    @Test("a body is rewritten only for a listed media type, whole, identity-encoded and not a 206; digests go with it")
+    @Test("a body is rewritten only for a listed media type, whole, decodable and not a 206; digests go with it")
     func bodyConditions() {
         let original = Data(#"{"url":"https://api.github.com/repos/o/r"}"#.utf8)
         func run(_ contentType: String?, encoding: String? = nil, status: HTTPResponse.Status = .ok,
@@ -151,6 +151,35 @@ struct UpstreamLinkRewriterTests {
             #expect(body == original)
             #expect(fields[HTTPField.Name("Content-Digest")!] == "sha-256=:x:")
         }
+    }
+
+    @Test("a compressed body with an upstream URL goes out decoded and rewritten; one with none, or that does not decode, as it came")
+    func compressedBodies() throws {
+        // Python's gzip (mtime 0) and zlib of {"url":"https://api.github.com/repos/o/r"}, and gzip of
+        // {"url":"https://example.com/elsewhere"}.
+        let gzipped = try #require(Data(base64Encoded: "H4sIAAAAAAACA6tWKi3KUbJSyigpKSi20tdPLMjUS88syShN0kvOz9UvSi3IL9bP1y9SqgUAQbu7RyoAAAA="))
+        let deflated = try #require(Data(base64Encoded: "eJyrViotylGyUsooKSkottLXTyzI1EvPLMkoTdJLzs/VL0otyC/Wz9cvUqoFADnwDsg="))
+        let elsewhere = try #require(Data(base64Encoded: "H4sIAAAAAAACA6tWKi3KUbJSyigpKSi20tdPrUjMLchJ1UvOz9VPzSlOLc9ILUpVqgUARNH69CcAAAA="))
+        func run(_ body: Data, encoding: String) -> (Data, HTTPFields) {
+            var fields: HTTPFields = [.contentType: "application/json", .contentEncoding: encoding]
+            var body = body
+            Self.github.rewriteBody(&body, fields: &fields, status: .ok, mediaTypes: ["application/json"])
+            return (body, fields)
+        }
+        for (body, encoding) in [(gzipped, "gzip"), (gzipped, "x-gzip"), (deflated, "deflate"), (gzipped, "identity, gzip")] {
+            let (rewritten, fields) = run(body, encoding: encoding)
+            #expect(String(decoding: rewritten, as: UTF8.self) == #"{"url":"http://127.0.0.1:8080/repos/o/r"}"#, "\(encoding)")
+            #expect(fields[.contentEncoding] == nil, "decoded, so no coding left: \(encoding)")
+        }
+        for (body, encoding) in [(elsewhere, "gzip"), (gzipped, "compress"), (Data("not gzip".utf8), "gzip")] {
+            let (unchanged, fields) = run(body, encoding: encoding)
+            #expect(unchanged == body, "\(encoding)")
+            #expect(fields[.contentEncoding] == encoding)
+        }
+        #expect(UpstreamLinkRewriter.isRewritable([.contentType: "application/json", .contentEncoding: "gzip"],
+                                                  mediaTypes: ["application/json"]))
+        #expect(!UpstreamLinkRewriter.isRewritable([.contentType: "application/json", .contentEncoding: "compress"],
+                                                   mediaTypes: ["application/json"]))
     }
 
     @Test("a body full of tiny upstream URLs under a long Host grows no more than the bound, and is then passed unchanged")
