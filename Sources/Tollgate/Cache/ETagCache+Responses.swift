@@ -89,6 +89,11 @@ extension ETagCache {
             "Vary: *"
         } else if body.count > min(configuration.maxBodySize, Int(clamping: configuration.maxTotalBodyBytes)) {
             "body of \(body.count) bytes over the cap of \(configuration.maxBodySize)"
+        } else if key.secrets.contains(where: { body.containsUTF8(of: $0) }) {
+            // An error page that quotes the request ("API key not valid: …"): a secret never
+            // reaches the file, and a body cannot be scrubbed the way a header is without
+            // changing what the server said.
+            "the body echoes a secret the request carried"
         } else {
             nil
         }

@@ -284,4 +284,30 @@ struct ETagCacheTests {
         let relative = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/x")
         #expect(try await fixture.cache.lookup(relative, endpoint: "e") == .miss(relative))
     }
+
+    @Test("a body that echoes the request's API key is never stored, nor anywhere in the file or its WAL; one that does not is")
+    func bodyEchoingSecretNotStored() async throws {
+        let fixture = try CacheFixture()
+        let key = "AIzaSyEchoedInTheBody-0123"
+        let echoing = "https://www.googleapis.com/youtube/v3/videos?id=v1&key=\(key)"
+        let body = Data(#"{"error":{"code":400,"message":"API key not valid: \#(key)"}}"#.utf8)
+        let answer = response(400, [("Content-Type", "application/json"), ("Cache-Control", "max-age=3600")])
+        let stored = try await fixture.cache.storeResponse(answer, body: body, for: request(echoing), endpoint: "videos.list")
+        #expect(stored == nil)
+        #expect(try await fixture.cache.lookup(request(echoing), endpoint: "videos.list").isMiss)
+        // The key once more, past the first bytes that match its first letter, in a large body.
+        let large = Data(String(repeating: "A", count: 200_000).utf8) + Data("…\(key)".utf8)
+        #expect(try await fixture.cache.storeResponse(response(200, [("Cache-Control", "max-age=60")]), body: large,
+                                                      for: request(echoing + "&part=x"), endpoint: "videos.list") == nil)
+
+        let quiet = "https://www.googleapis.com/youtube/v3/videos?id=v2&key=\(key)"
+        let kept = try await fixture.cache.storeResponse(answer, body: Data(#"{"error":{"code":400}}"#.utf8),
+                                                         for: request(quiet), endpoint: "videos.list")
+        #expect(kept != nil)
+        #expect(try await fixture.cache.lookup(request(quiet), endpoint: "videos.list").isFresh)
+        for file in [fixture.path, fixture.path + "-wal"] {
+            let bytes = (try? Data(contentsOf: URL(fileURLWithPath: file))) ?? Data()
+            #expect(!bytes.containsBytes(of: key), "\(file)")
+        }
+    }
 }
