@@ -101,11 +101,14 @@ enum AdminArguments {
         }
     }
 
-    /// A bucket the YouTube preset knows.
+    /// A bucket the API description in force knows (the YouTube preset unless `--api`).
     static func bucket(_ name: String, in configuration: QuotaConfiguration = GateConfiguration.youTubeDataAPIv3.quota) throws {
         guard configuration.bucketLimits[name] != nil else {
             let known = configuration.bucketLimits.keys.sorted().joined(separator: ", ")
-            throw ValidationError("Unknown bucket '\(name)'. Known buckets: \(known).")
+            // A file written through `proxy --api github-rest` holds that description's buckets,
+            // which the default (YouTube) description does not know.
+            throw ValidationError("Unknown bucket '\(name)'. Known buckets: \(known). A bucket of another API "
+                                  + "needs its description: --api github-rest, say, or --api FILE.")
         }
     }
 }
