@@ -75,8 +75,11 @@ struct AnyAPICommandTests {
         #expect(try await offPool { try CurlResponse.fetch("\(base)/repos/apple/swift") }.status == 200)
         // Another client of the token spends the rest of the hour.
         github.consume(resource: "core", requests: 5_000)
+        // GitHub's own answer reaches the client, as PyGithub expects it (no retry); the bucket closes.
         let spent = try await offPool { try CurlResponse.fetch("\(base)/users/octocat") }
-        #expect(spent.status == 429, "the gate's quota_exceeded, not a retry: \(spent.headers)")
+        #expect(spent.status == 403, "GitHub's answer, not a retry: \(spent.headers)")
+        #expect(spent.headers["x-tollgate-source"] == "network")
+        #expect(spent.body.contains("API rate limit exceeded"), "\(spent.body)")
         let sent = github.receivedRequests.count
         let refused = try await offPool { try CurlResponse.fetch("\(base)/users/mona") }
         #expect(refused.status == 429)

@@ -108,8 +108,13 @@ struct HostileInputCommandTests {
         let directory = try TemporaryDirectory()
         let (proxy, base) = try BackgroundCommand.proxy(["--upstream", origin.baseURL, "--db", directory.path("spent.sqlite"),
                                             "--api", "github-rest"])
+        // The server's own answer passes; the bucket closes, and the next request is refused unsent.
+        let answered = try await offPool { try CurlResponse.fetch("\(base)/repos/o/r") }
+        #expect(answered.status == 403)
+        #expect(answered.headers["x-tollgate-source"] == "network")
         let spent = try await offPool { try CurlResponse.fetch("\(base)/repos/o/r") }
         #expect(spent.status == 429)
+        #expect(origin.requests.count == 1, "the refusal was not sent")
         let retryAfter = try #require(spent.headers["retry-after"].flatMap(Int.init))
         #expect((590...610).contains(retryAfter), "GitHub's reset in 600 s, not the Pacific midnight: \(retryAfter)")
         #expect(spent.body.contains("in this window"), "\(spent.body)")
