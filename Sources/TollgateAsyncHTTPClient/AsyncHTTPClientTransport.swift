@@ -17,9 +17,9 @@ import Tollgate
 /// with `redirectConfiguration = .disallow` and `decompression = .disabled`). That makes it the
 /// transport for a proxy that must pass answers through byte for byte.
 ///
-/// An idempotent request (``resendableMethods``) whose connection the server closed before any
-/// answer is sent again, once, on another connection: a kept-alive connection that the server's
-/// idle timeout ended just as it was reused (RFC 9112 §9.3.1).
+/// An idempotent request (``resendableMethods``) whose connection closed before any answer is sent
+/// again on another connection, at most ``maximumResends`` times: a kept-alive connection that the
+/// server's idle timeout ended just as it was reused (RFC 9112 §9.3.1).
 public struct AsyncHTTPClientTransport: HTTPTransport {
     private let client: HTTPClient
     private let timeout: Duration
@@ -139,16 +139,20 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         }
         let deadline = NIODeadline.now() + .nanoseconds(Int64(timeout.timeInterval * 1e9))
         do {
-            do {
-                return try await client.execute(clientRequest, deadline: deadline)
-            } catch let error as HTTPClientError where error == .remoteConnectionClosed
-                && Self.resendableMethods.contains(request.method) {
-                // The server closed the connection before any answer: most often a kept-alive
-                // connection its idle timeout ended just as the pool reused it, which the request
-                // never reached (AsyncHTTPClient does not resend, its issue #715). RFC 9112 §9.3.1
-                // lets a client send an idempotent request again, once, as curl, urllib3 and Go
-                // do; the pool has dropped the closed connection, so this goes on another.
-                return try await client.execute(clientRequest, deadline: deadline)
+            var resends = 0
+            while true {
+                do {
+                    return try await client.execute(clientRequest, deadline: deadline)
+                } catch where resends < Self.maximumResends && Self.resendableMethods.contains(request.method)
+                    && Self.closedBeforeAnswer(error) {
+                    // Most often a kept-alive connection whose idle timeout ended on the server just
+                    // as the pool reused it: the request never reached the server (AsyncHTTPClient
+                    // does not resend, its issue #715). RFC 9112 §9.3.1 lets a client send an
+                    // idempotent request again, as curl, urllib3 and Go do; the pool has dropped the
+                    // closed connection, so this goes on another. A server whose idle timeout ended
+                    // for several pooled connections at once can fail more than one in a row.
+                    resends += 1
+                }
             }
         } catch is CancellationError {
             throw CancellationError()
@@ -157,9 +161,22 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         }
     }
 
-    /// The methods RFC 9110 §9.2.2 calls idempotent: sent again once when the server closed the
+    /// The methods RFC 9110 §9.2.2 calls idempotent: sent again when the server closed the
     /// connection before answering. Never a `POST` or `PATCH`, which the server may have acted on.
     public static let resendableMethods: Set<HTTPRequest.Method> = [.get, .head, .options, .trace, .put, .delete]
+
+    /// How many times one request is sent again after its connection closed before any answer.
+    public static let maximumResends = 2
+
+    /// Whether `error` says the connection closed before the answer's head: the server closed it
+    /// (`remoteConnectionClosed`), the request was written to a connection already closed (`I/O
+    /// on closed channel`), or the server reset it.
+    static func closedBeforeAnswer(_ error: any Error) -> Bool {
+        if let clientError = error as? HTTPClientError { return clientError == .remoteConnectionClosed }
+        if let channelError = error as? ChannelError { return channelError == .ioOnClosedChannel }
+        if let ioError = error as? IOError { return [ECONNRESET, EPIPE].contains(ioError.errnoCode) }
+        return false
+    }
 
     private static func head(of response: HTTPClientResponse) -> HTTPResponse {
         var fields = HTTPFields()

@@ -75,6 +75,8 @@ struct GateProxyResponder: HTTPResponder {
                         answer.bodyStream = rest
                     }
                 } catch {
+                    logger.warning("\(outgoing.method.rawValue) \(request.uri.path) broke off upstream: \(error)",
+                                   metadata: ["proxy.endpoint": "\(endpoint)"])
                     return refusal(.badGateway, code: "upstream_unreachable",
                                    message: "The upstream's answer broke off: \(error)", endpoint: endpoint,
                                    unitsCharged: answer.unitsCharged)

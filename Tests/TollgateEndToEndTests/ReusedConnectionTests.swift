@@ -6,8 +6,8 @@ import TollgateAsyncHTTPClient
 import TollgateTestSupport
 
 /// A server that closes a kept-alive connection as the client reuses it, before any answer: an
-/// idempotent request is sent again once on another connection (RFC 9112 §9.3.1), so the caller
-/// (a proxy's client) gets the answer, not a 502; a POST, which the server may have acted on, is not.
+/// idempotent request is sent again on another connection (RFC 9112 §9.3.1), at most twice, so the
+/// caller (a proxy's client) gets the answer, not a 502; a POST, which the server may have acted on, is not.
 @Suite("A kept-alive connection closed as it is reused")
 struct ReusedConnectionTests {
     @Test("a GET is sent again on a new connection, and answered", arguments: [HTTPRequest.Method.get, .head, .put, .delete])
@@ -28,6 +28,39 @@ struct ReusedConnectionTests {
             #expect(server.requests == ["GET /first", "\(method.rawValue) /second", "\(method.rawValue) /second"],
                     "read once on the closed connection, answered on the new one")
             #expect(server.connections == 2)
+        }
+    }
+
+    @Test("several pooled connections closed at once: each is tried, at most three attempts, then a new one answers or the caller is told")
+    func severalClosedConnections() async throws {
+        for pooled in [2, 3] {
+            let server = try await KeepAliveEndingServer()
+            try await withStopping(server, stop: { await $0.stop() }) { server in
+                let transport = AsyncHTTPClientTransport(timeout: .seconds(10))
+                // Concurrent first requests: a connection each, all kept alive in the pool.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for index in 0..<pooled {
+                        let url = try #require(URL(string: server.baseURL + "/first\(index)"))
+                        group.addTask { _ = try await transport.send(.get(url), body: nil) }
+                    }
+                    try await group.waitForAll()
+                }
+                try #require(server.connections == pooled, "the pool holds \(pooled) connections")
+                let second = try #require(URL(string: server.baseURL + "/second"))
+                if pooled == 2 {
+                    let (answer, _) = try await transport.send(.get(second), body: nil)
+                    #expect(answer.status.code == 200, "two closed, then a new connection")
+                    #expect(server.requests.filter { $0 == "GET /second" }.count == 3)
+                } else {
+                    await #expect {
+                        _ = try await transport.send(.get(second), body: nil)
+                    } throws: { error in
+                        guard case HTTPTransportError.connectionFailed = error else { return false }
+                        return true
+                    }
+                    #expect(server.requests.filter { $0 == "GET /second" }.count == 1 + AsyncHTTPClientTransport.maximumResends)
+                }
+            }
         }
     }
 
