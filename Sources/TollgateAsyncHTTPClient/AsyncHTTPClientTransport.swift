@@ -18,7 +18,7 @@ import Tollgate
 /// transport for a proxy that must pass answers through byte for byte.
 ///
 /// An idempotent request (``resendableMethods``) whose connection closed before any answer is sent
-/// again on another connection, at most ``maximumResends`` times: a kept-alive connection that the
+/// again on another connection, once (``maximumResends``): a kept-alive connection that the
 /// server's idle timeout ended just as it was reused (RFC 9112 §9.3.1).
 public struct AsyncHTTPClientTransport: HTTPTransport {
     private let client: HTTPClient
@@ -149,8 +149,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
                     // as the pool reused it: the request never reached the server (AsyncHTTPClient
                     // does not resend, its issue #715). RFC 9112 §9.3.1 lets a client send an
                     // idempotent request again, as curl, urllib3 and Go do; the pool has dropped the
-                    // closed connection, so this goes on another. A server whose idle timeout ended
-                    // for several pooled connections at once can fail more than one in a row.
+                    // closed connection, so this goes on another.
                     resends += 1
                 }
             }
@@ -166,7 +165,10 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
     public static let resendableMethods: Set<HTTPRequest.Method> = [.get, .head, .options, .trace, .put, .delete]
 
     /// How many times one request is sent again after its connection closed before any answer.
-    public static let maximumResends = 2
+    /// Once: the ledger charges the attempt once, and a server that read the request before it
+    /// closed (rarer than an idle timeout) counts each send; a second closed connection in a row
+    /// is left to the gate's retry policy, which charges each attempt.
+    public static let maximumResends = 1
 
     /// Whether `error` says the connection closed before the answer's head: the server closed it
     /// (`remoteConnectionClosed`), the request was written to a connection already closed (`I/O

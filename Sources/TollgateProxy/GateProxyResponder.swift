@@ -115,7 +115,8 @@ struct GateProxyResponder: HTTPResponder {
             if let links {
                 links.rewriteFields(&fields)
                 if answer.bodyStream == nil, request.method != .head {
-                    links.rewriteBody(&body, fields: &fields, status: status, mediaTypes: rewrittenBodyTypes)
+                    links.rewriteBody(&body, fields: &fields, status: status, mediaTypes: rewrittenBodyTypes,
+                                      decodedLimit: maximumBodySize)
                 }
             }
             guard let stream = answer.bodyStream else {

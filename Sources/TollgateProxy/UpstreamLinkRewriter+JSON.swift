@@ -26,13 +26,15 @@ extension UpstreamLinkRewriter {
     ///   - fields: The answer's fields, which describe the body; digests are removed when it changes.
     ///   - status: The answer's status.
     ///   - mediaTypes: The media types (`application/json`, lowercased) to rewrite.
-    func rewriteBody(_ body: inout Data, fields: inout HTTPFields, status: HTTPResponse.Status, mediaTypes: Set<String>) {
+    ///   - decodedLimit: The largest body a compressed one may decode to; past it, it passes as it came.
+    func rewriteBody(_ body: inout Data, fields: inout HTTPFields, status: HTTPResponse.Status, mediaTypes: Set<String>,
+                     decodedLimit: Int = ContentDecoding.defaultLimit) {
         guard !mediaTypes.isEmpty, !body.isEmpty, status != .partialContent,
               let contentType = fields[.contentType], mediaTypes.contains(Self.mediaType(of: contentType)),
               Self.isDecodable(fields)
         else { return }
         let isCompressed = !fields[values: .contentEncoding].allSatisfy { Self.isIdentity($0) }
-        guard let plain = isCompressed ? ContentDecoding.decoded(body, fields: fields) : body,
+        guard let plain = isCompressed ? ContentDecoding.decoded(body, fields: fields, limit: decodedLimit) : body,
               let rewritten = rewrittenJSON(plain)
         else { return }
         body = rewritten

@@ -6,8 +6,8 @@ import TollgateAsyncHTTPClient
 import TollgateTestSupport
 
 /// A server that closes a kept-alive connection as the client reuses it, before any answer: an
-/// idempotent request is sent again on another connection (RFC 9112 §9.3.1), at most twice, so the
-/// caller (a proxy's client) gets the answer, not a 502; a POST, which the server may have acted on, is not.
+/// idempotent request is sent again on another connection (RFC 9112 §9.3.1), once, so the caller
+/// (a proxy's client) gets the answer, not a 502; a POST, which the server may have acted on, is not.
 @Suite("A kept-alive connection closed as it is reused")
 struct ReusedConnectionTests {
     @Test("a GET is sent again on a new connection, and answered", arguments: [HTTPRequest.Method.get, .head, .put, .delete])
@@ -31,9 +31,9 @@ struct ReusedConnectionTests {
         }
     }
 
-    @Test("several pooled connections closed at once: each is tried, at most three attempts, then a new one answers or the caller is told")
+    @Test("two pooled connections closed at once: the request is sent twice, not more, and the caller is told")
     func severalClosedConnections() async throws {
-        for pooled in [2, 3] {
+        for pooled in [1, 2] {
             let server = try await KeepAliveEndingServer()
             try await withStopping(server, stop: { await $0.stop() }) { server in
                 let transport = AsyncHTTPClientTransport(timeout: .seconds(10))
@@ -47,10 +47,10 @@ struct ReusedConnectionTests {
                 }
                 try #require(server.connections == pooled, "the pool holds \(pooled) connections")
                 let second = try #require(URL(string: server.baseURL + "/second"))
-                if pooled == 2 {
+                if pooled == 1 {
                     let (answer, _) = try await transport.send(.get(second), body: nil)
-                    #expect(answer.status.code == 200, "two closed, then a new connection")
-                    #expect(server.requests.filter { $0 == "GET /second" }.count == 3)
+                    #expect(answer.status.code == 200, "one closed, then a new connection")
+                    #expect(server.requests.filter { $0 == "GET /second" }.count == 2)
                 } else {
                     await #expect {
                         _ = try await transport.send(.get(second), body: nil)

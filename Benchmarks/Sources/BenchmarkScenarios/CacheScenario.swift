@@ -117,14 +117,15 @@ public enum CacheFill {
             let firstID = (try db.fetchValue(sql: "SELECT COALESCE(MAX(id), 0) FROM cache_entries").int64 ?? 0) + 1
             try db.execute(
                 sql: """
-                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?),
+                filler(i, url) AS (SELECT i, printf('https://www.googleapis.com/youtube/v3/videos?id=filler%012d&key=REDACTED&part=snippet', ? + i) FROM n)
                 INSERT INTO cache_entries (resource_key, variant_key, endpoint, method, url, vary, status, headers,
                     etag, last_modified, body_size, stored_at_ms, validated_at_ms, fresh_until_ms, last_access_ms)
-                SELECT printf('%064x', ? + i), '', 'videos.list', 'GET',
-                    printf('https://www.googleapis.com/youtube/v3/videos?id=filler%012d&key=%%3Credacted%%3E&part=snippet', ? + i),
+                -- Keyed as the library keys (CacheResourceKey): the URL, a line feed, a digest's 64 hex digits.
+                SELECT url || char(10) || printf('%064x', ? + i), '', 'videos.list', 'GET', url,
                     NULL, 200, 'content-type: application/json; charset=UTF-8' || char(10) || 'etag: "f' || i || '"',
                     '"f' || i || '"', NULL, 256, ?, ?, ? + 3600000, ? - 86400000 + i
-                FROM n
+                FROM filler
                 """,
                 arguments: [count, firstID, firstID, nowMs, nowMs, nowMs,
                  nowMs]

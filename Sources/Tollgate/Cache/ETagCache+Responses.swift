@@ -89,11 +89,11 @@ extension ETagCache {
             "Vary: *"
         } else if body.count > min(configuration.maxBodySize, Int(clamping: configuration.maxTotalBodyBytes)) {
             "body of \(body.count) bytes over the cap of \(configuration.maxBodySize)"
-        } else if key.secrets.contains(where: { body.containsUTF8(of: $0) }) {
+        } else if Self.mayEchoSecret(body, fields: response.headerFields, secrets: key.secrets) {
             // An error page that quotes the request ("API key not valid: …"): a secret never
             // reaches the file, and a body cannot be scrubbed the way a header is without
             // changing what the server said.
-            "the body echoes a secret the request carried"
+            "the body echoes a secret the request carried, or cannot be decoded to tell"
         } else {
             nil
         }
@@ -386,6 +386,15 @@ extension ETagCache {
             )
         }
         if updated != nil { logger.debug("cache: HEAD response applied to the stored GET", metadata: ["cache.url": "\(key.url)"]) }
+    }
+
+    /// Whether a body may hold one of the request's secrets: searched as the server meant it, decoded
+    /// when it came compressed (every Google client library asks for gzip, errors included). A body
+    /// whose coding cannot be undone within the decoder's limit cannot be searched, so it may.
+    static func mayEchoSecret(_ body: Data, fields: HTTPFields, secrets: [String]) -> Bool {
+        guard !secrets.isEmpty else { return false }
+        guard let plain = ContentDecoding.decoded(body, fields: fields) else { return true }
+        return secrets.contains { plain.containsUTF8(of: $0) }
     }
 
     /// Methods that never change the resource (RFC 9110 §9.2.1); any other that succeeds invalidates.

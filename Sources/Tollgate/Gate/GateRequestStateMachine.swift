@@ -416,6 +416,9 @@ struct GateRequestStateMachine {
 
     // MARK: 5. The attempt's outcome
 
+    /// The most of an error's body decoded to read its reasons: Google's errors are a few hundred bytes.
+    static let errorBodyLimit = 1 << 20
+
     /// The server answered.
     /// - Parameters:
     ///   - status: The status code.
@@ -433,10 +436,14 @@ struct GateRequestStateMachine {
         case .lookingUp, .coalescing, .admitting, .settling, .waitingToRetry, .answering, .finished:
             invalidTransition("responseReceived")
         }
-        let quotaSpent = policies.quotaSpent(status: status, fields: fields, body: body)
+        // An error's reasons are read as the server wrote them: a client that asked for gzip (every
+        // Google client library does, and a proxy passes its Accept-Encoding on) gets errors compressed.
+        let readable = (400...499).contains(status)
+            ? ContentDecoding.decoded(body, fields: fields, limit: Self.errorBodyLimit) ?? body : body
+        let quotaSpent = policies.quotaSpent(status: status, fields: fields, body: readable)
         // A spent quota says nothing of the server's health, whatever its status (GitHub's 429 with
         // X-RateLimit-Remaining: 0 included).
-        let outcome = quotaSpent ? .neutral : policies.classifier.outcome(status: status, body: body)
+        let outcome = quotaSpent ? .neutral : policies.classifier.outcome(status: status, body: readable)
         // The core's one rule of what a 304 costs, as the ledger's own settle follows it.
         let charge = sending.notModifiedCost.charge(forStatus: status, price: sending.price)
         let refunds = charge == .refunded

@@ -99,7 +99,12 @@ public enum ContentDecoding {
                 }
                 guard output.count + produced <= limit else { return nil }
                 output.append(contentsOf: chunk[0..<produced])
-                if status == Z_STREAM_END { return output }
+                if status == Z_STREAM_END {
+                    if stream.avail_in == 0 { return output }
+                    // Another gzip member follows (RFC 1952 §2.2): decoded on, not dropped. Bytes
+                    // that are not one fail below, and the body counts as undecodable.
+                    guard inflateReset(&stream) == Z_OK else { return nil }
+                }
                 // Input spent without the stream's end: the body is truncated.
                 if stream.avail_in == 0, produced == 0 { return nil }
             }

@@ -28,7 +28,7 @@ enum QuotaTable {
             db, request.bucket, configuredLimit: request.configuredLimit, window: request.window, nowMs: nowMs,
             unitsIn: natural,
             remembered: db.rememberedRows.takeQuotaBucket(request.bucket, configuredLimit: request.configuredLimit,
-                                                          period: natural)
+                                                          period: natural, bucketWrites: db.quotaBucketWrites.count)
         )
         let (row, unitsInNatural) = (synchronized.row, synchronized.unitsUsed)
         let period = row.announcedResetMs == nil ? natural : row.period(in: request.window, at: request.at)

@@ -19,9 +19,11 @@ public final class Statement {
     private let releasesLock: Bool
     /// The columns' names, read once on the first row.
     private var columns: RowColumns?
-    /// The connection's count of writes to the tables it watches, and whether this statement is one.
+    /// The connection's count of writes to the tables it watches, and whether this statement is one:
+    /// set when it is prepared, and again if SQLite prepares it anew (after a schema change, inside a
+    /// step) and it now writes one, through a trigger added since, say.
     private let writeCounter: TableWriteCounter
-    private let writesWatchedTable: Bool
+    private var writesWatchedTable: Bool
 
     init(connection: OpaquePointer, sql: String, suspension: DatabaseSuspension,
          writeCounter: TableWriteCounter) throws(DatabaseError) {
@@ -203,7 +205,12 @@ public final class Statement {
             throw DatabaseError.suspended(sql: sql)
         }
         if writesWatchedTable { writeCounter.statementRan() }
-        switch sqlite3_step(handle) {
+        let countBefore = writeCounter.count
+        let code = sqlite3_step(handle)
+        // Only a preparation inside the step moves the count: SQLite prepared this statement again
+        // and heard it write a watched table, so every later run counts too.
+        if !writesWatchedTable, writeCounter.count != countBefore { writesWatchedTable = true }
+        switch code {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
         case let code: throw DatabaseError(connection: connection, resultCode: code, sql: sql)

@@ -130,10 +130,19 @@ struct RememberedRows {
         rows[endpoint] = .some(row)
     }
 
-    /// The bucket as the last admission left it, when read for the same limit and window; taken,
-    /// so that a transaction that does not remember it again leaves nothing behind.
-    mutating func takeQuotaBucket(_ bucket: String, configuredLimit: Int, period: QuotaPeriod) -> QuotaBucketRead? {
+    /// The bucket as the last admission left it, when read for the same limit and window and no
+    /// statement that can write a bucket ran since, this transaction's earlier ones included (a
+    /// trigger on the coalescing lease's table, say); taken, so that a transaction that does not
+    /// remember it again leaves nothing behind.
+    /// - Parameters:
+    ///   - bucket: The bucket's name.
+    ///   - configuredLimit: The limit it is read for.
+    ///   - period: The window it is read for.
+    ///   - bucketWrites: The connection's count of bucket-table writes now.
+    mutating func takeQuotaBucket(_ bucket: String, configuredLimit: Int, period: QuotaPeriod,
+                                  bucketWrites: UInt64) -> QuotaBucketRead? {
         guard isOpen, let remembered = quotaBuckets.removeValue(forKey: bucket),
+              bucketWrites == bucketWritesWhenRemembered,
               remembered.configuredLimit == configuredLimit, remembered.periodKey == period.key,
               remembered.periodFirstKey == period.firstKey else { return nil }
         readsSaved += 1

@@ -137,6 +137,36 @@ struct RememberedRowsTests {
         #expect(try await charged(store, at: start.addingTimeInterval(3)) == nil, "the trigger's unit makes 3 of 3")
     }
 
+    @Test("a write earlier in the admission's own transaction is counted: a trigger on the lease's table")
+    func writeInTheSameTransactionIsSeen() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("lease-trigger.sqlite"))
+        let roomy = ThrottleLimit(requests: 1_000, per: .seconds(60))
+        func admission(at now: Date) -> AdmissionRequest {
+            AdmissionRequest(endpoint: "videos.list", circuitPolicy: CircuitPolicy(), probeToken: "token", throttleLimit: roomy,
+                             quota: QuotaReservationRequest(bucket: "youtube", endpoint: "videos.list", cost: 1,
+                                                            configuredLimit: 4, warningPercents: [], at: now))
+        }
+        for second in 0..<2 { _ = try await store.admit(admission(at: start.addingTimeInterval(Double(second)))) }
+        try await store.write { db in
+            try db.executeScript("""
+                CREATE TRIGGER leases_cost_a_unit AFTER INSERT ON cache_leases BEGIN
+                    UPDATE quota_usage SET units = units + 1 WHERE bucket = 'youtube' AND endpoint = 'videos.list';
+                END
+                """)
+        }
+        // Read again after the script, then remembered at 3 of 4.
+        guard case .admitted = try await store.admit(admission(at: start.addingTimeInterval(2))) else {
+            Issue.record("the third admission fits"); return
+        }
+        // The lease, taken first in the same transaction, spends the fourth unit through the trigger.
+        let leased = try await store.admit(admission(at: start.addingTimeInterval(3)), leasing: "resource",
+                                           lease: CoalescingLease(holder: "me", startedMs: 0, expiresMs: 60_000))
+        guard case .refusedByQuota = leased.outcome else {
+            Issue.record("4 of 4 spent by the trigger: \(String(describing: leased.outcome))"); return
+        }
+    }
+
     @Test("another store's charge between two admissions is counted: the bucket is not over-spent")
     func anotherStoresChargeIsSeen() async throws {
         let directory = try TemporaryDirectory()

@@ -87,6 +87,10 @@ struct TableWriteCounterTests {
             """)
         try note.execute(arguments: ["after"])
         #expect(db.quotaBucketWrites.count > counted)
-        #expect(try db.fetchValue(sql: "SELECT units FROM quota_usage").int == 1)
+        // And every run after that one, not only the step that prepared it again.
+        let afterPreparation = db.quotaBucketWrites.count
+        try note.execute(arguments: ["again"])
+        #expect(db.quotaBucketWrites.count > afterPreparation)
+        #expect(try db.fetchValue(sql: "SELECT units FROM quota_usage").int == 2)
     }
 }

@@ -300,6 +300,17 @@ struct ETagCacheTests {
         #expect(try await fixture.cache.storeResponse(response(200, [("Cache-Control", "max-age=60")]), body: large,
                                                       for: request(echoing + "&part=x"), endpoint: "videos.list") == nil)
 
+        // The same error page compressed, as Google sends it to a client that asks for gzip (Python's
+        // gzip of the page above, mtime 0); and a body in a coding the cache cannot undo.
+        let gzipped = try #require(Data(base64Encoded:
+            "H4sIAAAAAAACA6tWSi0qyi9SsqpWSs5PSVWyMjEw0FHKTS0uTkwH8pQcAzwVslMrFfLySxTKEnMyU6wUHD2rEoMrXZMz8lNTPPNCMlKd8lMqdQ0MjYyVamsBt1OnE1AAAAA="))
+        for (encoding, compressed) in [("gzip", gzipped), ("zstd", Data([0x28, 0xB5, 0x2F, 0xFD]))] {
+            let answer = response(400, [("Content-Type", "application/json"), ("Content-Encoding", encoding),
+                                        ("Cache-Control", "max-age=3600")])
+            #expect(try await fixture.cache.storeResponse(answer, body: compressed, for: request(echoing + "&c=\(encoding)"),
+                                                          endpoint: "videos.list") == nil, "\(encoding)")
+        }
+
         let quiet = "https://www.googleapis.com/youtube/v3/videos?id=v2&key=\(key)"
         let kept = try await fixture.cache.storeResponse(answer, body: Data(#"{"error":{"code":400}}"#.utf8),
                                                          for: request(quiet), endpoint: "videos.list")

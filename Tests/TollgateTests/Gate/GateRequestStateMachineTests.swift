@@ -260,6 +260,13 @@ struct GateRequestStateMachineTests {
         #expect(withStored.attemptSettled(circuit: .closed, now: Self.now, using: &generator)
             == .finish(.serveStale(.quotaExhausted), notRetrying: nil))
 
+        // Compressed, as Google sends it to a client that asked for gzip (Python's gzip, mtime 0).
+        let gzipped = Data(base64Encoded:
+            "H4sIAAAAAAACA6tWSi0qyi9SsqpWSs5PSVWyMjEw1oGIFStZRVcrFaUmFufnKVkpFZbmlyS6ViSnpqakpijVxtbWAgAQ8uWYPAAAAA==")!
+        var compressed = Self.attempting()
+        #expect(compressed.responseReceived(status: 403, fields: [.contentEncoding: "gzip"], body: gzipped, retryAfter: nil)
+            == .settleNow(Self.settlement(.neutral, quotaSpent: true)))
+
         // A proxy's request: the server's own answer goes back, unstored; a stored one still comes first.
         var passed = Self.attempting(Machine.Sending(passesQuotaSpentAnswers: true))
         #expect(passed.responseReceived(status: 403, body: body, retryAfter: nil)
