@@ -45,6 +45,36 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("a fleet's database at version 5 keeps its cache entries when migration 6 puts each key's URL in front")
+    func cacheKeysSurviveMigrationSix() async throws {
+        try await PostgresTestDatabase.with { database in
+            let versionFive = PostgresStore.Configuration(migrations: Array(PostgresMigrations.all.prefix(5)))
+            let old = try await PostgresStore(url: database.url, configuration: versionFive, logger: PostgresTestDatabase.quietLogger)
+            // Keys as version 5's library made them: the digest alone; and a lease naming one.
+            let url = "https://www.googleapis.com/youtube/v3/videos?id=v1&key=REDACTED&part=snippet"
+            let digest = String(repeating: "ab", count: 32)
+            _ = try await old.storeCacheEntry(
+                NewCacheEntry(resourceKey: digest, variantKey: "", endpoint: "videos.list", method: "GET", url: url, vary: nil,
+                              status: 200, headers: [CacheHeaderField(name: "ETag", value: "\"v1\"")], etag: "\"v1\"",
+                              lastModified: nil, freshUntilMs: nil, nowMs: 1_000, body: Data("stored".utf8)),
+                retention: CacheRetention(maxEntries: 10, maxTotalBodyBytes: 1 << 20, expiredBeforeMs: 0),
+                activity: CacheActivity()
+            )
+            try await database.execute("INSERT INTO cache_leases VALUES ('\(digest)', 'old', 0, 60000)")
+            await old.shutdown()
+
+            let store = try await PostgresStore(url: database.url, logger: PostgresTestDatabase.quietLogger)
+            #expect(store.migrationsAppliedAtOpen.map(\.version) == Array(6...PostgresMigrations.all.count))
+            let key = CacheResourceKey.make(url: url, digest: digest)
+            let entry = try await store.cachedEntry(resourceKey: key, validatedSinceMs: 0) { $0.first?.id }
+            #expect(entry.map { String(decoding: $0.body, as: UTF8.self) } == "stored", "found under the new spelling")
+            #expect(try await store.cachedEntry(resourceKey: digest, validatedSinceMs: 0) { $0.first?.id } == nil)
+            #expect(try await database.intValue("SELECT COUNT(*) FROM cache_leases") == 0)
+            #expect(try await store.invalidateCacheEntries(url: url, activity: CacheActivity()) == 1)
+            await store.shutdown()
+        }
+    }
+
     @Test("a fleet's database at version 2 keeps its throttle windows when migration 3 moves them into each endpoint's row")
     func throttleWindowsSurviveMigrationThree() async throws {
         try await PostgresTestDatabase.with { database in
