@@ -188,18 +188,10 @@ enum CacheHeaders {
     /// False only when `value`'s bytes surely do not hold `secret`'s: a scan of both in place
     /// when they are stored contiguously (native strings are), true otherwise.
     private static func mayContain(_ secret: String, in value: String) -> Bool {
-        secret.utf8.withContiguousStorageIfAvailable { needle in
+        guard !secret.isEmpty else { return true }
+        return secret.utf8.withContiguousStorageIfAvailable { needle in
             value.utf8.withContiguousStorageIfAvailable { haystack in
-                guard let first = needle.first else { return true }
-                var start = 0
-                while start + needle.count <= haystack.count {
-                    if haystack[start] == first,
-                       memcmp(haystack.baseAddress! + start, needle.baseAddress!, needle.count) == 0 {
-                        return true
-                    }
-                    start += 1
-                }
-                return false
+                UnsafeRawBufferPointer(haystack).containsBytes(UnsafeRawBufferPointer(needle))
             }
         }.flatMap { $0 } ?? true
     }
