@@ -176,8 +176,10 @@ struct GateProxyResponder: HTTPResponder {
         let shield = AttemptShield(transport)
         let gate = self.gate
         let work = Task { () async throws -> GateResponse in
+            // The API's own "quota spent" answer goes to the client as the API wrote it: its SDK reads it.
             try await gate.sendReportingCost(outgoing, body: body, endpoint: endpoint,
-                                             options: GateRequestOptions(streamsBodies: true, passesQuotaSpentAnswers: true), via: shield)
+                                             options: GateRequestOptions(streamsBodies: true, passesQuotaSpentAnswers: true),
+                                             via: shield)
         }
         let client = await ClientConnectionWatcher.watching(context.channel)
         let logger = self.logger

@@ -29,11 +29,8 @@ extension UpstreamLinkRewriter {
     ///   - decodedLimit: The largest body a compressed one may decode to; past it, it passes as it came.
     func rewriteBody(_ body: inout Data, fields: inout HTTPFields, status: HTTPResponse.Status, mediaTypes: Set<String>,
                      decodedLimit: Int = ContentDecoding.defaultLimit) {
-        guard !mediaTypes.isEmpty, !body.isEmpty, status != .partialContent,
-              let contentType = fields[.contentType], mediaTypes.contains(Self.mediaType(of: contentType)),
-              Self.isDecodable(fields)
-        else { return }
-        let isCompressed = !fields[values: .contentEncoding].allSatisfy { Self.isIdentity($0) }
+        guard !body.isEmpty, status != .partialContent, Self.isRewritable(fields, mediaTypes: mediaTypes) else { return }
+        let isCompressed = ContentDecoding.isEncoded(fields)
         guard let plain = isCompressed ? ContentDecoding.decoded(body, fields: fields, limit: decodedLimit) : body,
               let rewritten = rewrittenJSON(plain)
         else { return }
@@ -50,15 +47,7 @@ extension UpstreamLinkRewriter {
     /// - Returns: True when its body should be held whole to be rewritten.
     static func isRewritable(_ fields: HTTPFields, mediaTypes: Set<String>) -> Bool {
         guard !mediaTypes.isEmpty, let contentType = fields[.contentType] else { return false }
-        return mediaTypes.contains(mediaType(of: contentType)) && isDecodable(fields)
-    }
-
-    /// Whether every coding of the answer's `Content-Encoding` is `identity` or one `ContentDecoding` undoes.
-    static func isDecodable(_ fields: HTTPFields) -> Bool {
-        fields[values: .contentEncoding].flatMap { $0.split(separator: ",") }.allSatisfy { coding in
-            let name = coding.trimmingCharacters(in: .whitespaces).lowercased()
-            return name.isEmpty || name == "identity" || name == "x-gzip" || ContentDecoding.supportedCodings.contains(name)
-        }
+        return mediaTypes.contains(mediaType(of: contentType)) && ContentDecoding.canUndo(fields)
     }
 
     /// Fields that hash the content, wrong once it is rewritten.
@@ -70,11 +59,6 @@ extension UpstreamLinkRewriter {
     /// `type/subtype` of a `Content-Type` value, lowercased, without parameters.
     static func mediaType(of contentType: String) -> String {
         String(contentType.prefix { $0 != ";" }).trimmingCharacters(in: .whitespaces).lowercased()
-    }
-
-    /// Whether a `Content-Encoding` value names no coding but `identity`.
-    static func isIdentity(_ value: String) -> Bool {
-        value.split(separator: ",").allSatisfy { $0.trimmingCharacters(in: .whitespaces).lowercased() == "identity" }
     }
 
     /// JSON text with every string value that is an absolute URL to the upstream pointed at the proxy

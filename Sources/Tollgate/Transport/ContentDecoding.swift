@@ -51,10 +51,7 @@ public enum ContentDecoding {
     ///   - limit: The largest decoded body, in bytes.
     /// - Returns: The decoded body, or nil.
     public static func decoded(_ body: Data, fields: HTTPFields, limit: Int = defaultLimit) -> Data? {
-        let codings = fields[values: .contentEncoding]
-            .flatMap { $0.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            .filter { !$0.isEmpty && $0 != "identity" }
+        let codings = codings(of: fields)
         var decoded = body
         // Codings are listed in the order they were applied: undo the last first.
         for coding in codings.reversed() {
@@ -70,6 +67,33 @@ public enum ContentDecoding {
             }
         }
         return decoded
+    }
+
+    /// Whether the answer's body is in codings ``decoded(_:fields:limit:)`` undoes (or none), so
+    /// that it can be read as the server meant it, within the limit.
+    /// - Parameter fields: The answer's fields.
+    /// - Returns: True when every coding can be undone.
+    public static func canUndo(_ fields: HTTPFields) -> Bool {
+        codings(of: fields).allSatisfy { undoable.contains($0) }
+    }
+
+    /// Whether the answer names any coding but `identity`.
+    /// - Parameter fields: The answer's fields.
+    /// - Returns: True when its body is encoded.
+    public static func isEncoded(_ fields: HTTPFields) -> Bool {
+        !codings(of: fields).isEmpty
+    }
+
+    /// The codings `decoded` knows, as `Content-Encoding` names them.
+    private static var undoable: Set<String> { Set(supportedCodings + ["x-gzip"]) }
+
+    /// The codings an answer's `Content-Encoding` lists, lowercased, `identity` left out, in the
+    /// order they were applied.
+    private static func codings(of fields: HTTPFields) -> [String] {
+        fields[values: .contentEncoding]
+            .flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty && $0 != "identity" }
     }
 
     /// Inflates gzip or zlib data, else raw deflate.
