@@ -62,30 +62,18 @@ struct RememberedRows {
 
     /// At the start of a write transaction, with the write lock held: keeps the rows only when no
     /// commit came since they were left.
-    /// - Parameters:
-    ///   - current: The WAL-index header inside the transaction.
-    ///   - bucketWrites: The connection's count of bucket-table writes now.
-    mutating func begin(at current: WALIndexWatch.Header?, bucketWrites: UInt64) {
+    /// - Parameter current: The WAL-index header inside the transaction.
+    mutating func begin(at current: WALIndexWatch.Header?) {
         if current == nil || current != header { forgetAll() }
-        forgetQuotaBucketsUnlessStill(at: bucketWrites)
         isOpen = true
     }
 
     /// After a commit: the rows stand at `header`, the header this connection's own commit left.
-    /// The buckets stand only when nothing in the transaction after their charge could write them.
-    /// - Parameters:
-    ///   - header: The WAL-index header after this connection's own commit.
-    ///   - bucketWrites: The connection's count of bucket-table writes now.
-    mutating func stand(at header: WALIndexWatch.Header, bucketWrites: UInt64) {
+    /// (A bucket is checked against the write count when it is taken, not here.)
+    /// - Parameter header: The WAL-index header after this connection's own commit.
+    mutating func stand(at header: WALIndexWatch.Header) {
         self.header = header
-        forgetQuotaBucketsUnlessStill(at: bucketWrites)
         isOpen = false
-    }
-
-    private mutating func forgetQuotaBucketsUnlessStill(at bucketWrites: UInt64) {
-        guard bucketWrites != bucketWritesWhenRemembered else { return }
-        quotaBuckets.removeAll(keepingCapacity: true)
-        bucketWritesWhenRemembered = nil
     }
 
     /// Forgets every row, until a transaction begins at the header a commit left.

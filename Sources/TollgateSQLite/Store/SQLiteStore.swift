@@ -251,7 +251,7 @@ public final class SQLiteStore: Sendable {
                         if forgettingRememberedRows {
                             db.rememberedRows.forgetAll()
                         } else {
-                            db.rememberedRows.begin(at: headerBeforeCommit, bucketWrites: db.quotaBucketWrites.count)
+                            db.rememberedRows.begin(at: headerBeforeCommit)
                         }
                         return try updates(db)
                     }
@@ -264,7 +264,7 @@ public final class SQLiteStore: Sendable {
                 if let ownCommit = Self.ownCommit(from: headerBeforeCommit, to: headerAfterCommit,
                                                   changedRows: db.totalChangesCount > changesBefore) {
                     self.carryDataVersionMark(past: ownCommit)
-                    db.rememberedRows.stand(at: ownCommit.after, bucketWrites: db.quotaBucketWrites.count)
+                    db.rememberedRows.stand(at: ownCommit.after)
                 } else {
                     db.rememberedRows.forgetAll()
                 }
