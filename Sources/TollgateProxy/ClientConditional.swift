@@ -24,4 +24,19 @@ enum ClientConditional {
         let conditions = requestFields[values: .ifNoneMatch]
         return !conditions.isEmpty && EntityTags.ifNoneMatch(conditions, names: etag)
     }
+
+    /// Takes from a `304`'s fields what describes a body it does not carry (RFC 9110 §15.4.5: a
+    /// `304` sends the validators, `Cache-Control`, `Expires`, `Vary`, `Content-Location` and
+    /// `Date`, and no other representation metadata). A client's cache updates what it holds with
+    /// the `304`'s fields, so the stored answer's `Content-Encoding: gzip`, after a `200` that went
+    /// out decoded to rewrite its links, would have told it that its plain body is compressed.
+    /// - Parameter fields: The answer's fields, about to go out with a `304`.
+    static func removeRepresentationMetadata(from fields: inout HTTPFields) {
+        for name in representationMetadata { fields[name] = nil }
+    }
+
+    /// The fields ``removeRepresentationMetadata(from:)`` takes out.
+    static let representationMetadata: [HTTPField.Name] = [
+        .contentLength, .contentType, .contentEncoding, .contentLanguage, .contentRange, .acceptRanges,
+    ] + UpstreamLinkRewriter.contentDigests
 }

@@ -101,23 +101,31 @@ struct GateProxyResponder: HTTPResponder {
                 fields[.contentLength] = length
             }
             var (status, body) = (answer.response.status, answer.body)
-            if answer.bodyStream == nil, ClientConditional.isNotModified(
-                method: request.method, requestFields: request.headers, status: status, responseFields: fields
-            ) {
-                // The client's own If-None-Match names what it holds: a 304, not the stored body again.
-                (status, body) = (.notModified, Data())
-                fields[.contentLength] = nil
-            }
             // Links to the upstream lead back through the gate: `Link`, `Location` and `Content-Location`
             // always; a body of a listed media type when it is held whole (not streamed, not a HEAD's,
             // whose `Content-Length` stays the upstream's: the rewritten length is not known without
-            // the body). The stored body keeps the upstream's bytes.
+            // the body). The stored body keeps the upstream's bytes. Before the client's conditional:
+            // a 304 must carry the tag the client's 200 carried, weakened when its body was rewritten.
             if let links {
                 links.rewriteFields(&fields)
                 if answer.bodyStream == nil, request.method != .head {
                     links.rewriteBody(&body, fields: &fields, status: status, mediaTypes: rewrittenBodyTypes,
                                       decodedLimit: maximumBodySize)
                 }
+            }
+            if answer.bodyStream == nil, ClientConditional.isNotModified(
+                method: request.method, requestFields: request.headers, status: status, responseFields: fields
+            ) {
+                // The client's own If-None-Match names what it holds: a 304, not the stored body again.
+                (status, body) = (.notModified, Data())
+                ClientConditional.removeRepresentationMetadata(from: &fields)
+            }
+            if request.method == .head, fields[.contentLength] == nil, status != .notModified {
+                // A GET would have been chunked: say so (NIO frames it; the body stays unsent), not
+                // the empty body's `Content-Length: 0`, which would say the resource is empty.
+                return Response(status: status, headers: fields, body: ResponseBody(contentLength: nil) { writer in
+                    try await writer.finish(nil)
+                })
             }
             guard let stream = answer.bodyStream else {
                 return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))

@@ -15,10 +15,13 @@ extension UpstreamLinkRewriter {
     /// this runs on the copy going out — so one cache entry serves clients that reached the proxy
     /// under different names, each getting its own.
     ///
-    /// The answer's `ETag` stays the upstream's: a client's `If-None-Match` is sent upstream (the
-    /// cache passes a client's own conditional through), where only the upstream's tag can match, and
-    /// the `304` it earns tells the client to use what it holds — the rewritten body it got under the
-    /// same URL, host included. Digests of the content (`Content-Digest`, `Repr-Digest`, `Digest`,
+    /// The answer's `ETag` stays the upstream's tag, made weak (`W/`) when it was strong, as nginx's
+    /// `sub_filter` does: a strong tag promises these very bytes (a `Range` or `If-Range` relies on
+    /// it), and the client's are not the upstream's. A client's `If-None-Match` is sent upstream
+    /// (the cache passes a client's own conditional through), where `If-None-Match`'s weak
+    /// comparison (RFC 9110 §13.1.2) matches the upstream's tag, and the `304` it earns tells the
+    /// client to use what it holds — the rewritten body it got under the same URL, host included.
+    /// `Accept-Ranges` and digests of the content (`Content-Digest`, `Repr-Digest`, `Digest`,
     /// `Content-MD5`) no longer hold and are removed. `Content-Length` is the new body's (the
     /// responder drops the upstream's).
     /// - Parameters:
@@ -37,6 +40,8 @@ extension UpstreamLinkRewriter {
         body = rewritten
         if isCompressed { fields[.contentEncoding] = nil }
         for name in Self.contentDigests { fields[name] = nil }
+        fields[.acceptRanges] = nil
+        if let tag = fields[.eTag], !tag.hasPrefix("W/") { fields[.eTag] = "W/" + tag }
     }
 
     /// Whether an answer with `fields` has a body ``rewriteBody(_:fields:status:mediaTypes:)`` would

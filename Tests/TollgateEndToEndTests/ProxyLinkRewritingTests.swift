@@ -3,6 +3,7 @@ import HTTPTypes
 import Synchronization
 import Testing
 import Tollgate
+@testable import TollgateFakeAPI
 import TollgateProxy
 import TollgateTestSupport
 
@@ -45,6 +46,20 @@ struct ProxyLinkRewritingTests {
             case "/compressed":
                 return .init(headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Cache-Control", "no-store")],
                              body: ProxyLinkRewritingTests.gzipped(base))
+            case "/gzipped-items":
+                // A strong tag, ranges and a digest, all of the gzip bytes; If-None-Match compared weakly.
+                let validators: [(name: String, value: String)] = [("ETag", "\"g1\""), ("Cache-Control", "no-cache")]
+                if let condition = request.header("If-None-Match"), ["\"g1\"", "W/\"g1\""].contains(condition) {
+                    return .init(status: 304, headers: validators)
+                }
+                return .init(headers: validators + [
+                    ("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Accept-Ranges", "bytes"),
+                    ("Content-Language", "en"), ("Content-MD5", "Q2hlY2sgSW50ZWdyaXR5IQ=="),
+                ], body: GzipEncoding.gzipped(Data(#"{"url":"\#(base)/items/1"}"#.utf8)))
+            case "/chunked":
+                // A HEAD of a resource sent chunked: no length, as a GET's would have none.
+                return .init(headers: [("Content-Type", "application/json"), ("Transfer-Encoding", "chunked"),
+                                       ("Cache-Control", "no-store")])
             case "/created":
                 return .init(status: 201, headers: [("Location", "\(base)/items/9"), ("Content-Location", "\(base)/items/9"),
                                                     ("Content-Type", "application/json")],
@@ -79,7 +94,7 @@ struct ProxyLinkRewritingTests {
         #expect(first.headers["link"] == "<http://\(local)/items?page=2>; rel=\"next\", <https://other.example/items?page=2>; rel=\"help\"")
         #expect(Self.text(first) == #"{"url":"http://\#(local)/items/1","html_url":"https://other.example/items/1"}"#)
         #expect(first.headers["content-length"] == String(first.body.count), "the rewritten body's length")
-        #expect(first.headers["etag"] == "\"v1\"", "the upstream's tag, which its If-None-Match matches")
+        #expect(first.headers["etag"] == "W/\"v1\"", "the upstream's tag made weak: these are not the upstream's bytes")
 
         let second = try await Self.send(proxy, "/items", host: numeric)
         #expect(["cache", "revalidated"].contains(second.headers["x-tollgate-source"] ?? ""), "served from the store")
@@ -89,9 +104,10 @@ struct ProxyLinkRewritingTests {
         #expect(Self.text(third) == Self.text(first), "the store kept the upstream's bytes, not the last client's")
 
         // The client's own conditional, with the tag it was given: a 304, whose links are its own too.
-        let notModified = try await Self.send(proxy, "/items", host: local, headers: ["If-None-Match: \"v1\""])
+        let notModified = try await Self.send(proxy, "/items", host: local, headers: ["If-None-Match: W/\"v1\""])
         #expect(notModified.status == 304)
         #expect(notModified.body.isEmpty)
+        #expect(notModified.headers["etag"] == "W/\"v1\"", "the tag the 200 carried")
 
         // Following the rewritten link comes back through the gate.
         let before = upstream.requests.count
@@ -99,6 +115,55 @@ struct ProxyLinkRewritingTests {
         #expect(next.headers["x-tollgate-source"] == "network")
         #expect(upstream.requests.count == before + 1)
         #expect(upstream.requests.last?.target == "/items?page=2")
+        await proxy.stop()
+    }
+
+    @Test("a gzip JSON answer with a strong tag goes out decoded under the tag made weak; the client's conditional with it earns a 304 that names no coding, type or digest of the upstream's bytes")
+    func compressedThenNotModified() async throws {
+        let upstream = try Self.upstream()
+        defer { upstream.stop() }
+        let gate = try ScriptedGate(.asyncHTTPClient)
+        let proxy = try await GateProxy.start(
+            gate: gate.gate, upstream: URL(string: upstream.baseURL)!, listen: try LoopbackAddress(parsing: "127.0.0.1:0"),
+            rewrittenBodyTypes: ["application/json"]
+        )
+        let host = "127.0.0.1:\(proxy.address.port)"
+
+        let first = try await Self.send(proxy, "/gzipped-items", host: host, headers: ["Accept-Encoding: gzip"])
+        #expect(first.status == 200)
+        #expect(Self.text(first) == #"{"url":"http://\#(host)/items/1"}"#, "decoded, its link rewritten")
+        #expect(first.headers["content-encoding"] == nil)
+        #expect(first.headers["etag"] == "W/\"g1\"")
+        #expect(first.headers["accept-ranges"] == nil, "ranges of the upstream's bytes are not ranges of these")
+        #expect(first.headers["content-md5"] == nil)
+
+        // Revalidated upstream with the client's own tag: the gate's stored 200, then the client's 304.
+        let notModified = try await Self.send(proxy, "/gzipped-items", host: host,
+                                              headers: ["Accept-Encoding: gzip", "If-None-Match: \(first.headers["etag"] ?? "")"])
+        #expect(notModified.status == 304)
+        #expect(notModified.body.isEmpty)
+        #expect(notModified.headers["etag"] == "W/\"g1\"", "the tag its 200 carried")
+        #expect(notModified.headers["cache-control"] == "no-cache")
+        for name in ["content-encoding", "content-type", "content-language", "content-md5", "accept-ranges"] {
+            #expect(notModified.headers[name] == nil, "a 304 describes no body (RFC 9110 §15.4.5): \(name)")
+        }
+        #expect(upstream.requests.last?.header("If-None-Match") == "W/\"g1\"")
+        await proxy.stop()
+    }
+
+    @Test("a HEAD of a resource whose GET is chunked says so, with no Content-Length: 0")
+    func headOfChunked() async throws {
+        let upstream = try Self.upstream()
+        defer { upstream.stop() }
+        let gate = try ScriptedGate(.asyncHTTPClient)
+        let proxy = try await GateProxy.start(
+            gate: gate.gate, upstream: URL(string: upstream.baseURL)!, listen: try LoopbackAddress(parsing: "127.0.0.1:0")
+        )
+        let head = try await Self.send(proxy, "/chunked", host: "127.0.0.1:\(proxy.address.port)", method: "HEAD")
+        #expect(head.status == 200)
+        #expect(head.headers["content-length"] == nil)
+        #expect(head.headers["transfer-encoding"] == "chunked")
+        #expect(head.body.isEmpty)
         await proxy.stop()
     }
 

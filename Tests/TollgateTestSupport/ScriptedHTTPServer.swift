@@ -181,7 +181,8 @@ public final class ScriptedHTTPServer: Sendable {
             let bodiless = response.status == 204 || response.status == 304
             var text = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
             for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
-            if !bodiless, !response.headers.contains(where: { $0.name.lowercased() == "content-length" }) {
+            // A scripted `Transfer-Encoding` (a HEAD's, telling how a GET would be framed) stands in for the length.
+            if !bodiless, !response.headers.contains(where: { ["content-length", "transfer-encoding"].contains($0.name.lowercased()) }) {
                 text += "Content-Length: \(response.body.count)\r\n"
             }
             if closes { text += "Connection: close\r\n" }
