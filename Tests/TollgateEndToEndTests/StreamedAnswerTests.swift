@@ -116,6 +116,25 @@ struct StreamedAnswerTests {
         }
     }
 
+    @Test("an answer that is not a success served nothing: its token estimate settles at the usage it reports, or at none; its request stays charged",
+          arguments: [(400, #"{"error":{"message":"messages is required","type":"invalid_request_error"}}"#, 0),
+                      (500, "Internal Server Error", 0),
+                      (400, #"{"error":{"message":"too long"},"usage":{"total_tokens":12}}"#, 12)])
+    func failureSettlesTheEstimate(status: Int, body: String, tokens: Int) async throws {
+        let origin = try ScriptedHTTPServer { _ in .init(status: status, headers: [("Content-Type", "application/json")], body: body) }
+        defer { origin.stop() }
+        let harness = try Harness()
+        var request = HTTPRequest(method: .post, url: URL(string: "\(origin.baseURL)/v1/chat/completions")!)
+        request.headerFields[.contentType] = "application/json"
+        let answer = try? await harness.gate.send(request, body: Data(#"{"model":"fake-1"}"#.utf8), endpoint: "chat")
+        #expect(answer == nil || answer?.status.code == status)
+        try await harness.gate.flush()
+        #expect(try await harness.gate.quota.status(bucket: "tokens").unitsUsed == tokens)
+        #expect(try await harness.gate.quota.status(bucket: "requests").unitsUsed == 1, "the attempt reached the server")
+        #expect(try await harness.gate.quota.discrepancies().isEmpty)
+        #expect(origin.requests.count == 1)
+    }
+
     @Test("a stream dropped after two events closes the server's connection, and the estimate stands for what it never reported")
     func droppedStream() async throws {
         let llm = try await FakeLLMAPI.start(behaviour: FakeLLMBehaviour(

@@ -7,6 +7,9 @@ extension Gate {
         var settlement: AttemptSettlement
         var reservation: QuotaReservation?
         var refundReason: String
+        /// The buckets a "quota spent" answer closes (``spentBuckets(charged:announcements:)``);
+        /// the first of the endpoint's is the settlement's own `exhaustedBucket`.
+        var spentBuckets: [String] = []
     }
 
     /// The store's record of the machine's settlement of an attempt.
@@ -23,20 +26,41 @@ extension Gate {
         case .neverSent(let error): "never sent: \(error)"
         case .notModified, nil: "304 Not Modified"
         }
-        let bucket = reservation?.bucket ?? quota.price(of: endpoint).bucket
+        let price = quota.price(of: endpoint)
+        let bucket = reservation?.bucket ?? price.bucket
+        let announced = try announcements(in: answer, endpoint: endpoint)
+        let spent = settlement.quotaSpent
+            ? Self.spentBuckets(charged: price.charges.map(\.bucket), announcements: announced) : []
         let record = AttemptSettlement(
             endpoint: endpoint, outcome: settlement.outcome, probeToken: admitted.probeToken,
             circuitPolicy: configuration.circuit.policy(for: endpoint),
             refundReservationID: settlement.refunds ? reservation?.id : nil, refundReason: refundReason,
-            exhaustedBucket: settlement.quotaSpent
+            exhaustedBucket: spent.contains(bucket)
                 ? .init(bucket: bucket, configuredLimit: try quota.configuredLimit(of: bucket))
                 : nil,
             actualCosts: settlement.refunds ? [] : settledCosts(settlement, of: reservation)
                 ?? actualCosts(of: reservation, answer: answer, request),
-            announcements: try announcements(in: answer, endpoint: endpoint),
+            announcements: announced,
             at: clock.now()
         )
-        return PendingSettlement(settlement: record, reservation: reservation, refundReason: refundReason)
+        return PendingSettlement(settlement: record, reservation: reservation, refundReason: refundReason,
+                                 spentBuckets: spent)
+    }
+
+    /// The buckets a "quota spent" answer closes: those of the endpoint's buckets that the answer
+    /// itself announces at nothing left, or, when it announces none so, every bucket the endpoint
+    /// is charged in. An LLM API's `429` says which limit it hit (`x-ratelimit-remaining-tokens: 0`
+    /// beside requests to spare): closing the requests bucket too would refuse calls the API
+    /// takes, such as listing its models. Google's `403 quotaExceeded` announces nothing, so it
+    /// closes all of the endpoint's buckets, and no other.
+    /// - Parameters:
+    ///   - charged: The buckets the endpoint is charged in, its own first.
+    ///   - announcements: What the answer announced about them.
+    /// - Returns: The buckets to mark spent.
+    static func spentBuckets(charged: [String], announcements: [QuotaAnnouncement]) -> [String] {
+        let announcedSpent = Set(announcements.filter { $0.remaining <= 0 }.map(\.bucket))
+        let spent = charged.filter(announcedSpent.contains)
+        return spent.isEmpty ? charged : spent
     }
 
     /// A `304` that costs fewer units than the call: its charge settled at them.
@@ -49,23 +73,33 @@ extension Gate {
                                 source: QuotaLedger.notModifiedReason)]
     }
 
-    /// The actual cost a successful answer tells, for an endpoint whose price is an estimate: in a
-    /// field, the JSON body, or the last server-sent event that carries it. An answer without it
-    /// (an error) keeps the estimate; a streamed body's is read as it passes and settled at its end
-    /// (``streamEnded(_:_:outgoing:stores:rule:lease:_:)``).
+    /// The actual cost an answer tells, for an endpoint whose price is an estimate: in a field, the
+    /// JSON body, or the last server-sent event that carries it.
+    ///
+    /// A success without it keeps the estimate (the API served it and did not say what it cost),
+    /// and a streamed body's is read as it passes and settled at its end
+    /// (``streamEnded(_:_:outgoing:stores:rule:lease:_:)``). An answer that is not a success (a
+    /// redirect, a `400`, a `429`, a `500`) served nothing: it settles at what it reports, and at nothing when
+    /// it reports nothing, so a failed LLM call no longer keeps its 1,000-token estimate. The
+    /// request's own charge (its call, in the endpoint's bucket) is not this rule's: every attempt
+    /// that reaches the server stays charged. A `304` never comes here.
     func actualCosts(of reservation: QuotaReservation?, answer: Exchange?, _ request: GateRequest) -> [QuotaActualCost] {
-        guard let reservation, let answer, (200..<300).contains(answer.response.status.code),
-              let rule = quota.price(of: request.endpoint).actualCost
-        else { return [] }
+        guard let reservation, let answer, let rule = quota.price(of: request.endpoint).actualCost else { return [] }
+        let status = answer.response.status.code
+        guard status != 304 else { return [] }
+        let succeeded = (200..<300).contains(status)
         let body = answer.stream == nil ? answer.body : nil
-        guard let units = StreamedCostReader.read(rule, fields: answer.response.headerFields, body: body) else {
+        let reported = StreamedCostReader.read(rule, fields: answer.response.headerFields, body: body)
+        guard let units = reported ?? (succeeded ? nil : 0) else {
             request.logger.debug("the answer does not tell its actual cost; the estimate stands",
                                  metadata: ["gate.endpoint": "\(request.endpoint)", "quota.source": "\(rule.source)"])
             return []
         }
         let bucket = rule.bucket ?? reservation.bucket
-        return [QuotaActualCost(reservationID: reservation.id, bucket: bucket, units: quota.settleable(units, in: bucket),
-                                source: rule.source.description)]
+        return [QuotaActualCost(
+            reservationID: reservation.id, bucket: bucket, units: quota.settleable(units, in: bucket),
+            source: reported == nil ? "a \(status) answer, which reports no \(rule.source)" : rule.source.description
+        )]
     }
 
     /// What a network answer's fields announce about the buckets its endpoint is charged in, for
@@ -110,7 +144,6 @@ extension Gate {
         _ settlement: AttemptSettlementResult, of pending: PendingSettlement, _ request: inout GateRequest.Account
     ) async -> CircuitState {
         let endpoint = request.endpoint
-        let quotaSpent = pending.settlement.exhaustedBucket != nil
         if let reservation = pending.reservation, let refunded = settlement.refund,
            case .refunded(let units) = quota.report(refunded, of: reservation, reason: pending.refundReason) {
             request.totals.refunded(units)
@@ -140,15 +173,14 @@ extension Gate {
                 "quota.remaining": "\(outcome.remaining)", "quota.resets": "\(outcome.period.end)",
             ])
         }
-        if quotaSpent {
-            // The server's "quota spent" closes every bucket this endpoint is charged in, and no other.
-            for extra in quota.price(of: endpoint).additionalCharges {
-                do {
-                    _ = try await quota.markExhausted(bucket: extra.bucket, endpoint: endpoint)
-                } catch {
-                    request.logger.warning("could not mark a bucket exhausted",
-                                           metadata: ["quota.bucket": "\(extra.bucket)", "error": "\(error)"])
-                }
+        // The settlement's transaction marked the endpoint's own bucket; the others the answer closes, here.
+        for spent in pending.spentBuckets where spent != pending.settlement.exhaustedBucket?.bucket {
+            do {
+                let until = try await quota.markExhausted(bucket: spent, endpoint: endpoint)
+                request.totals.quotaSpentUntil = request.totals.quotaSpentUntil ?? until
+            } catch {
+                request.logger.warning("could not mark a bucket exhausted",
+                                       metadata: ["quota.bucket": "\(spent)", "error": "\(error)"])
             }
         }
         let state = circuit.report(settlement.circuit, endpoint: endpoint)

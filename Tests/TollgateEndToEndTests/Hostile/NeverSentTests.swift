@@ -111,6 +111,51 @@ struct ServerQuotaExhaustionTests {
         #expect(video.status.code == 200)
         #expect(origin.requests.count == 2, "the spent endpoint is refused without a request; videos.list is sent")
     }
+
+    @Test("an LLM API's 429 that announces its tokens spent and requests to spare closes the tokens bucket alone: a call charged in requests only is still sent")
+    func closesOnlyTheBucketTheAnswerAnnouncesSpent() async throws {
+        let origin = try ScriptedHTTPServer { request in
+            request.target.hasPrefix("/v1/chat")
+                ? .init(status: 429, headers: [
+                    ("Content-Type", "application/json"),
+                    ("x-ratelimit-limit-requests", "500"), ("x-ratelimit-remaining-requests", "499"),
+                    ("x-ratelimit-reset-requests", "120ms"),
+                    ("x-ratelimit-limit-tokens", "30000"), ("x-ratelimit-remaining-tokens", "0"),
+                    ("x-ratelimit-reset-tokens", "20s"),
+                ], body: #"{"error":{"message":"Rate limit reached on tokens per min (TPM)","type":"tokens","code":"rate_limit_exceeded"}}"#)
+                : .init(headers: [("Content-Type", "application/json")], body: #"{"data":[]}"#)
+        }
+        defer { origin.stop() }
+        let harness = try ScriptedGate(.asyncHTTPClient) { configuration in
+            configuration.quota = QuotaConfiguration(
+                bucketLimits: ["requests": 500, "tokens": 30_000],
+                endpointCosts: [
+                    "chat": .init(bucket: "requests", units: 1, additionalCharges: [.init(bucket: "tokens", units: 1_000)]),
+                    "models": .init(bucket: "requests", units: 1),
+                ],
+                defaultBucket: "requests"
+            )
+            configuration.quota.bucketWindows = ["requests": .minute, "tokens": .minute]
+            configuration.quota.announcedLimits = ["requests": .init(unit: .requests), "tokens": .init(unit: .tokens)]
+            configuration.quotaExhaustedAnswers = [
+                QuotaExhaustionRule(status: 429, field: (HTTPField.Name("x-ratelimit-remaining-tokens")!, "0")),
+                QuotaExhaustionRule(status: 429, field: (HTTPField.Name("x-ratelimit-remaining-requests")!, "0")),
+            ]
+        }
+        await #expect(throws: TollgateError.self) {
+            _ = try await harness.gate.send(HTTPRequest(method: .post, url: URL(string: "\(origin.baseURL)/v1/chat/completions")!),
+                                            body: Data("{}".utf8), endpoint: "chat")
+        }
+        #expect(try await harness.gate.quota.status(bucket: "tokens").isExhausted)
+        #expect(try await !harness.gate.quota.status(bucket: "requests").isExhausted, "499 requests are left, as the answer says")
+        let models = try await harness.gate.send(HTTPRequest(url: URL(string: "\(origin.baseURL)/v1/models")!), endpoint: "models")
+        #expect(models.status.code == 200)
+        await #expect(throws: TollgateError.self, "chat is still charged in the spent tokens bucket") {
+            _ = try await harness.gate.send(HTTPRequest(method: .post, url: URL(string: "\(origin.baseURL)/v1/chat/completions")!),
+                                            body: Data("{}".utf8), endpoint: "chat")
+        }
+        #expect(origin.requests.count == 2, "the chat after the 429 is refused without a request; the models list is sent")
+    }
 }
 
 @Suite("Retry policy: a stored answer instead of retrying, when the policy says so")
