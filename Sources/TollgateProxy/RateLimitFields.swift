@@ -17,8 +17,10 @@ import Tollgate
 /// window, or the wait when it is full).
 ///
 /// They are computed from what this request's admission read (``QuotaLedger/latestReading(of:)``,
-/// ``RequestThrottler/latestReading(of:)``): no store read on the answer's path. A request admitted
-/// at the same time in another process is not counted until this process's next admission.
+/// ``RequestThrottler/latestReading(of:)``), with what the answer itself announced applied
+/// (``QuotaLedger/anticipate(_:)``: GitHub's reset and remaining): no store read on the answer's
+/// path. A request admitted at the same time in another process is not counted until this
+/// process's next admission.
 enum RateLimitFields {
     static let policy = HTTPField.Name("RateLimit-Policy")!
     static let rateLimit = HTTPField.Name("RateLimit")!

@@ -19,6 +19,12 @@ struct AnyAPICommandTests {
         let repository = try await offPool { try CurlResponse.fetch("\(base)/repos/apple/swift") }
         #expect(repository.status == 200)
         #expect(repository.headers["x-tollgate-endpoint"] == "repos.get")
+        // The first answer of GitHub's hour already describes that hour: RateLimit's t counts to
+        // GitHub's X-RateLimit-Reset (an hour after this first request), not to the next :00.
+        let firstReset = try #require(repository.headers["x-ratelimit-reset"].flatMap(TimeInterval.init))
+        let firstSeconds = try #require(AdminListenerCommandTests.policies(repository.headers["ratelimit"])["core"]?["t"])
+        #expect(abs(Date().addingTimeInterval(TimeInterval(firstSeconds)).timeIntervalSince1970 - firstReset) < 5,
+                "t=\(firstSeconds) against a reset at \(firstReset)")
         let search = try await offPool { try CurlResponse.fetch("\(base)/search/issues?q=bug") }
         #expect(search.headers["x-tollgate-endpoint"] == "search.issues")
         #expect(github.remaining(of: "search") == 29)
@@ -29,6 +35,8 @@ struct AnyAPICommandTests {
         let followed = try await offPool { try CurlResponse.fetch("\(base)/users/octocat") }
         #expect(followed.status == 200)
         #expect(github.remaining(of: "core") == 598)
+        #expect(AdminListenerCommandTests.policies(followed.headers["ratelimit"])["core"]?["r"] == 598,
+                "the answer that said 598 are left says so itself")
         #expect(try CommandRunner.sqliteValue(database, "SELECT units FROM quota_events WHERE kind = 'announced' AND bucket = 'core'") == "4400")
 
         // 598 left, 500 kept back, an hour to go: well below an even share, so requests are spread

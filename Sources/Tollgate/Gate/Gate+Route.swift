@@ -173,6 +173,7 @@ extension Gate {
                 }
             case .settleWithAnswer(let settlement):
                 let pending = try pendingSettlement(settlement, admitted: admitted, request, answer: exchange)
+                quota.anticipate(pending.settlement.announcements)
                 exchange?.pendingSettlement = pending
                 decided = machine.settlementDeferred(now: clock.now(), using: &generator)
             case .fail(let failure):

@@ -247,6 +247,31 @@ public final class QuotaLedger: Sendable {
                                     day: PacificDay(containing: clock.now()), period: outcome.period))
     }
 
+    /// Applies what an answer announced to this process's readings of its buckets before the
+    /// settlement that records it is written, which comes after the answer: so the answer's own
+    /// description of its buckets (the proxy's `RateLimit`) already says what the server said —
+    /// GitHub's first answer of an hour, whose `X-RateLimit-Reset` moves the window's end. The
+    /// store's own two rules are applied (``QuotaRules/announcedResetMovesEnd(_:of:now:)``,
+    /// ``QuotaRules/unitsToFollow(announcedRemaining:limit:used:)``); the store's outcome replaces
+    /// the reading when the write lands (``remember(_:of:)``).
+    /// - Parameter announcements: What the answer announced, per bucket.
+    public func anticipate(_ announcements: [QuotaAnnouncement]) {
+        readings.withLock { readings in
+            for announcement in announcements {
+                guard var reading = readings[announcement.bucket], reading.period.end > announcement.at else { continue }
+                if let reset = announcement.resetsAt,
+                   QuotaRules.announcedResetMovesEnd(reset, of: reading.period, now: announcement.at) {
+                    reading.period.end = reset
+                }
+                reading.remaining -= QuotaRules.unitsToFollow(
+                    announcedRemaining: announcement.remaining, limit: reading.limit,
+                    used: reading.limit - reading.remaining
+                )
+                readings[announcement.bucket] = reading
+            }
+        }
+    }
+
     private func remember(_ reading: QuotaBucketReading) {
         readings.withLock { readings in
             // Bucket names come from the configuration, so this stays small.
