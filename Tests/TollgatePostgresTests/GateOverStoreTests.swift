@@ -59,6 +59,42 @@ struct GateOverStoreTests {
         }
     }
 
+    @Test("a GET whose URL is longer than PostgreSQL's B-tree rows hold is answered and charged on either store: uncached on PostgreSQL, cached on SQLite",
+          arguments: StoreBackend.available)
+    func urlLongerThanAnIndexRow(backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let origin = ScriptedOrigin()
+            let gate = try Gate(storage: store, transport: origin, configuration: .youTubeDataAPIv3, clock: SystemClock(),
+                                logger: PostgresTestDatabase.quietLogger)
+            // 6,000 characters that do not compress, as PostgreSQL would compress a repetitive key.
+            var generator = SystemRandomNumberGenerator()
+            let noise = String((0..<6_000).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement(using: &generator)! })
+            let request = HTTPRequest(method: .get, scheme: "https", authority: "www.googleapis.com",
+                                      path: "/youtube/v3/videos?part=id&id=\(noise)")
+            let first = try await gate.send(request, endpoint: "videos.list")
+            #expect(first.status == .ok)
+            #expect(first.unitsCharged == 1)
+            let second = try await gate.send(request, endpoint: "videos.list")
+            #expect(second.status == .ok)
+            try await gate.flush()
+            if store.maximumResourceKeyBytes == nil {
+                #expect(second.source == .revalidated)
+                #expect(try await store.cacheTotals().entries == 1)
+            } else {
+                #expect(second.source == .network, "not stored, so fetched again in full")
+                #expect(try await store.cacheTotals().entries == 0)
+            }
+            #expect(origin.requests.withLock { $0.count } == 2)
+            #expect(try await store.quotaLedgerDiscrepancies().isEmpty)
+
+            // A key just within the limit is stored on both.
+            let fits = HTTPRequest(method: .get, scheme: "https", authority: "www.googleapis.com",
+                                   path: "/youtube/v3/videos?part=id&id=\(noise.prefix(1_800))")
+            _ = try await gate.send(fits, endpoint: "videos.list")
+            #expect(try await gate.send(fits, endpoint: "videos.list").source == .revalidated)
+        }
+    }
+
     @Test("a 304 costs what the endpoint documents on either store: settled at 1 of 100, free, or full",
           arguments: StoreBackend.available)
     func notModifiedCost(backend: StoreBackend) async throws {

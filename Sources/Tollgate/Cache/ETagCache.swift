@@ -66,11 +66,17 @@ public final class ETagCache: Sendable {
     /// The cache key of a request under this cache's secret rules.
     /// - Parameter request: The request.
     /// - Returns: Its key.
-    /// - Throws: ``CacheError/unkeyableRequest(_:)`` when the request has no URL to key on.
+    /// - Throws: ``CacheError/unkeyableRequest(_:)`` when the request has no URL to key on, or
+    ///   its key is longer than the store can index (``CacheStorage/maximumResourceKeyBytes``).
     public func key(for request: HTTPRequest) throws(CacheError) -> CacheKey {
         let fingerprint = RequestFingerprint(request: request)
         if let known = recentKeys.withLock({ $0[fingerprint] }) { return known }
         let key = try CacheKey(request: request, secretRules: secretRules)
+        if let limit = storage.maximumResourceKeyBytes, key.resourceKey.utf8.count > limit {
+            throw CacheError.unkeyableRequest(
+                "its cache key (\(key.resourceKey.utf8.count) bytes: the URL and a digest) is longer than the store indexes (\(limit) bytes)"
+            )
+        }
         recentKeys.withLock { keys in
             if keys.count >= Self.recentKeysLimit { keys.removeAll(keepingCapacity: true) }
             keys[fingerprint] = key

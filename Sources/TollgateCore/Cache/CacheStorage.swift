@@ -6,6 +6,11 @@ import Foundation
 /// first applies the ``CacheActivity`` it is given (buffered LRU touches and statistics), so a
 /// backend that evicts sees every use the service has recorded.
 public protocol CacheStorage: Sendable {
+    /// The longest resource key, in UTF-8 bytes, this store can index, or nil when it has no
+    /// limit. A request whose key is longer is neither looked up, stored nor coalesced: it
+    /// passes the cache as an uncacheable one does, and is charged as any other.
+    var maximumResourceKeyBytes: Int? { get }
+
     /// Reads one stored response of a resource: the candidates' metadata, the variant
     /// `selectVariant` picks, and that variant's body.
     /// - Parameters:
@@ -140,6 +145,9 @@ public protocol CacheStorage: Sendable {
 }
 
 extension CacheStorage {
+    /// No limit: SQLite indexes a text key of any length.
+    public var maximumResourceKeyBytes: Int? { nil }
+
     /// Stores a response with no bookkeeping beside it. See
     /// ``storeCacheEntry(_:retention:activity:bookkeeping:)``.
     /// - Parameters:

@@ -9,6 +9,13 @@ import TollgateCore
 /// lease's `startedMs`): HTTP freshness is computed by the cache service from its own clock.
 /// When two machines store the same response, the one stored later wins, never the older one.
 extension PostgresStore: CacheStorage {
+    /// 2,048 bytes. A B-tree index row holds at most 2,704 bytes (a third of a page, less its
+    /// header), and the key is indexed three ways: with the variant key (64 bytes more) in
+    /// `cache_entries`, alone as the lease's key, and its URL in `cache_entries_by_url`. Past it,
+    /// the lease's insert failed, and with it the whole request: a 6 KB URL got a store error
+    /// instead of an answer. Such a request now passes uncached.
+    public var maximumResourceKeyBytes: Int? { 2_048 }
+
     /// Reads one stored response of a resource: the variant `selectVariant` picks, with its body.
     /// - Parameters:
     ///   - resourceKey: The resource's digest.
