@@ -35,6 +35,23 @@ enum ClientConditional {
         for name in representationMetadata { fields[name] = nil }
     }
 
+    /// Gives back the tags of `If-Match` and `If-Range` as the upstream wrote them, without `W/`,
+    /// for a request through a proxy that rewrites bodies: it made the tags of rewritten bodies
+    /// weak (`UpstreamLinkRewriter.rewriteBody`), and both fields compare strongly (RFC 9110
+    /// §13.1.1, §13.1.5), where a weak tag never matches — a client's `PATCH` with the `If-Match`
+    /// it was given would always have failed with `412`. A tag the upstream itself sent weak
+    /// matches nothing there either way, so nothing that failed before succeeds by this.
+    /// - Parameter fields: The request's fields, on their way upstream.
+    static func restoreUpstreamTags(in fields: inout HTTPFields) {
+        let values = fields[values: .ifMatch]
+        if !values.isEmpty, !values.contains(where: { $0.trimmingCharacters(in: .whitespaces) == "*" }) {
+            fields[.ifMatch] = values.flatMap(EntityTags.opaqueTags).joined(separator: ", ")
+        }
+        if let range = fields[.ifRange]?.trimmingCharacters(in: .whitespaces), range.hasPrefix("W/\"") {
+            fields[.ifRange] = String(range.dropFirst(2))
+        }
+    }
+
     /// The fields ``removeRepresentationMetadata(from:)`` takes out.
     static let representationMetadata: [HTTPField.Name] = [
         .contentLength, .contentType, .contentEncoding, .contentLanguage, .contentRange, .acceptRanges,

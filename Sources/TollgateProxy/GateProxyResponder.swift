@@ -57,6 +57,9 @@ struct GateProxyResponder: HTTPResponder {
             // zstd would leave the estimate standing).
             ContentDecoding.limitAcceptEncoding(&outgoing.headerFields)
         }
+        if linkedUpstream != nil, !rewrittenBodyTypes.isEmpty {
+            ClientConditional.restoreUpstreamTags(in: &outgoing.headerFields)
+        }
         let bodyData = body.readableBytes == 0 ? nil : Data(body.readableBytesView)
         let startedAt = clock.now()
         do {

@@ -36,4 +36,20 @@ struct ClientConditionalTests {
         #expect(!Self.check([#""v1""#], method: .post))
         #expect(!Self.check([#""v1""#], etag: "v1"), "an unquoted tag is no entity tag")
     }
+
+    @Test("If-Match and If-Range go upstream with the upstream's own tags: W/ taken off, a comma inside a tag kept, * and dates as they were")
+    func restoresUpstreamTags() {
+        func restored(_ name: HTTPField.Name, _ values: [String]) -> [String] {
+            var fields = HTTPFields()
+            for value in values { fields.append(HTTPField(name: name, value: value)) }
+            ClientConditional.restoreUpstreamTags(in: &fields)
+            return fields[values: name]
+        }
+        #expect(restored(.ifMatch, [#"W/"g1""#]) == [#""g1""#])
+        #expect(restored(.ifMatch, [#"W/"a,b", "c""#, #"W/"d""#]) == [#""a,b", "c", "d""#])
+        #expect(restored(.ifMatch, ["*"]) == ["*"])
+        #expect(restored(.ifRange, [#"W/"g1""#]) == [#""g1""#])
+        #expect(restored(.ifRange, ["Wed, 21 Oct 2026 07:28:00 GMT"]) == ["Wed, 21 Oct 2026 07:28:00 GMT"])
+        #expect(restored(.ifNoneMatch, [#"W/"g1""#]) == [#"W/"g1""#], "If-None-Match compares weakly: left alone")
+    }
 }

@@ -47,8 +47,14 @@ struct ProxyLinkRewritingTests {
                 return .init(headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip"), ("Cache-Control", "no-store")],
                              body: ProxyLinkRewritingTests.gzipped(base))
             case "/gzipped-items":
-                // A strong tag, ranges and a digest, all of the gzip bytes; If-None-Match compared weakly.
+                // A strong tag, ranges and a digest, all of the gzip bytes; If-None-Match compared
+                // weakly, If-Match strongly (RFC 9110 §13.1.1).
                 let validators: [(name: String, value: String)] = [("ETag", "\"g1\""), ("Cache-Control", "no-cache")]
+                if request.method == "PATCH" {
+                    return request.header("If-Match") == "\"g1\""
+                        ? .init(headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body: "{}")
+                        : .init(status: 412, body: "")
+                }
                 if let condition = request.header("If-None-Match"), ["\"g1\"", "W/\"g1\""].contains(condition) {
                     return .init(status: 304, headers: validators)
                 }
@@ -148,6 +154,12 @@ struct ProxyLinkRewritingTests {
             #expect(notModified.headers[name] == nil, "a 304 describes no body (RFC 9110 §15.4.5): \(name)")
         }
         #expect(upstream.requests.last?.header("If-None-Match") == "W/\"g1\"")
+
+        // The tag it was given, in an If-Match: the upstream compares strongly, against its own tag.
+        let patched = try await Self.send(proxy, "/gzipped-items", host: host, method: "PATCH",
+                                          headers: ["If-Match: W/\"g1\"", "Content-Length: 0"])
+        #expect(patched.status == 200, "not 412: the upstream got its own tag back")
+        #expect(upstream.requests.last?.header("If-Match") == "\"g1\"")
         await proxy.stop()
     }
 
