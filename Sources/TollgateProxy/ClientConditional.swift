@@ -8,9 +8,11 @@ import Tollgate
 /// `200`; the client, which holds that representation (under its own links), is owed the `304`.
 /// Pure.
 enum ClientConditional {
-    /// Whether the answer goes to the client as `304 Not Modified`: a `GET` or `HEAD` whose
-    /// `If-None-Match` is `*` or names the answer's entity tag (weak comparison, RFC 9110 §13.1.2),
-    /// on a `200` that has one.
+    /// Whether the answer goes to the client as `304 Not Modified`, on a `200` to a `GET` or `HEAD`:
+    /// its `If-None-Match` is `*` or names the answer's entity tag (weak comparison, RFC 9110
+    /// §13.1.2); or, without `If-None-Match`, its `If-Modified-Since` is a date no earlier than the
+    /// answer's `Last-Modified` (§13.1.3: the field is ignored beside `If-None-Match`, or when
+    /// either date is not one).
     /// - Parameters:
     ///   - method: The client's method.
     ///   - requestFields: The client's fields.
@@ -20,9 +22,15 @@ enum ClientConditional {
     static func isNotModified(
         method: HTTPRequest.Method, requestFields: HTTPFields, status: HTTPResponse.Status, responseFields: HTTPFields
     ) -> Bool {
-        guard method == .get || method == .head, status == .ok, let etag = responseFields[.eTag] else { return false }
+        guard method == .get || method == .head, status == .ok else { return false }
         let conditions = requestFields[values: .ifNoneMatch]
-        return !conditions.isEmpty && EntityTags.ifNoneMatch(conditions, names: etag)
+        guard conditions.isEmpty else {
+            return responseFields[.eTag].map { EntityTags.ifNoneMatch(conditions, names: $0) } ?? false
+        }
+        guard let since = requestFields[.ifModifiedSince].flatMap({ HTTPDate.parse($0) }),
+              let lastModified = responseFields[.lastModified].flatMap({ HTTPDate.parse($0) })
+        else { return false }
+        return lastModified <= since
     }
 
     /// Takes from a `304`'s fields what describes a body it does not carry (RFC 9110 §15.4.5: a

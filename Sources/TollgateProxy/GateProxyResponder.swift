@@ -188,8 +188,10 @@ struct GateProxyResponder: HTTPResponder {
         let gate = self.gate
         let work = Task { () async throws -> GateResponse in
             // The API's own "quota spent" answer goes to the client as the API wrote it: its SDK reads it.
+            // The client's own conditional is answered from what is stored, as a 304 when it matches.
             try await gate.sendReportingCost(outgoing, body: body, endpoint: endpoint,
-                                             options: GateRequestOptions(streamsBodies: true, passesQuotaSpentAnswers: true),
+                                             options: GateRequestOptions(streamsBodies: true, passesQuotaSpentAnswers: true,
+                                                                         answersConditionalsFromStore: true),
                                              via: shield)
         }
         let client = await ClientConnectionWatcher.watching(context.channel)

@@ -7,7 +7,7 @@ extension Gate {
     /// request, coalescing, then ``forward(_:lookup:machine:flight:)``.
     /// `request.totals` is the caller's, so that what was charged is known when this throws.
     func route(_ request: inout GateRequest) async throws -> GateResponse {
-        let http = request.request
+        var http = request.request
         // 1. Cache lookup. A cache that cannot be read never fails the request.
         if !afterAnswerWrites.isIdle {
             if http.method != .get {
@@ -23,8 +23,14 @@ extension Gate {
         let freshFor = await chosenFreshness(for: request)
         request.freshFor = freshFor
         do {
-            lookup = request.revalidation == .bypassingCache ? .miss(http)
-                : try await cache.lookup(http, endpoint: request.endpoint, freshFor: freshFor)
+            if request.revalidation == .bypassingCache {
+                lookup = .miss(http)
+            } else if let stored = try await storedAnswerForOwnConditionals(request) {
+                // The caller's conditions are evaluated by the caller on what is stored.
+                (http, request.request, lookup) = (stored.request, stored.request, stored.lookup)
+            } else {
+                lookup = try await cache.lookup(http, endpoint: request.endpoint, freshFor: freshFor)
+            }
         } catch {
             logger.warning("cache lookup failed; sending without it",
                            metadata: ["gate.endpoint": "\(request.endpoint)", "error": "\(error)"])
@@ -82,6 +88,22 @@ extension Gate {
             await endFlight(flight)
             throw error
         }
+    }
+
+    /// The lookup of a request's own conditional as if it carried no conditions, when it asks for
+    /// that (``GateRequestOptions/answersConditionalsFromStore``) and something is stored for it.
+    /// - Returns: The request without its conditions and its lookup; nil to send it as it is.
+    /// - Throws: The cache's read error.
+    private func storedAnswerForOwnConditionals(_ request: GateRequest) async throws
+        -> (request: HTTPRequest, lookup: CacheLookup)? {
+        let conditions: [HTTPField.Name] = [.ifNoneMatch, .ifModifiedSince]
+        guard request.options.answersConditionalsFromStore, request.request.method == .get || request.request.method == .head,
+              conditions.contains(where: request.request.headerFields.contains)
+        else { return nil }
+        var unconditional = request.request
+        for name in conditions { unconditional.headerFields[name] = nil }
+        let lookup = try await cache.lookup(unconditional, endpoint: request.endpoint, freshFor: request.freshFor)
+        return lookup.cachedResponse == nil ? nil : (unconditional, lookup)
     }
 
     /// Steps 2 to 6 for a request the cache could not answer, as the machine decides them:

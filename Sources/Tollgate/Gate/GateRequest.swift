@@ -6,8 +6,9 @@ import Logging
 /// resend or background revalidation of it — with everything its steps need, so they take one
 /// value instead of the same endpoint, options, transport and logger each.
 struct GateRequest: Sendable {
-    /// The request as the caller (or the redirect chain) gave it.
-    let request: HTTPRequest
+    /// The request as the caller (or the redirect chain) gave it; without the caller's own
+    /// conditions once the lookup left them to the caller (``GateRequestOptions/answersConditionalsFromStore``).
+    var request: HTTPRequest
     /// Its body.
     let body: Data?
     /// The caller's choices for it.

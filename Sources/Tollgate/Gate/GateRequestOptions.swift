@@ -38,6 +38,17 @@ public struct GateRequestOptions: Sendable, Hashable {
     /// next request is refused before it is sent. A proxy sets it, so that its client's SDK reads the
     /// API's own error (its reason, its `Retry-After`).
     public var passesQuotaSpentAnswers: Bool
+    /// Whether a `GET` or `HEAD` that carries its own `If-None-Match` or `If-Modified-Since` is
+    /// answered from what is stored, when something is: it goes as if it carried neither (a fresh
+    /// answer with no request, a stale one revalidated with the stored validator, or served stale
+    /// when the quota is spent or the server is down), and the caller evaluates its conditions on
+    /// the `200` it gets (RFC 9111 §4.3.2: a cache answers its client's conditional request
+    /// itself). With nothing stored, the conditions go to the server as they are, where a match
+    /// may cost less (GitHub does not count a `304`). A proxy sets it, and answers its client `304`;
+    /// without it, a client revalidating what the proxy holds fresh was charged for a request the
+    /// proxy could have answered, and was refused or given a `502` when the quota was spent or the
+    /// server down, where a request without the conditions was served.
+    public var answersConditionalsFromStore: Bool
 
     /// Creates options.
     /// - Parameters:
@@ -51,10 +62,14 @@ public struct GateRequestOptions: Sendable, Hashable {
     ///   - joinsBatches: Whether the request may join a batch; on by default.
     ///   - passesQuotaSpentAnswers: Whether the server's "quota spent" answer comes back as it is
     ///     instead of as an error; off by default.
+    ///   - answersConditionalsFromStore: Whether a request's own conditions are left to the caller
+    ///     when something is stored for it; off by default.
     public init(cost: Int? = nil, markedIdempotent: Bool = false, allowsStale: Bool = true,
                 redirects: RedirectPolicy? = nil, streamsLargeBodies: Bool = false, streamsBodies: Bool = false,
-                freshFor: Duration? = nil, joinsBatches: Bool = true, passesQuotaSpentAnswers: Bool = false) {
+                freshFor: Duration? = nil, joinsBatches: Bool = true, passesQuotaSpentAnswers: Bool = false,
+                answersConditionalsFromStore: Bool = false) {
         self.passesQuotaSpentAnswers = passesQuotaSpentAnswers
+        self.answersConditionalsFromStore = answersConditionalsFromStore
         self.joinsBatches = joinsBatches
         self.freshFor = freshFor
         self.cost = cost
