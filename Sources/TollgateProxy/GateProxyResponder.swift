@@ -167,12 +167,7 @@ struct GateProxyResponder: HTTPResponder {
     /// (draft-ietf-httpapi-ratelimit-headers §5).
     private func addRateLimitFields(to fields: inout HTTPFields, endpoint: String, answer: GateResponse) {
         if let age = fields[.age].flatMap(Int.init), age > 0 { return }
-        // A 304 that costs less than the call is settled after the answer: the difference is left.
-        let price = gate.quota.price(of: endpoint)
-        let notModified = price.notModifiedCost.units(ofCallPriced: price.units)
-        let refunded = answer.source == .revalidated && answer.unitsCharged == notModified ? price.units - notModified : 0
-        guard let rate = RateLimitFields.fields(gate: gate, endpoint: endpoint, refundedUnits: refunded, now: clock.now())
-        else { return }
+        guard let rate = RateLimitFields.fields(gate: gate, endpoint: endpoint, now: clock.now()) else { return }
         fields[RateLimitFields.policy] = rate.policy
         fields[RateLimitFields.rateLimit] = rate.limit
     }
@@ -244,7 +239,7 @@ struct GateProxyResponder: HTTPResponder {
             var answer = self.refusal(status, code: code, message: refusal.description, endpoint: endpoint,
                                       retryAfter: max(1, SaturatingConversion.int(retryAfter.rounded(.up))),
                                       unitsCharged: unitsCharged)
-            if let rate = RateLimitFields.fields(gate: gate, endpoint: endpoint, refundedUnits: 0, now: clock.now()) {
+            if let rate = RateLimitFields.fields(gate: gate, endpoint: endpoint, now: clock.now()) {
                 answer.headers[RateLimitFields.policy] = rate.policy
                 answer.headers[RateLimitFields.rateLimit] = rate.limit
             }

@@ -17,9 +17,9 @@ import Tollgate
 /// window, or the wait when it is full).
 ///
 /// They are computed from what this request's admission read (``QuotaLedger/latestReading(of:)``,
-/// ``RequestThrottler/latestReading(of:)``), with what the answer itself announced applied
-/// (``QuotaLedger/anticipate(_:)``: GitHub's reset and remaining): no store read on the answer's
-/// path. A request admitted at the same time in another process is not counted until this
+/// ``RequestThrottler/latestReading(of:)``), with what the answer's settlement will do applied
+/// (``QuotaLedger/anticipate(_:returning:to:)``: a `304`'s refund, GitHub's reset and remaining):
+/// no store read on the answer's path. A request admitted at the same time in another process is not counted until this
 /// process's next admission.
 enum RateLimitFields {
     static let policy = HTTPField.Name("RateLimit-Policy")!
@@ -32,8 +32,6 @@ enum RateLimitFields {
     /// - Parameters:
     ///   - gate: The gate whose services hold the readings.
     ///   - endpoint: The endpoint answered.
-    ///   - refundedUnits: Units this request's charge will be given back (a `304` the endpoint
-    ///     does not pay for), added to what its admission read as left.
     ///   - now: The current time, for the seconds to the reset.
     /// - Returns: `RateLimit-Policy` and `RateLimit`.
     /// A window's length for the policy's `w`: a Pacific day is 86,400 s, as YouTube's quota page
@@ -49,15 +47,14 @@ enum RateLimitFields {
         }
     }
 
-    static func fields(gate: Gate, endpoint: String, refundedUnits: Int, now: Date) -> (policy: String, limit: String)? {
+    static func fields(gate: Gate, endpoint: String, now: Date) -> (policy: String, limit: String)? {
         var policies: [ItemOrInnerList] = []
         var limits: [ItemOrInnerList] = []
         let price = gate.quota.price(of: endpoint)
         for charge in price.charges {
             // A reading of a window that has ended says nothing of the one in force.
             guard let reading = gate.quota.latestReading(of: charge.bucket), reading.period.end > now else { continue }
-            let remaining = charge.bucket == price.bucket
-                ? min(reading.limit, reading.remaining + max(0, refundedUnits)) : reading.remaining
+            let remaining = reading.remaining
             let window = gate.quota.configuration.window(of: charge.bucket)
             let length = windowSeconds(window, at: now)
             // The ledger keeps no reset further than one window past the natural end; the relayed

@@ -7,6 +7,27 @@ import TollgateTestSupport
 /// YouTube, from the shipped description files alone, checked with curl and sqlite3.
 @Suite("Any API without Swift: GitHub, an LLM API and a tiered app backend through the proxy")
 struct AnyAPICommandTests {
+    @Test("GitHub: a 304 GitHub does not count says in RateLimit what GitHub says is left, not one more")
+    func gitHubRevalidated() async throws {
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
+        let github = try await FakeGitHubAPI.start()
+        defer { Task { await github.stop() } }
+        let directory = try TemporaryDirectory()
+        let database = directory.path("github.sqlite")
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", github.baseURL.absoluteString, "--db", database, "--api", "github-rest"])
+        #expect(try await offPool { try CurlResponse.fetch("\(base)/repos/apple/swift") }.status == 200)
+        github.consume(resource: "core", requests: 100)
+        // The client's no-cache makes the gate revalidate what it holds: GitHub's 304, uncounted.
+        let revalidated = try await offPool { try CurlResponse.fetch("\(base)/repos/apple/swift", ["-H", "Cache-Control: no-cache"]) }
+        #expect(revalidated.status == 200)
+        #expect(revalidated.headers["x-tollgate-source"] == "revalidated")
+        let announced = try #require(revalidated.headers["x-ratelimit-remaining"].flatMap(Int.init))
+        #expect(AdminListenerCommandTests.policies(revalidated.headers["ratelimit"])["core"]?["r"] == announced,
+                "\(revalidated.headers["ratelimit"] ?? "none") against X-RateLimit-Remaining: \(announced)")
+        #expect(proxy.interrupt().status == 0)
+        #expect(try CommandRunner.sqliteValue(database, "SELECT remaining FROM quota_windows WHERE bucket = 'core'") == String(announced))
+    }
+
     @Test("GitHub: named by the routes, charged in core and search, following X-RateLimit-Remaining down, paced, and a second proxy sees the same window")
     func gitHub() async throws {
         guard CommandRunner.curlAndSQLiteInstalled() else { return }

@@ -185,6 +185,7 @@ extension Gate {
             switch settling {
             case .settleNow(let settlement):
                 let pending = try pendingSettlement(settlement, admitted: admitted, request, answer: exchange)
+                anticipate(pending)
                 do {
                     let circuit = try await settle(pending, &request.account)
                     decided = machine.attemptSettled(circuit: circuit, now: clock.now(), using: &generator)
@@ -195,7 +196,7 @@ extension Gate {
                 }
             case .settleWithAnswer(let settlement):
                 let pending = try pendingSettlement(settlement, admitted: admitted, request, answer: exchange)
-                quota.anticipate(pending.settlement.announcements)
+                anticipate(pending)
                 exchange?.pendingSettlement = pending
                 decided = machine.settlementDeferred(now: clock.now(), using: &generator)
             case .fail(let failure):

@@ -10,6 +10,22 @@ extension Gate {
         /// The buckets a "quota spent" answer closes (``spentBuckets(charged:announcements:)``);
         /// the first of the endpoint's is the settlement's own `exhaustedBucket`.
         var spentBuckets: [String] = []
+
+        /// The units the settlement gives back to the reservation's own bucket: the whole charge
+        /// for a refund, the difference for a cost settled below it (negative above it).
+        var unitsReturned: Int {
+            guard let reservation else { return 0 }
+            if settlement.refundReservationID != nil { return reservation.cost }
+            guard let cost = settlement.actualCosts.first(where: { $0.bucket == reservation.bucket }) else { return 0 }
+            return reservation.cost - cost.units
+        }
+    }
+
+    /// What a settlement will do to this process's readings of its buckets, applied before its
+    /// write (``QuotaLedger/anticipate(_:returning:to:)``): the answer's own description of them
+    /// (the proxy's `RateLimit`) is then what the ledger will hold.
+    func anticipate(_ pending: PendingSettlement) {
+        quota.anticipate(pending.settlement.announcements, returning: pending.unitsReturned, to: pending.reservation?.bucket)
     }
 
     /// The store's record of the machine's settlement of an attempt.

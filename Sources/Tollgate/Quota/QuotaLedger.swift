@@ -253,10 +253,19 @@ public final class QuotaLedger: Sendable {
     /// GitHub's first answer of an hour, whose `X-RateLimit-Reset` moves the window's end. The
     /// store's own two rules are applied (``QuotaRules/announcedResetMovesEnd(_:of:now:)``,
     /// ``QuotaRules/unitsToFollow(announcedRemaining:limit:used:)``); the store's outcome replaces
-    /// the reading when the write lands (``remember(_:of:)``).
-    /// - Parameter announcements: What the answer announced, per bucket.
-    public func anticipate(_ announcements: [QuotaAnnouncement]) {
+    /// the reading when the write lands (``remember(_:of:)``). Units the settlement gives back
+    /// first, as the store does: a `304` the endpoint does not pay for in full.
+    /// - Parameters:
+    ///   - announcements: What the answer announced, per bucket.
+    ///   - returned: Units the settlement gives back to `bucket` (negative for a cost settled
+    ///     above its charge).
+    ///   - bucket: The bucket of the request's own charge.
+    public func anticipate(_ announcements: [QuotaAnnouncement], returning returned: Int = 0, to bucket: String? = nil) {
         readings.withLock { readings in
+            if let bucket, returned != 0, var reading = readings[bucket] {
+                reading.remaining = min(reading.limit, max(0, reading.remaining + returned))
+                readings[bucket] = reading
+            }
             for announcement in announcements {
                 guard var reading = readings[announcement.bucket], reading.period.end > announcement.at else { continue }
                 if let reset = announcement.resetsAt,
