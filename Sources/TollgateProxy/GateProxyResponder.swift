@@ -312,8 +312,8 @@ struct GateProxyResponder: HTTPResponder {
         fields[ProxyHeaders.units] = String(unitsCharged)
         if let endpoint { fields[ProxyHeaders.endpoint] = endpoint }
         if let retryAfter { fields[.retryAfter] = String(retryAfter) }
-        var payload: [String: String] = ["error": code, "message": message]
-        if let retryAfter { payload["retry_after"] = String(retryAfter) }
+        let payload = RefusalBody(error: .init(code: code, message: message), message: message,
+                                  retryAfter: retryAfter.map(String.init))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let json = (try? encoder.encode(payload)) ?? Data()

@@ -121,6 +121,42 @@ struct AnyAPICommandTests {
         #expect(try CommandRunner.sqliteValue(database, "SELECT exhausted || ' ' || remaining FROM quota_windows WHERE bucket = 'core'") == "1 0")
     }
 
+    @Test("The openai SDK reads the proxy's own refusal as a RateLimitError whose code and message are the proxy's")
+    func openAIReadsTheRefusal() async throws {
+        guard CommandRunner.curlAndSQLiteInstalled(), CommandRunner.isInstalled("python3") else { return }
+        guard (try? CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import openai"]))?.status == 0 else {
+            Issue.record("the OpenAI Python SDK is needed (pip install openai): .ci/run installs it")
+            return
+        }
+        let llm = try await FakeLLMAPI.start(behaviour: FakeLLMBehaviour(requestsPerMinute: 500, tokensPerMinute: 30_000))
+        defer { Task { await llm.stop() } }
+        let directory = try TemporaryDirectory()
+        let database = directory.path("llm.sqlite")
+        #expect(try CommandRunner.tollgate("quota", "set-limit", "requests", "0", "--db", database, "--api", "openai-chat").status == 0)
+        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", llm.baseURL.absoluteString, "--db", database, "--api", "openai-chat"])
+        let client = """
+            import sys
+            from openai import OpenAI, RateLimitError
+            client = OpenAI(base_url=sys.argv[1] + "/v1", api_key="sk-test", max_retries=0)
+            try:
+                client.chat.completions.create(model="fake-1", messages=[{"role": "user", "content": "hi"}])
+                print("answered")
+            except RateLimitError as error:
+                print(error.code)
+                print(error.message)
+            """
+        let result = try await offPool {
+            try CommandRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", client, base])
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "quota_exceeded", "\(result.stdout)")
+        #expect(lines.dropFirst().first?.contains("API quota exceeded: chat.completions costs 1 unit") == true,
+                "the proxy's own sentence: \(result.stdout)")
+        #expect(llm.totalTokensBilled == 0, "refused before it was sent")
+        #expect(proxy.interrupt().status == 0)
+    }
+
     @Test("An LLM API that bills tokens in its body: each answer is billed its actual tokens, and the totals equal the events")
     func llmTokens() async throws {
         guard CommandRunner.curlAndSQLiteInstalled() else { return }

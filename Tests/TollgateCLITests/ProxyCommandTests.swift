@@ -84,7 +84,12 @@ struct ProxyCommandTests {
             let retryAfter = try #require(Int(spent.headers["retry-after"] ?? ""))
             #expect(abs(Double(retryAfter) - untilReset) < 5, "Retry-After \(retryAfter), reset in \(untilReset)")
             #expect(spent.headers["x-tollgate-source"] == "refused")
-            #expect(spent.body.contains("\"error\":\"quota_exceeded\""))
+            let refusal = try JSONSerialization.jsonObject(with: Data(spent.body.utf8)) as? [String: Any]
+            let detail = refusal?["error"] as? [String: Any]
+            #expect(detail?["code"] as? String == "quota_exceeded", "\(spent.body)")
+            #expect(detail?["type"] as? String == "tollgate")
+            #expect((detail?["message"] as? String)?.contains("Daily API quota exceeded") == true)
+            #expect(refusal?["message"] as? String == detail?["message"] as? String, "GitHub's clients read it at the top")
             #expect(spent.body.contains("Daily API quota exceeded"))
 
             #expect(try harness.fixture.tollgate("circuit", "open", "videos.list", "--for", "120").status == 0)
@@ -92,7 +97,7 @@ struct ProxyCommandTests {
             #expect(open.status == 503)
             let wait = try #require(Int(open.headers["retry-after"] ?? ""))
             #expect((110...120).contains(wait))
-            #expect(open.body.contains("\"error\":\"circuit_open\""))
+            #expect(open.body.contains("\"code\":\"circuit_open\""))
 
             // Only the first request reached the API.
             #expect(harness.api.receivedRequests.count == 1)
