@@ -56,6 +56,10 @@ public struct Simulation: Sendable {
         let upstream = RecordedUpstream(exchanges, clock: clock)
         var configuration = configuration
         configuration.cache.sensitiveHeaders.insert(Self.userField)
+        // What the recorded answers announce (X-RateLimit-Remaining, x-ratelimit-remaining-tokens)
+        // counts the recorded traffic, which went without this gate: followed, it would charge the
+        // replay for every request the gate saved.
+        configuration.quota.announcedLimits = [:]
         let store = try SQLiteStore(path: path, logger: logger)
         let gate = try Gate(storage: store, transport: upstream, configuration: configuration, clock: clock, logger: logger)
         var tally = Tally(configuration: configuration)
@@ -65,7 +69,9 @@ public struct Simulation: Sendable {
             if scale > 1 { request.headerFields[Self.userField] = String(user) }
             let endpoint = naming.endpoint(for: request)
             do {
-                let answer = try await gate.sendReportingCost(request, body: exchange.requestBody, endpoint: endpoint)
+                // As `tollgate proxy` sends it: a client's own conditional is answered from what is stored.
+                let answer = try await gate.sendReportingCost(request, body: exchange.requestBody, endpoint: endpoint,
+                                                              options: GateRequestOptions(answersConditionalsFromStore: true))
                 tally.count(answer, endpoint: endpoint)
             } catch {
                 tally.count(error, endpoint: endpoint, at: clock.now())

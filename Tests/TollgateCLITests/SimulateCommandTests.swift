@@ -191,6 +191,81 @@ struct SimulateCommandTests {
         try JSONSerialization.data(withJSONObject: archive).write(to: URL(fileURLWithPath: destination))
     }
 
+    @Test("A recording's own X-RateLimit-Remaining counts the traffic without the gate: the replay charges what the gate sends, not what the recording's server counted")
+    func recordedAnnouncementsAreNotFollowed() throws {
+        let directory = try TemporaryDirectory()
+        let start = Date(timeIntervalSince1970: 1_795_000_000)
+        let url = "https://api.github.com/repos/apple/swift"
+        // Nine fetches of one repository a second apart, fresh for a minute, then another one: the
+        // gate sends the first and the last. The recording's server counted all ten, 4,999 down to
+        // 4,990 left, and the last answer says so.
+        let urls = Array(repeating: url, count: 9) + ["https://api.github.com/repos/apple/swift-nio"]
+        var har = try JSONSerialization.jsonObject(with: Self.har(urls, start: start, spacing: 1)) as! [String: Any]
+        var log = har["log"] as! [String: Any]
+        log["entries"] = (log["entries"] as! [[String: Any]]).enumerated().map { index, entry in
+            var entry = entry
+            var response = entry["response"] as! [String: Any]
+            response["headers"] = [
+                ["name": "Content-Type", "value": "application/json"], ["name": "ETag", "value": "\"r1\""],
+                ["name": "Cache-Control", "value": "private, max-age=60, s-maxage=60"],
+                ["name": "X-RateLimit-Limit", "value": "5000"], ["name": "X-RateLimit-Remaining", "value": "\(4_999 - index)"],
+                ["name": "X-RateLimit-Used", "value": "\(1 + index)"], ["name": "X-RateLimit-Resource", "value": "core"],
+                ["name": "X-RateLimit-Reset", "value": "\(Int(start.timeIntervalSince1970) + 3_600)"],
+            ]
+            entry["response"] = response
+            return entry
+        }
+        har["log"] = log
+        let path = directory.path("github.har")
+        try JSONSerialization.data(withJSONObject: har).write(to: URL(fileURLWithPath: path))
+        let (report, run) = try Self.simulate(["--api", "github-rest", "--har", path])
+        let result = try #require(report?.results.first, "\(run.stderr)")
+        #expect(result.sent == 2)
+        #expect(result.buckets["core"]?.units == 2, "not the 10 the recording's server counted")
+    }
+
+    @Test("A client's own If-None-Match in the recording is answered from what the replay's gate holds fresh, as tollgate proxy answers it: no call, no unit")
+    func recordedConditionalsAnsweredFromStore() throws {
+        let directory = try TemporaryDirectory()
+        let description = directory.path("small.yaml")
+        try Data("""
+            api: A small API
+            buckets:
+              daily: {limit: 1000}
+            defaults: {bucket: daily, throttle: {requests: 1000, per: 60s}}
+            routes:
+              - {method: GET, path: "/v1/items/{id}", endpoint: items.get}
+            """.utf8).write(to: URL(fileURLWithPath: description))
+        let url = "https://api.example.com/v1/items/1"
+        var har = try JSONSerialization.jsonObject(with: Self.har(Array(repeating: url, count: 5), start: Date(timeIntervalSince1970: 1_795_000_000),
+                                                                  spacing: 1)) as! [String: Any]
+        var log = har["log"] as! [String: Any]
+        log["entries"] = (log["entries"] as! [[String: Any]]).enumerated().map { index, entry in
+            var entry = entry
+            var response = entry["response"] as! [String: Any]
+            response["headers"] = [["name": "Content-Type", "value": "application/json"], ["name": "ETag", "value": "\"i1\""],
+                                   ["name": "Cache-Control", "value": "max-age=60"]]
+            if index > 0 {
+                // The client's own cache revalidates what it got, and the server said 304.
+                var request = entry["request"] as! [String: Any]
+                request["headers"] = [["name": "If-None-Match", "value": "\"i1\""]]
+                entry["request"] = request
+                response["status"] = 304
+                response["content"] = ["size": 0, "mimeType": "application/json", "text": ""]
+            }
+            entry["response"] = response
+            return entry
+        }
+        har["log"] = log
+        let path = directory.path("items.har")
+        try JSONSerialization.data(withJSONObject: har).write(to: URL(fileURLWithPath: path))
+        let (report, run) = try Self.simulate(["--api", description, "--har", path])
+        let result = try #require(report?.results.first, "\(run.stderr)")
+        #expect(result.requests == 5)
+        #expect(result.sent == 1, "the four conditionals answered from the fresh copy")
+        #expect(result.units == 1)
+    }
+
     @Test("--scale 40 on a recording that fits the day for one user: the report says when the bucket runs out and what is refused after, by endpoint")
     func scaleRunsOut() throws {
         // 30 distinct lookups over one Pacific day: 30 units of 1,000 for one user, 1,200 for forty.
