@@ -10,7 +10,10 @@ import Tollgate
 /// secret in an answer's fields are scrubbed. Bodies are written only when asked for.
 ///
 /// Entries are appended as they come and the file is closed by ``close()``: a proxy stopped with
-/// Ctrl-C or SIGTERM leaves a complete file.
+/// Ctrl-C or SIGTERM leaves a complete file. A file it wrote before is continued, not replaced:
+/// restarting the proxy with the same `--record` keeps what was recorded, and a recording whose
+/// proxy was killed keeps every whole entry (``wholePart(of:)``; `tollgate simulate` replays such a
+/// file too). Any other file is left as it is.
 public actor HTTPArchiveRecorder {
     private let handle: FileHandle
     private let redaction: SecretRedaction
@@ -19,25 +22,70 @@ public actor HTTPArchiveRecorder {
     private var closed = false
     private let encoder: JSONEncoder
 
-    /// Creates the file (replacing one that is there) and writes the archive's head.
+    /// Opens the file to record to: creates it (owner-only), or continues a recording of its own
+    /// that is there.
     /// - Parameters:
     ///   - path: The file.
     ///   - redaction: The secrets to redact, as the gate's cache does.
     ///   - recordsBodies: Whether bodies are written (they can be large, and hold personal data).
-    /// - Throws: `CocoaError` when the file cannot be created.
-    public init(path: String, redaction: SecretRedaction, recordsBodies: Bool) throws {
-        guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
-              let handle = FileHandle(forWritingAtPath: path) else {
-            throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+    /// - Throws: ``HTTPArchiveError`` when the path cannot be recorded to (``checkDestination(_:)``),
+    ///   or the file cannot be created or written.
+    public init(path: String, redaction: SecretRedaction, recordsBodies: Bool) throws(HTTPArchiveError) {
+        let existing = try Self.checkDestination(path)
+        if existing == nil,
+           !FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) {
+            throw HTTPArchiveError(file: path, message: "cannot be created: \(String(cString: strerror(errno)))")
+        }
+        guard let handle = FileHandle(forWritingAtPath: path) else {
+            throw HTTPArchiveError(file: path, message: "cannot be opened for writing: \(String(cString: strerror(errno)))")
+        }
+        do {
+            if let existing {
+                // Past the last whole entry: the end a clean stop wrote, or a line a kill cut short.
+                try handle.truncate(atOffset: UInt64(existing.length))
+                try handle.seekToEnd()
+            } else {
+                try handle.write(contentsOf: Self.head)
+            }
+        } catch {
+            throw HTTPArchiveError(file: path, message: "cannot be written: \(error.localizedDescription)")
         }
         self.handle = handle
         self.redaction = redaction
         self.recordsBodies = recordsBodies
+        self.wroteEntry = (existing?.entries ?? 0) > 0
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         self.encoder = encoder
-        let creator = try encoder.encode(HTTPArchive.Creator(name: "tollgate proxy --record", version: "1"))
-        handle.write(Data(#"{"log": {"version": "1.2", "creator": "#.utf8) + creator + Data(#", "entries": ["#.utf8))
+    }
+
+    /// Whether `path` can be recorded to, before the proxy starts: a new file in a directory that
+    /// exists, or a recording this recorder wrote (continued).
+    /// - Parameter path: The file.
+    /// - Returns: The whole part of the recording there (``wholePart(of:)``), or nil for a new file.
+    /// - Throws: ``HTTPArchiveError`` for a directory, a directory that does not exist, a file that
+    ///   cannot be read, or a file that is not such a recording (it is left as it is).
+    @discardableResult
+    public static func checkDestination(_ path: String) throws(HTTPArchiveError) -> (length: Int, entries: Int, isClosed: Bool)? {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard !isDirectory.boolValue else {
+                throw HTTPArchiveError(file: path, message: "is a directory: name a file to record to, such as \(path)/day.har")
+            }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw HTTPArchiveError(file: path, message: "cannot be read, so it cannot be continued")
+            }
+            guard !data.isEmpty else { return nil }
+            guard let part = wholePart(of: data) else {
+                throw HTTPArchiveError(file: path, message: "is there and is not a recording of tollgate proxy --record; it is left as it is: name another file")
+            }
+            return part
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            throw HTTPArchiveError(file: path, message: "cannot be created: the directory \(directory) does not exist")
+        }
+        return nil
     }
 
     /// Appends one exchange.
@@ -91,7 +139,7 @@ public actor HTTPArchiveRecorder {
     public func close() {
         guard !closed else { return }
         closed = true
-        handle.write(Data("\n]}}\n".utf8))
+        handle.write(Self.end)
         try? handle.close()
     }
 

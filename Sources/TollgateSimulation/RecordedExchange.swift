@@ -32,10 +32,25 @@ extension HTTPArchive {
     ///   JSON, a missing field, a URL that is not http(s), a date that does not parse, a body past
     ///   ``maximumBodyBytes``.
     public static func exchanges(inFile path: String) throws(HTTPArchiveError) -> [RecordedExchange] {
+        try recording(inFile: path).exchanges
+    }
+
+    /// Reads a HAR file as ``exchanges(inFile:)`` does, and also a recording of `tollgate proxy
+    /// --record` whose proxy did not stop cleanly (killed, crashed, or still running): its whole
+    /// entries, which the recorder writes one line each (``HTTPArchiveRecorder/wholePart(of:)``).
+    /// - Parameter path: The file.
+    /// - Returns: The entries, sorted by start time, and whether the file was such a recording cut short.
+    /// - Throws: ``HTTPArchiveError``, as ``exchanges(inFile:)``.
+    public static func recording(inFile path: String) throws(HTTPArchiveError) -> (exchanges: [RecordedExchange], cutShort: Bool) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw HTTPArchiveError(file: path, message: "the file cannot be read")
         }
-        return try exchanges(in: data, file: path)
+        do {
+            return (try exchanges(in: data, file: path), false)
+        } catch {
+            guard let part = HTTPArchiveRecorder.wholePart(of: data), !part.isClosed else { throw error }
+            return (try exchanges(in: data.prefix(part.length) + HTTPArchiveRecorder.end, file: path), true)
+        }
     }
 
     /// Reads HAR text and checks every entry.

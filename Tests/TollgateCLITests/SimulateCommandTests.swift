@@ -303,6 +303,65 @@ struct SimulateCommandTests {
         #expect(text.stdout.contains("items.get: 200 quota_exceeded"), "\(text.stdout)")
     }
 
+    @Test("--record continues its own file across restarts and after a kill -9, which simulate replays up to its last whole entry; a directory, a missing directory or another file is refused before the proxy starts, and left as it was")
+    func recordingSurvivesRestartsAndKills() async throws {
+        guard CommandRunner.curlAndSQLiteInstalled() else { return }
+        let directory = try TemporaryDirectory()
+        let origin = try ScriptedHTTPServer { request in
+            .init(headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body: #"{"seen":"\#(request.target)"}"#)
+        }
+        defer { origin.stop() }
+        let recorded = directory.path("day.har")
+        func proxy() throws -> (BackgroundCommand, String) {
+            try BackgroundCommand.proxy(["--upstream", origin.baseURL, "--db", directory.path("p.sqlite"), "--record", recorded])
+        }
+        func fetch(_ base: String, _ path: String) async throws {
+            #expect(try await offPool { try CurlResponse.fetch("\(base)\(path)") }.status == 200)
+        }
+        let (first, firstBase) = try proxy()
+        try await fetch(firstBase, "/v1/items/1")
+        try await fetch(firstBase, "/v1/items/2")
+        #expect(first.interrupt().status == 0)
+        let (second, secondBase) = try proxy()
+        try await fetch(secondBase, "/v1/items/3")
+        #expect(second.interrupt().status == 0)
+        #expect(try HTTPArchive.exchanges(inFile: recorded).map(\.request.path) == ["/v1/items/1", "/v1/items/2", "/v1/items/3"],
+                "the restart continued the recording")
+
+        // Killed: no end is written. The next replay takes every whole entry, and says so.
+        let (third, thirdBase) = try proxy()
+        try await fetch(thirdBase, "/v1/items/4")
+        _ = third.signal(SIGKILL, within: 5)
+        let cut = try CommandRunner.run(CommandRunner.tollgate, ["simulate", "--api", "youtube-v3", "--har", recorded, "--json"])
+        #expect(cut.status == 0, "\(cut.stderr)")
+        #expect(cut.stderr.contains("the recording has no end"), "\(cut.stderr)")
+        #expect(cut.stdout.contains(#""requests":4"#) || cut.stdout.contains(#""requests" : 4"#), "\(cut.stdout)")
+        // And a line cut short in the middle is dropped: the entries before it stay.
+        let whole = try Data(contentsOf: URL(fileURLWithPath: recorded))
+        try (whole + Data(",\n{\"startedDateTime\":\"2026-".utf8)).write(to: URL(fileURLWithPath: recorded))
+        #expect(try HTTPArchive.recording(inFile: recorded).exchanges.count == 4)
+        let (fourth, fourthBase) = try proxy()
+        try await fetch(fourthBase, "/v1/items/5")
+        #expect(fourth.interrupt().status == 0)
+        let reread = try HTTPArchive.recording(inFile: recorded)
+        #expect(reread.cutShort == false, "continued and closed whole")
+        #expect(reread.exchanges.map(\.request.path) == (1...5).map { "/v1/items/\($0)" })
+
+        // Refused before the proxy starts, each file left as it was.
+        let other = directory.path("notes.json")
+        try Data(#"{"mine": true}"#.utf8).write(to: URL(fileURLWithPath: other))
+        for (path, says) in [(directory.path(""), "is a directory"), (directory.path("missing/day.har"), "does not exist"),
+                             (other, "is not a recording of tollgate proxy --record")] {
+            let refused = try CommandRunner.run(CommandRunner.tollgate, [
+                "proxy", "--listen", "127.0.0.1:0", "--upstream", origin.baseURL, "--db", directory.path("p.sqlite"), "--record", path,
+            ])
+            #expect(refused.status == 64, "\(path): \(refused.stderr)")
+            #expect(refused.stderr.contains(says), "\(refused.stderr)")
+        }
+        #expect(try String(contentsOfFile: other, encoding: .utf8) == #"{"mine": true}"#)
+        #expect(!FileManager.default.fileExists(atPath: directory.path("missing")))
+    }
+
     @Test("Secrets in query, headers and path parameters reach neither the report, the replay's store, nor --record's file; the temporary directory is removed")
     func secretsStayOut() async throws {
         let directory = try TemporaryDirectory()

@@ -66,7 +66,7 @@ struct ProxyCommand: AsyncParsableCommand {
     @OptionGroup var adminToken: AdminTokenOption
 
     @Option(help: ArgumentHelp(
-        "Write every exchange to this HAR file, secrets redacted as the store redacts them (replay it with tollgate simulate).",
+        "Write every exchange to this HAR file, secrets redacted as the store redacts them (replay it with tollgate simulate); a recording of its own that is there is continued.",
         valueName: "file"))
     var record: String?
 
@@ -96,6 +96,15 @@ struct ProxyCommand: AsyncParsableCommand {
             throw ValidationError("--cache-max-body must be 0 to 1073741824 bytes.")
         }
         _ = try tls.authorities()
+        if let record {
+            do {
+                try HTTPArchiveRecorder.checkDestination(record)
+            } catch {
+                throw ValidationError("--record: \(error.description)")
+            }
+        } else if recordBodies {
+            throw ValidationError("--record-bodies writes bodies into --record's file: name one with --record FILE.")
+        }
     }
 
     func run() async throws {

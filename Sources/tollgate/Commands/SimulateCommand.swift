@@ -41,7 +41,12 @@ struct SimulateCommand: AsyncParsableCommand {
     func run() async throws {
         let exchanges: [RecordedExchange]
         do {
-            exchanges = try HTTPArchive.exchanges(inFile: har)
+            let recording = try HTTPArchive.recording(inFile: har)
+            exchanges = recording.exchanges
+            if recording.cutShort {
+                FileHandle.standardError.write(Data(
+                    "\(har): the recording has no end (its proxy did not stop cleanly, or is still recording): its \(exchanges.count) whole entries are replayed\n".utf8))
+            }
         } catch {
             CommandErrors.report(error)
             throw ExitCode(CommandErrors.usageStatus)
