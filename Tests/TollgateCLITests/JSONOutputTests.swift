@@ -46,6 +46,18 @@ struct JSONOutputTests {
         }
     }
 
+    @Test("an operator's write command on a path with no database says it created one there; on the next run, and for get, nothing")
+    func mistypedDatabaseIsSaid() throws {
+        let directory = try TemporaryDirectory()
+        let typo = directory.path("tolgate.sqlite")
+        let first = try CommandRunner.tollgate("quota", "set-limit", "youtube", "5000", "--db", typo)
+        #expect(first.status == 0)
+        #expect(first.stderr == "tollgate: there was no database at \(typo): a new, empty one was created there.\n", "\(first.stderr)")
+        let second = try CommandRunner.tollgate("circuit", "open", "videos.list", "--for", "60", "--db", typo)
+        #expect(second.status == 0)
+        #expect(second.stderr.isEmpty, "\(second.stderr)")
+    }
+
     @Test("every command is quiet by default and shows the library's logs with --verbose or --log-level")
     func loggingEverywhere() throws {
         let directory = try TemporaryDirectory()

@@ -33,7 +33,7 @@ struct AdminServices {
         configuration: GateConfiguration = .youTubeDataAPIv3, _ body: (AdminServices) async throws -> Void
     ) async throws {
         let logger = logging.bootstrap()
-        let opened = try await database.open(access: access, logger: logger)
+        let opened = try await database.open(access: access, logger: logger, announcingCreation: true)
         try await opened.closing {
             try await body(try AdminServices(database: opened, configuration: configuration, logger: logger))
         }

@@ -45,9 +45,11 @@ struct DatabaseOptions: ParsableArguments {
     ///     directory, the schema); `.readOnly` creates, migrates and writes nothing: a SQLite file
     ///     must exist, a PostgreSQL schema must be current.
     ///   - logger: Where the store logs.
+    ///   - announcingCreation: Whether a SQLite file created here is said on standard error (an
+    ///     operator's command; `get` and `proxy` create the ledger at first use, quietly).
     /// - Returns: The store, its name for messages (never a password) and how to close it.
     /// - Throws: What opening the store throws.
-    func open(access: SQLiteStore.Access, logger: Logger) async throws -> OpenedDatabase {
+    func open(access: SQLiteStore.Access, logger: Logger, announcingCreation: Bool = false) async throws -> OpenedDatabase {
         try requireKnownScheme()
         if isPostgres() {
             let store = try await PostgresStore(
@@ -59,7 +61,13 @@ struct DatabaseOptions: ParsableArguments {
             )
         }
         let path = access == .readWrite ? try preparedPath() : resolvedPath()
+        let existed = FileManager.default.fileExists(atPath: path)
         let store = try SQLiteStore(path: path, configuration: .init(access: access), logger: logger)
+        if !existed, access == .readWrite, announcingCreation {
+            // A mistyped --db would otherwise set a limit or open a circuit on an empty ledger of
+            // its own, and say it succeeded.
+            FileHandle.standardError.write(Data("tollgate: there was no database at \(path): a new, empty one was created there.\n".utf8))
+        }
         // A snapshot read without the -shm file does not follow other processes' writes: say so.
         return OpenedDatabase(name: store.readsImmutableSnapshot ? "\(path) (snapshot)" : path, store: store, close: {})
     }
