@@ -22,7 +22,7 @@ struct SimulateCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("api"), help: ArgumentHelp("A description file or shipped name; repeat to compare.",
                                                          valueName: "file-or-name"))
-    var apis: [String] = []
+    var apis: [String]
 
     @Option(help: ArgumentHelp("The HAR 1.2 file to replay.", valueName: "file"))
     var har: String
@@ -34,7 +34,6 @@ struct SimulateCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard !apis.isEmpty else { throw ValidationError("Name at least one --api to replay under.") }
         guard (1...10_000).contains(scale) else { throw ValidationError("--scale must be 1 to 10000.") }
     }
 
