@@ -46,6 +46,20 @@ struct SimulateCommandTests {
         return (try decoder.decode(Report.self, from: Data(result.stdout.utf8)), result)
     }
 
+    /// A description of a small API, `items.get` charged 1 unit of a daily 1,000, written in `directory`.
+    static func smallDescription(in directory: TemporaryDirectory) throws -> String {
+        let path = directory.path("small.yaml")
+        try Data("""
+            api: A small API
+            buckets:
+              daily: {limit: 1000}
+            defaults: {bucket: daily, throttle: {requests: 1000, per: 60s}}
+            routes:
+              - {method: GET, path: "/v1/items/{id}", endpoint: items.get}
+            """.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
     /// A HAR file of `count` GETs, one every `spacing` seconds from `start`, each answered 200 with
     /// an entity tag and YouTube's `max-age=0`.
     static func har(
@@ -227,15 +241,7 @@ struct SimulateCommandTests {
     @Test("A client's own If-None-Match in the recording is answered from what the replay's gate holds fresh, as tollgate proxy answers it: no call, no unit")
     func recordedConditionalsAnsweredFromStore() throws {
         let directory = try TemporaryDirectory()
-        let description = directory.path("small.yaml")
-        try Data("""
-            api: A small API
-            buckets:
-              daily: {limit: 1000}
-            defaults: {bucket: daily, throttle: {requests: 1000, per: 60s}}
-            routes:
-              - {method: GET, path: "/v1/items/{id}", endpoint: items.get}
-            """.utf8).write(to: URL(fileURLWithPath: description))
+        let description = try Self.smallDescription(in: directory)
         let url = "https://api.example.com/v1/items/1"
         var har = try JSONSerialization.jsonObject(with: Self.har(Array(repeating: url, count: 5), start: Date(timeIntervalSince1970: 1_795_000_000),
                                                                   spacing: 1)) as! [String: Any]
@@ -270,15 +276,7 @@ struct SimulateCommandTests {
     func scaleRunsOut() throws {
         // 30 distinct lookups over one Pacific day: 30 units of 1,000 for one user, 1,200 for forty.
         let directory = try TemporaryDirectory()
-        let description = directory.path("small.yaml")
-        try Data("""
-            api: A small API
-            buckets:
-              daily: {limit: 1000}
-            defaults: {bucket: daily, throttle: {requests: 1000, per: 60s}}
-            routes:
-              - {method: GET, path: "/v1/items/{id}", endpoint: items.get}
-            """.utf8).write(to: URL(fileURLWithPath: description))
+        let description = try Self.smallDescription(in: directory)
         let day = PacificDay(key: "2026-11-20")!
         let urls = (0..<30).map { "https://api.example.com/v1/items/\($0)" }
         let path = directory.path("day.har")

@@ -52,21 +52,15 @@ struct ProxyClientConditionalTests {
         return try await offCooperativePool { try RawHTTPClient.exchange(port: port, head) }
     }
 
-    static func start(_ upstream: Upstream) async throws -> (ScriptedGate, GateProxy) {
-        let gate = try ScriptedGate(.asyncHTTPClient)
-        let proxy = try await GateProxy.start(gate: gate.gate, upstream: URL(string: upstream.server.baseURL)!,
-                                              listen: try LoopbackAddress(parsing: "127.0.0.1:0"))
-        return (gate, proxy)
-    }
-
     @Test("held fresh: the client's matching If-None-Match, or an If-Modified-Since at or after Last-Modified, gets a 304 with nothing sent or charged; another tag gets the whole answer")
     func freshIsAnsweredHere() async throws {
         let upstream = try Upstream(cacheControl: "max-age=600")
         defer { upstream.server.stop() }
-        let (gate, proxy) = try await Self.start(upstream)
+        let proxied = try await ProxiedGate.start(in: upstream.server)
+        let proxy = proxied.proxy
         let first = try await Self.send(proxy)
         #expect(first.status == 200)
-        let charged = try await gate.gate.quota.remaining()
+        let charged = try await proxied.gate.quota.remaining()
 
         let matching = try await Self.send(proxy, headers: ["If-None-Match: \"v1\""])
         #expect(matching.status == 304)
@@ -80,15 +74,16 @@ struct ProxyClientConditionalTests {
         #expect(other.status == 200)
         #expect(String(decoding: other.body, as: UTF8.self) == #"{"items":[1]}"#)
         #expect(upstream.requests.count == 1, "every one answered from the fresh copy")
-        #expect(try await gate.gate.quota.remaining() == charged)
-        await proxy.stop()
+        #expect(try await proxied.gate.quota.remaining() == charged)
+        await proxied.stop()
     }
 
     @Test("held stale and the quota spent: the client's conditional is answered from the stale copy, as a request without it is, not refused")
     func staleWhenSpent() async throws {
         let upstream = try Upstream(cacheControl: "max-age=0")
         defer { upstream.server.stop() }
-        let (gate, proxy) = try await Self.start(upstream)
+        let proxied = try await ProxiedGate.start(in: upstream.server)
+        let proxy = proxied.proxy
         #expect(try await Self.send(proxy).status == 200)
         upstream.spent.isOn.withLock { $0 = true }
         let plain = try await Self.send(proxy)
@@ -99,15 +94,15 @@ struct ProxyClientConditionalTests {
         #expect(conditional.status == 304, "\(conditional.status) \(conditional.headers)")
         #expect(conditional.headers["x-tollgate-source"] == "stale (quotaExhausted)")
         #expect(upstream.requests.count == 2, "the spent bucket sends nothing more")
-        await proxy.stop()
-        withExtendedLifetime(gate) {}
+        await proxied.stop()
     }
 
     @Test("held stale: revalidated upstream with the gate's own tag, then the client's 304; nothing held: the client's conditional goes as it is")
     func revalidatedOrForwarded() async throws {
         let upstream = try Upstream(cacheControl: "max-age=0")
         defer { upstream.server.stop() }
-        let (gate, proxy) = try await Self.start(upstream)
+        let proxied = try await ProxiedGate.start(in: upstream.server)
+        let proxy = proxied.proxy
         // Nothing held yet: the client's own tag goes upstream, whose 304 costs what the API says.
         let forwarded = try await Self.send(proxy, headers: ["If-None-Match: \"v1\""])
         #expect(forwarded.status == 304)
@@ -119,7 +114,6 @@ struct ProxyClientConditionalTests {
         #expect(revalidated.headers["x-tollgate-source"] == "revalidated")
         #expect(upstream.requests.last?.header("If-None-Match") == "\"v1\"", "the gate's own validator, not the client's")
         #expect(upstream.requests.count == 3)
-        await proxy.stop()
-        withExtendedLifetime(gate) {}
+        await proxied.stop()
     }
 }

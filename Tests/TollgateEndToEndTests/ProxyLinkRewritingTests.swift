@@ -85,11 +85,8 @@ struct ProxyLinkRewritingTests {
     func eachClientItsOwnOrigin() async throws {
         let upstream = try Self.upstream()
         defer { upstream.stop() }
-        let gate = try ScriptedGate(.asyncHTTPClient)
-        let proxy = try await GateProxy.start(
-            gate: gate.gate, upstream: URL(string: upstream.baseURL)!, listen: try LoopbackAddress(parsing: "127.0.0.1:0"),
-            rewrittenBodyTypes: ["application/json"]
-        )
+        let proxied = try await ProxiedGate.start(in: upstream, rewriting: ["application/json"])
+        let proxy = proxied.proxy
         let port = proxy.address.port
         let local = "localhost:\(port)"
         let numeric = "127.0.0.1:\(port)"
@@ -121,18 +118,15 @@ struct ProxyLinkRewritingTests {
         #expect(next.headers["x-tollgate-source"] == "network")
         #expect(upstream.requests.count == before + 1)
         #expect(upstream.requests.last?.target == "/items?page=2")
-        await proxy.stop()
+        await proxied.stop()
     }
 
     @Test("a gzip JSON answer with a strong tag goes out decoded under the tag made weak; the client's conditional with it earns a 304 that names no coding, type or digest of the upstream's bytes")
     func compressedThenNotModified() async throws {
         let upstream = try Self.upstream()
         defer { upstream.stop() }
-        let gate = try ScriptedGate(.asyncHTTPClient)
-        let proxy = try await GateProxy.start(
-            gate: gate.gate, upstream: URL(string: upstream.baseURL)!, listen: try LoopbackAddress(parsing: "127.0.0.1:0"),
-            rewrittenBodyTypes: ["application/json"]
-        )
+        let proxied = try await ProxiedGate.start(in: upstream, rewriting: ["application/json"])
+        let proxy = proxied.proxy
         let host = "127.0.0.1:\(proxy.address.port)"
 
         let first = try await Self.send(proxy, "/gzipped-items", host: host, headers: ["Accept-Encoding: gzip"])
@@ -161,34 +155,29 @@ struct ProxyLinkRewritingTests {
                                           headers: ["If-Match: W/\"g1\"", "Content-Length: 0"])
         #expect(patched.status == 200, "not 412: the upstream got its own tag back")
         #expect(upstream.requests.last?.header("If-Match") == "\"g1\"")
-        await proxy.stop()
+        await proxied.stop()
     }
 
     @Test("a HEAD of a resource whose GET is chunked says so, with no Content-Length: 0")
     func headOfChunked() async throws {
         let upstream = try Self.upstream()
         defer { upstream.stop() }
-        let gate = try ScriptedGate(.asyncHTTPClient)
-        let proxy = try await GateProxy.start(
-            gate: gate.gate, upstream: URL(string: upstream.baseURL)!, listen: try LoopbackAddress(parsing: "127.0.0.1:0")
-        )
+        let proxied = try await ProxiedGate.start(in: upstream)
+        let proxy = proxied.proxy
         let head = try await Self.send(proxy, "/chunked", host: "127.0.0.1:\(proxy.address.port)", method: "HEAD")
         #expect(head.status == 200)
         #expect(head.headers["content-length"] == nil)
         #expect(head.headers["transfer-encoding"] == "chunked")
         #expect(head.body.isEmpty)
-        await proxy.stop()
+        await proxied.stop()
     }
 
     @Test("bodies of unlisted media types, compressed bodies and links elsewhere reach the client byte for byte; Location and Content-Location are rewritten")
     func untouched() async throws {
         let upstream = try Self.upstream()
         defer { upstream.stop() }
-        let gate = try ScriptedGate(.asyncHTTPClient)
-        let proxy = try await GateProxy.start(
-            gate: gate.gate, upstream: URL(string: upstream.baseURL)!, listen: try LoopbackAddress(parsing: "127.0.0.1:0"),
-            rewrittenBodyTypes: ["application/json"]
-        )
+        let proxied = try await ProxiedGate.start(in: upstream, rewriting: ["application/json"])
+        let proxy = proxied.proxy
         let host = "127.0.0.1:\(proxy.address.port)"
         let notes = try await Self.send(proxy, "/notes", host: host)
         #expect(Self.text(notes) == "see \(upstream.baseURL)/items/1")
@@ -204,14 +193,14 @@ struct ProxyLinkRewritingTests {
 
         // Without a listed type, the same JSON passes as the upstream sent it; the headers still change.
         let plain = try await GateProxy.start(
-            gate: gate.gate, upstream: URL(string: upstream.baseURL)!, listen: try LoopbackAddress(parsing: "127.0.0.1:0")
+            gate: proxied.gate, upstream: URL(string: upstream.baseURL)!, listen: try LoopbackAddress(parsing: "127.0.0.1:0")
         )
         let plainHost = "127.0.0.1:\(plain.address.port)"
         let unlisted = try await Self.send(plain, "/created", host: plainHost, method: "POST")
         #expect(Self.text(unlisted) == #"{"url":"\#(upstream.baseURL)/items/9"}"#)
         #expect(unlisted.headers["location"] == "http://\(plainHost)/items/9")
         await plain.stop()
-        await proxy.stop()
+        await proxied.stop()
     }
 
     @Test("an upstream under a base path mounted at the proxy's root: the base path comes off, and a URL outside it stays")
