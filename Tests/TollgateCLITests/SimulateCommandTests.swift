@@ -112,9 +112,9 @@ struct SimulateCommandTests {
         mitm.standardError = FileHandle.nullDevice
         try mitm.run()
         defer { if mitm.isRunning { kill(mitm.processIdentifier, SIGKILL) } }
-        // mitmdump takes a moment to listen.
+        // mitmdump takes a moment to listen: seconds of Python imports, more on a loaded machine.
         var listening = false
-        for _ in 0..<100 where !listening {
+        for _ in 0..<300 where !listening {
             listening = (try? RawHTTPClient.connect(port: port)).map { close($0); return true } ?? false
             if !listening { try await Task.sleep(for: .milliseconds(100)) }
         }

@@ -134,7 +134,10 @@ public enum QuotaStateMachine {
     }
 
     /// Decides one bucket of a reservation: closed by the server's mark, over its limit, waiting
-    /// for its paced slot, or admitted with the warnings the charge crosses.
+    /// for its paced slot, or admitted with the warnings the charge crosses. A call that costs
+    /// nothing is admitted whatever the bucket says (its call counted, no units): it spends
+    /// nothing, and an API that does not count it answers it while the bucket is spent — GitHub's
+    /// `/rate_limit`, which a client reads to learn when it may go on.
     /// - Parameter admission: What is asked and what was read.
     /// - Returns: The verdict and the writes.
     public static func decide(_ admission: Admission) -> QuotaDecision {
@@ -143,6 +146,10 @@ public enum QuotaStateMachine {
         func decision(_ verdict: QuotaVerdict, charges: [QuotaWrite] = []) -> QuotaDecision {
             QuotaDecision(verdict: verdict, period: period, used: used, limit: row.limit, bookkeeping: bookkeeping,
                           charges: charges)
+        }
+        if admission.cost == 0 {
+            return decision(.admit(usedAfter: used, warningsCrossed: []),
+                            charges: [.charge(key: period.key, endpoint: admission.endpoint, units: 0)])
         }
         if row.isExhausted(in: period, nowMs: admission.now.millisecondsSince1970) {
             return decision(.refuse(.exhaustedByServer))

@@ -122,6 +122,16 @@ struct QuotaStateMachineTests {
         #expect(decide(row(limit: 0), cost: 0, used: 0).verdict == .admit(usedAfter: 0, warningsCrossed: []))
     }
 
+    @Test("a call that costs nothing goes through a bucket the server closed or an overdraft filled: its call is counted, no units, no pacing")
+    func freeCallThroughAClosedBucket() {
+        let closed = row(exhaustedUntil: hourStart.addingTimeInterval(3600))
+        let free = decide(closed, cost: 0, used: 40)
+        #expect(free.verdict == .admit(usedAfter: 40, warningsCrossed: []))
+        #expect(free.charges.count == 1)
+        #expect(decide(row(), cost: 0, used: 130).verdict == .admit(usedAfter: 130, warningsCrossed: []), "past its limit by an overdraft")
+        #expect(decide(closed, cost: 1, used: 40).verdict == .refuse(.exhaustedByServer), "a unit is still refused")
+    }
+
     @Test("the server's mark closes the bucket for the rest of its window, whatever the budget says")
     func exhaustedRefuses() {
         let closed = row(exhaustedUntil: hourStart.addingTimeInterval(3600))
