@@ -39,6 +39,12 @@ public actor HTTPArchiveRecorder {
         guard let handle = FileHandle(forWritingAtPath: path) else {
             throw HTTPArchiveError(file: path, message: "cannot be opened for writing: \(String(cString: strerror(errno)))")
         }
+        // Held while this recorder lives: two proxies writing one file from the same offset
+        // overwrite each other's entries.
+        guard flock(handle.fileDescriptor, LOCK_EX | LOCK_NB) == 0 else {
+            try? handle.close()
+            throw Self.recordedElsewhere(path)
+        }
         do {
             if let existing {
                 // Past the last whole entry: the end a clean stop wrote, or a line a kill cut short.
@@ -60,7 +66,7 @@ public actor HTTPArchiveRecorder {
     }
 
     /// Whether `path` can be recorded to, before the proxy starts: a new file in a directory that
-    /// exists, or a recording this recorder wrote (continued).
+    /// exists, or a recording this recorder wrote (continued) that no other proxy is recording to.
     /// - Parameter path: The file.
     /// - Returns: The whole part of the recording there (``wholePart(of:)``), or nil for a new file.
     /// - Throws: ``HTTPArchiveError`` for a directory, a directory that does not exist, a file that
@@ -79,6 +85,11 @@ public actor HTTPArchiveRecorder {
             guard let part = wholePart(of: data) else {
                 throw HTTPArchiveError(file: path, message: "is there and is not a recording of tollgate proxy --record; it is left as it is: name another file")
             }
+            if let probe = FileHandle(forReadingAtPath: path) {
+                // Closing the probe lets its lock go.
+                defer { try? probe.close() }
+                guard flock(probe.fileDescriptor, LOCK_EX | LOCK_NB) == 0 else { throw recordedElsewhere(path) }
+            }
             return part
         }
         let directory = (path as NSString).deletingLastPathComponent
@@ -86,6 +97,10 @@ public actor HTTPArchiveRecorder {
             throw HTTPArchiveError(file: path, message: "cannot be created: the directory \(directory) does not exist")
         }
         return nil
+    }
+
+    private static func recordedElsewhere(_ path: String) -> HTTPArchiveError {
+        HTTPArchiveError(file: path, message: "another proxy is recording to it: name another file, or stop that proxy first")
     }
 
     /// Appends one exchange.

@@ -345,6 +345,16 @@ struct SimulateCommandTests {
         #expect(reread.cutShort == false, "continued and closed whole")
         #expect(reread.exchanges.map(\.request.path) == (1...5).map { "/v1/items/\($0)" })
 
+        // A second proxy on a file another one records to is refused: both would write at one offset.
+        let (recording, _) = try proxy()
+        let rival = try CommandRunner.run(CommandRunner.tollgate, [
+            "proxy", "--listen", "127.0.0.1:0", "--upstream", origin.baseURL, "--db", directory.path("q.sqlite"), "--record", recorded,
+        ])
+        #expect(rival.status == 64, "\(rival.stderr)")
+        #expect(rival.stderr.contains("another proxy is recording to it"), "\(rival.stderr)")
+        #expect(recording.interrupt().status == 0)
+        #expect(try HTTPArchive.recording(inFile: recorded).exchanges.count == 5, "the first proxy's file, whole")
+
         // Refused before the proxy starts, each file left as it was.
         let other = directory.path("notes.json")
         try Data(#"{"mine": true}"#.utf8).write(to: URL(fileURLWithPath: other))
