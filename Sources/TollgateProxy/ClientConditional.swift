@@ -11,8 +11,8 @@ enum ClientConditional {
     /// Whether the answer goes to the client as `304 Not Modified`, on a `200` to a `GET` or `HEAD`:
     /// its `If-None-Match` is `*` or names the answer's entity tag (weak comparison, RFC 9110
     /// §13.1.2); or, without `If-None-Match`, its `If-Modified-Since` is a date no earlier than the
-    /// answer's `Last-Modified` (§13.1.3: the field is ignored beside `If-None-Match`, or when
-    /// either date is not one).
+    /// answer's `Last-Modified`, or its `Date` when it has none (RFC 9111 §4.3.2; RFC 9110 §13.1.3:
+    /// the field is ignored beside `If-None-Match`, or when either date is not one).
     /// - Parameters:
     ///   - method: The client's method.
     ///   - requestFields: The client's fields.
@@ -28,7 +28,7 @@ enum ClientConditional {
             return responseFields[.eTag].map { EntityTags.ifNoneMatch(conditions, names: $0) } ?? false
         }
         guard let since = requestFields[.ifModifiedSince].flatMap({ HTTPDate.parse($0) }),
-              let lastModified = responseFields[.lastModified].flatMap({ HTTPDate.parse($0) })
+              let lastModified = (responseFields[.lastModified] ?? responseFields[.date]).flatMap({ HTTPDate.parse($0) })
         else { return false }
         return lastModified <= since
     }

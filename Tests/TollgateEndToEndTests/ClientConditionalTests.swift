@@ -52,4 +52,22 @@ struct ClientConditionalTests {
         #expect(restored(.ifRange, ["Wed, 21 Oct 2026 07:28:00 GMT"]) == ["Wed, 21 Oct 2026 07:28:00 GMT"])
         #expect(restored(.ifNoneMatch, [#"W/"g1""#]) == [#"W/"g1""#], "If-None-Match compares weakly: left alone")
     }
+
+    @Test("If-Modified-Since without If-None-Match: compared with Last-Modified, else with the answer's Date (RFC 9111 §4.3.2)")
+    func modifiedSince() {
+        func check(_ since: String, _ response: [(HTTPField.Name, String)]) -> Bool {
+            var request = HTTPFields()
+            request[.ifModifiedSince] = since
+            var fields = HTTPFields()
+            for (name, value) in response { fields[name] = value }
+            return ClientConditional.isNotModified(method: .get, requestFields: request, status: .ok, responseFields: fields)
+        }
+        let noon = "Tue, 01 Sep 2026 12:00:00 GMT", morning = "Tue, 01 Sep 2026 09:00:00 GMT"
+        #expect(check(noon, [(.lastModified, morning)]))
+        #expect(!check(morning, [(.lastModified, noon)]))
+        #expect(check(noon, [(.date, morning)]), "no Last-Modified: the Date")
+        #expect(!check(morning, [(.date, noon)]))
+        #expect(check(noon, [(.lastModified, noon), (.date, "Wed, 02 Sep 2026 12:00:00 GMT")]), "Last-Modified first, a later Date notwithstanding")
+        #expect(!check("yesterday", [(.date, morning)]), "not a date: ignored")
+    }
 }
