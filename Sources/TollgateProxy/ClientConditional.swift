@@ -23,14 +23,9 @@ enum ClientConditional {
         method: HTTPRequest.Method, requestFields: HTTPFields, status: HTTPResponse.Status, responseFields: HTTPFields
     ) -> Bool {
         guard method == .get || method == .head, status == .ok else { return false }
-        let conditions = requestFields[values: .ifNoneMatch]
-        guard conditions.isEmpty else {
-            return responseFields[.eTag].map { EntityTags.ifNoneMatch(conditions, names: $0) } ?? false
-        }
-        guard let since = requestFields[.ifModifiedSince].flatMap({ HTTPDate.parse($0) }),
-              let lastModified = (responseFields[.lastModified] ?? responseFields[.date]).flatMap({ HTTPDate.parse($0) })
-        else { return false }
-        return lastModified <= since
+        return ConditionalRequest.holdsRepresentation(
+            requestFields, tag: responseFields[.eTag], modified: responseFields[.lastModified] ?? responseFields[.date]
+        )
     }
 
     /// Takes from a `304`'s fields what describes a body it does not carry (RFC 9110 §15.4.5: a

@@ -119,7 +119,7 @@ struct GateProxyResponder: HTTPResponder {
             if answer.bodyStream == nil, ClientConditional.isNotModified(
                 method: request.method, requestFields: request.headers, status: status, responseFields: fields
             ) {
-                // The client's own If-None-Match names what it holds: a 304, not the stored body again.
+                // The client's own conditions say it holds this answer: a 304, not the body again.
                 (status, body) = (.notModified, Data())
                 ClientConditional.removeRepresentationMetadata(from: &fields)
             }

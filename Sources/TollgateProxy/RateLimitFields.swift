@@ -54,7 +54,6 @@ enum RateLimitFields {
         for charge in price.charges {
             // A reading of a window that has ended says nothing of the one in force.
             guard let reading = gate.quota.latestReading(of: charge.bucket), reading.period.end > now else { continue }
-            let remaining = reading.remaining
             let window = gate.quota.configuration.window(of: charge.bucket)
             let length = windowSeconds(window, at: now)
             // The ledger keeps no reset further than one window past the natural end; the relayed
@@ -62,7 +61,7 @@ enum RateLimitFields {
             let secondsToReset = SaturatingConversion.int64(reading.resetsAt.timeIntervalSince(now).rounded(.up))
             policies.append(item(charge.bucket, ["q": Int64(reading.limit), "w": length]))
             limits.append(item(charge.bucket, [
-                "r": Int64(max(0, remaining)), "t": min(max(0, secondsToReset), 2 * length),
+                "r": Int64(max(0, reading.remaining)), "t": min(max(0, secondsToReset), 2 * length),
             ]))
         }
         if let window = gate.throttle.latestReading(of: endpoint) {

@@ -52,7 +52,7 @@ public final class RecordedUpstream: HTTPTransport {
     public func send(_ request: HTTPRequest, body: Data?) async throws -> (HTTPResponse, Data) {
         counts.withLock { $0.sent += 1 }
         let recorded = answers[Self.key(request)] ?? []
-        let conditional = request.headerFields[.ifNoneMatch] != nil || request.headerFields[.ifModifiedSince] != nil
+        let conditional = ConditionalRequest.isConditional(request.headerFields)
         let now = clock.now()
         // Status 0: a request the recorder's gate answered itself (a refusal); no server's answer.
         let answered = recorded.filter { $0.status != 0 }
@@ -66,27 +66,15 @@ public final class RecordedUpstream: HTTPTransport {
             return (HTTPResponse(status: .notFound, headerFields: fields),
                     Data(#"{"error": "not in the recording"}"#.utf8))
         }
-        if answer.status == 304 || (answer.status == 200 && Self.isNotModified(request, answer.fields)) {
+        // An origin compares a date with its Last-Modified alone.
+        if answer.status == 304 || (answer.status == 200 && ConditionalRequest.holdsRepresentation(
+            request.headerFields, tag: answer.fields[.eTag], modified: answer.fields[.lastModified]
+        )) {
             var fields = answer.fields
             fields[.contentType] = nil
             return (HTTPResponse(status: .notModified, headerFields: fields), Data())
         }
         return (HTTPResponse(status: HTTPResponse.Status(code: answer.status), headerFields: answer.fields), answer.body)
-    }
-
-    /// Whether a conditional request names the recorded answer (weak comparison of entity tags,
-    /// RFC 9110 §13.1.2; else the date).
-    static func isNotModified(_ request: HTTPRequest, _ fields: HTTPFields) -> Bool {
-        let conditions = request.headerFields[values: .ifNoneMatch]
-        if !conditions.isEmpty {
-            guard let tag = fields[.eTag] else { return false }
-            return EntityTags.ifNoneMatch(conditions, names: tag)
-        }
-        if let since = request.headerFields[.ifModifiedSince].flatMap({ HTTPDate.parse($0) }),
-           let modified = fields[.lastModified].flatMap({ HTTPDate.parse($0) }) {
-            return modified <= since
-        }
-        return false
     }
 
     /// Method and URL, as recorded and as the gate sends them.

@@ -259,7 +259,7 @@ public final class ETagCache: Sendable {
         guard request.method == .get || request.method == .head else { return false }
         let fields = request.headerFields
         var bypassing: [HTTPField.Name] = [.range, .ifRange, .ifMatch, .ifUnmodifiedSince]
-        if !ignoringAddedValidators { bypassing += [.ifNoneMatch, .ifModifiedSince] }
+        if !ignoringAddedValidators { bypassing += ConditionalRequest.fields }
         return !bypassing.contains(where: fields.contains) && !CacheControl(fields).noStore
     }
 

@@ -38,7 +38,7 @@ extension Gate {
         else { return .notBatched }
         let http = request.request
         guard http.method == .get, request.body?.isEmpty ?? true,
-              !http.headerFields.contains(.ifNoneMatch), !http.headerFields.contains(.ifModifiedSince),
+              !ConditionalRequest.isConditional(http.headerFields),
               let target = http.path, let share = BatchSplitter(policy: policy).share(of: target)
         else { return .notBatched }
         let key = RequestBatcher.Key(endpoint: request.endpoint, request: http, share: share, options: request.options)

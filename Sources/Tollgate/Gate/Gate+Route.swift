@@ -96,12 +96,11 @@ extension Gate {
     /// - Throws: The cache's read error.
     private func storedAnswerForOwnConditionals(_ request: GateRequest) async throws
         -> (request: HTTPRequest, lookup: CacheLookup)? {
-        let conditions: [HTTPField.Name] = [.ifNoneMatch, .ifModifiedSince]
         guard request.options.answersConditionalsFromStore, request.request.method == .get || request.request.method == .head,
-              conditions.contains(where: request.request.headerFields.contains)
+              ConditionalRequest.isConditional(request.request.headerFields)
         else { return nil }
         var unconditional = request.request
-        for name in conditions { unconditional.headerFields[name] = nil }
+        for name in ConditionalRequest.fields { unconditional.headerFields[name] = nil }
         let lookup = try await cache.lookup(unconditional, endpoint: request.endpoint, freshFor: request.freshFor)
         return lookup.cachedResponse == nil ? nil : (unconditional, lookup)
     }
@@ -130,8 +129,7 @@ extension Gate {
             hasServableStale: stored != nil,
             revalidates: revalidating != nil,
             storesAnswer: !request.isSafeWithBody && request.batchedIDs == nil,
-            cacheAddedConditions: outgoing != http && !http.headerFields.contains(.ifNoneMatch)
-                && !http.headerFields.contains(.ifModifiedSince),
+            cacheAddedConditions: outgoing != http && !ConditionalRequest.isConditional(http.headerFields),
             notModifiedCost: quota.price(of: request.endpoint).notModifiedCost,
             price: request.options.cost ?? quota.price(of: request.endpoint).units,
             passesQuotaSpentAnswers: request.options.passesQuotaSpentAnswers
