@@ -2,11 +2,13 @@ import Foundation
 import HTTPTypes
 import Tollgate
 
-/// A client's own `If-None-Match`, evaluated by the proxy on the answer it is about to give (RFC
-/// 9111 §4.3.2: a cache answers a client's conditional request itself). The gate passes a client's
-/// conditional upstream and, when the upstream's `304` confirms what is stored, returns the stored
-/// `200`; the client, which holds that representation (under its own links), is owed the `304`.
-/// Pure.
+/// A client's own `If-None-Match` or `If-Modified-Since`, evaluated by the proxy on the answer it
+/// is about to give (RFC 9111 §4.3.2: a cache answers a client's conditional request itself). The
+/// gate answers such a request from what it holds as if it carried no conditions
+/// (`GateRequestOptions.answersConditionalsFromStore`), or passes the conditions upstream when it
+/// holds nothing; either way a `200` comes back, and the client, which holds that representation
+/// (under its own links), is owed the `304`. Also the fields a `304` leaves out, and the tags a
+/// rewriting proxy gives back upstream. Pure.
 enum ClientConditional {
     /// Whether the answer goes to the client as `304 Not Modified`, on a `200` to a `GET` or `HEAD`:
     /// its `If-None-Match` is `*` or names the answer's entity tag (weak comparison, RFC 9110

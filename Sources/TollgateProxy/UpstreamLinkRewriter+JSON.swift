@@ -17,10 +17,10 @@ extension UpstreamLinkRewriter {
     ///
     /// The answer's `ETag` stays the upstream's tag, made weak (`W/`) when it was strong, as nginx's
     /// `sub_filter` does: a strong tag promises these very bytes (a `Range` or `If-Range` relies on
-    /// it), and the client's are not the upstream's. A client's `If-None-Match` is sent upstream
-    /// (the cache passes a client's own conditional through), where `If-None-Match`'s weak
-    /// comparison (RFC 9110 §13.1.2) matches the upstream's tag, and the `304` it earns tells the
-    /// client to use what it holds — the rewritten body it got under the same URL, host included.
+    /// it), and the client's are not the upstream's. A client's `If-None-Match` with it matches,
+    /// weakly (RFC 9110 §13.1.2), the stored answer's tag in the proxy, or the upstream's tag when
+    /// the conditions go upstream, and the `304` it earns tells the client to use what it holds —
+    /// the rewritten body it got under the same URL, host included.
     /// `Accept-Ranges` and digests of the content (`Content-Digest`, `Repr-Digest`, `Digest`,
     /// `Content-MD5`) no longer hold and are removed. `Content-Length` is the new body's (the
     /// responder drops the upstream's).
