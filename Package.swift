@@ -53,6 +53,12 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
+        // A VFS over SQLite's default one that writes each transaction's write-ahead-log frames in one
+        // system call. C, because a VFS is a table of C function pointers SQLite calls on every write.
+        .target(
+            name: "CSQLiteBatchedWAL",
+            dependencies: ["CSQLite"]
+        ),
         // zlib (apt: zlib1g-dev) and brotli's decoder (apt: libbrotli-dev), to read a cost from a
         // compressed answer. Apple's SDKs carry zlib; brotli is linked on Linux only.
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
@@ -69,6 +75,7 @@ let package = Package(
             dependencies: [
                 "TollgateCore",
                 "CSQLite",
+                "CSQLiteBatchedWAL",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

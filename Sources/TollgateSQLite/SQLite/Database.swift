@@ -1,4 +1,5 @@
 import CSQLite
+import CSQLiteBatchedWAL
 import Foundation
 import TollgateCore
 
@@ -59,7 +60,9 @@ public final class Database {
         case .immutable: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX
         }
         let name = mode == .immutable ? Self.immutableURI(path) : path
-        let code = sqlite3_open_v2(name, &handle, flags, nil)
+        // Each transaction's log frames go to the file in one write (see CSQLiteBatchedWAL); without
+        // that VFS, the default one.
+        let code = sqlite3_open_v2(name, &handle, flags, tollgate_batched_wal_vfs())
         guard code == SQLITE_OK, let handle else {
             let error = DatabaseError(connection: handle, resultCode: code)
             sqlite3_close_v2(handle)

@@ -1,0 +1,347 @@
+#include "BatchedWAL.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+// The one name it registers under. A process that loads two copies of this code registers once: the
+// second finds the name taken and uses the VFS already there, which behaves the same.
+static const char batchedWALName[] = "tollgate-batched-wal";
+
+// The most the unix VFS writes in one call: it masks a write's length to 17 bits (os_unix.c,
+// seekAndWriteFd) and reports a shorter write as a full disk. Past it, what is held is written out
+// before the commit frame (a transaction of more than about 30 pages).
+enum { batchedWALLimit = 0x1ffff };
+
+// SQLite's frame header is exactly this long (wal.c, WAL_FRAME_HDRSIZE); the file header is 32 bytes
+// and a page at least 512, so a write of this length is a frame header and nothing else.
+enum { frameHeaderSize = 24 };
+
+typedef struct BatchedWALFile {
+    sqlite3_file base;         // pMethods: batchedWALMethods
+    sqlite3_file *log;         // the default VFS's file, allocated right after this struct
+    unsigned char *held;       // bytes written by SQLite and not yet by us, contiguous from heldOffset
+    sqlite3_int64 heldOffset;
+    int heldLength;
+    int heldCapacity;
+    int commitFrameNext;       // the last frame header written was a commit frame's: its page ends the transaction
+    sqlite3_int64 received;
+    sqlite3_int64 issued;
+} BatchedWALFile;
+
+static sqlite3_vfs *defaultVFS;
+static sqlite3_vfs batchedVFS;
+static const sqlite3_io_methods batchedWALMethods;
+
+static int writeHeld(BatchedWALFile *file) {
+    if (file->heldLength == 0) return SQLITE_OK;
+    int length = file->heldLength;
+    file->heldLength = 0;
+    file->issued += 1;
+    return file->log->pMethods->xWrite(file->log, file->held, length, file->heldOffset);
+}
+
+static int batchedClose(sqlite3_file *pFile) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    int rc = writeHeld(file);
+    int closed = file->log->pMethods->xClose(file->log);
+    sqlite3_free(file->held);
+    file->held = 0;
+    return rc != SQLITE_OK ? rc : closed;
+}
+
+static int batchedRead(sqlite3_file *pFile, void *buffer, int amount, sqlite3_int64 offset) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    int rc = writeHeld(file);
+    if (rc != SQLITE_OK) return rc;
+    return file->log->pMethods->xRead(file->log, buffer, amount, offset);
+}
+
+static int hold(BatchedWALFile *file, const void *bytes, int amount, sqlite3_int64 offset) {
+    if (file->heldLength == 0) file->heldOffset = offset;
+    int needed = file->heldLength + amount;
+    if (needed > file->heldCapacity) {
+        int capacity = file->heldCapacity == 0 ? 64 * 1024 : file->heldCapacity;
+        while (capacity < needed) capacity *= 2;
+        unsigned char *grown = sqlite3_realloc(file->held, capacity);
+        if (grown == 0) return SQLITE_NOMEM;
+        file->held = grown;
+        file->heldCapacity = capacity;
+    }
+    memcpy(file->held + file->heldLength, bytes, (size_t)amount);
+    file->heldLength = needed;
+    return SQLITE_OK;
+}
+
+static int batchedWrite(sqlite3_file *pFile, const void *bytes, int amount, sqlite3_int64 offset) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    file->received += 1;
+    int rc;
+    // Only a write that continues what is held joins it: SQLite also rewrites frames in place (a page
+    // changed twice in one transaction) and rewrites checksums, which go out in order after it.
+    if (file->heldLength > 0
+        && (offset != file->heldOffset + file->heldLength || file->heldLength + amount > batchedWALLimit)) {
+        rc = writeHeld(file);
+        if (rc != SQLITE_OK) return rc;
+    }
+    if (amount > batchedWALLimit) {
+        file->issued += 1;
+        return file->log->pMethods->xWrite(file->log, bytes, amount, offset);
+    }
+    rc = hold(file, bytes, amount, offset);
+    if (rc != SQLITE_OK) {
+        // Out of memory: write what is held, then this, as SQLite would have.
+        rc = writeHeld(file);
+        if (rc != SQLITE_OK) return rc;
+        file->issued += 1;
+        return file->log->pMethods->xWrite(file->log, bytes, amount, offset);
+    }
+    if (amount == frameHeaderSize) {
+        // Bytes 4-7 of a frame header: the database's size in pages after a commit, 0 otherwise.
+        const unsigned char *header = bytes;
+        file->commitFrameNext = (header[4] | header[5] | header[6] | header[7]) != 0;
+        return SQLITE_OK;
+    }
+    if (file->commitFrameNext) {
+        file->commitFrameNext = 0;
+        return writeHeld(file);
+    }
+    return SQLITE_OK;
+}
+
+static int batchedTruncate(sqlite3_file *pFile, sqlite3_int64 size) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    int rc = writeHeld(file);
+    if (rc != SQLITE_OK) return rc;
+    return file->log->pMethods->xTruncate(file->log, size);
+}
+
+static int batchedSync(sqlite3_file *pFile, int flags) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    int rc = writeHeld(file);
+    if (rc != SQLITE_OK) return rc;
+    return file->log->pMethods->xSync(file->log, flags);
+}
+
+static int batchedFileSize(sqlite3_file *pFile, sqlite3_int64 *size) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    int rc = writeHeld(file);
+    if (rc != SQLITE_OK) return rc;
+    return file->log->pMethods->xFileSize(file->log, size);
+}
+
+static int batchedLock(sqlite3_file *pFile, int level) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    return file->log->pMethods->xLock(file->log, level);
+}
+
+static int batchedUnlock(sqlite3_file *pFile, int level) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    return file->log->pMethods->xUnlock(file->log, level);
+}
+
+static int batchedCheckReservedLock(sqlite3_file *pFile, int *reserved) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    return file->log->pMethods->xCheckReservedLock(file->log, reserved);
+}
+
+static int batchedFileControl(sqlite3_file *pFile, int operation, void *argument) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    int rc = writeHeld(file);
+    if (rc != SQLITE_OK) return rc;
+    return file->log->pMethods->xFileControl(file->log, operation, argument);
+}
+
+static int batchedSectorSize(sqlite3_file *pFile) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    return file->log->pMethods->xSectorSize(file->log);
+}
+
+static int batchedDeviceCharacteristics(sqlite3_file *pFile) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    return file->log->pMethods->xDeviceCharacteristics(file->log);
+}
+
+// SQLite asks the database file, not its log, for shared memory and mappings; these forward anyway,
+// so the log answers exactly as the default VFS's file would.
+static int batchedShmMap(sqlite3_file *pFile, int region, int size, int extend, void volatile **mapped) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    const sqlite3_io_methods *methods = file->log->pMethods;
+    if (methods->iVersion < 2 || methods->xShmMap == 0) return SQLITE_IOERR_SHMMAP;
+    return methods->xShmMap(file->log, region, size, extend, mapped);
+}
+static int batchedShmLock(sqlite3_file *pFile, int offset, int count, int flags) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    const sqlite3_io_methods *methods = file->log->pMethods;
+    if (methods->iVersion < 2 || methods->xShmLock == 0) return SQLITE_IOERR_SHMLOCK;
+    return methods->xShmLock(file->log, offset, count, flags);
+}
+static void batchedShmBarrier(sqlite3_file *pFile) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    const sqlite3_io_methods *methods = file->log->pMethods;
+    if (methods->iVersion >= 2 && methods->xShmBarrier) methods->xShmBarrier(file->log);
+}
+static int batchedShmUnmap(sqlite3_file *pFile, int deleteFlag) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    const sqlite3_io_methods *methods = file->log->pMethods;
+    if (methods->iVersion < 2 || methods->xShmUnmap == 0) return SQLITE_OK;
+    return methods->xShmUnmap(file->log, deleteFlag);
+}
+static int batchedFetch(sqlite3_file *pFile, sqlite3_int64 offset, int amount, void **pointer) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    const sqlite3_io_methods *methods = file->log->pMethods;
+    *pointer = 0;
+    if (methods->iVersion < 3 || methods->xFetch == 0) return SQLITE_OK;
+    // A mapped read sees the file, so what is held goes to the file first.
+    int rc = writeHeld(file);
+    if (rc != SQLITE_OK) return rc;
+    return methods->xFetch(file->log, offset, amount, pointer);
+}
+static int batchedUnfetch(sqlite3_file *pFile, sqlite3_int64 offset, void *pointer) {
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    const sqlite3_io_methods *methods = file->log->pMethods;
+    if (methods->iVersion < 3 || methods->xUnfetch == 0) return SQLITE_OK;
+    return methods->xUnfetch(file->log, offset, pointer);
+}
+
+static const sqlite3_io_methods batchedWALMethods = {
+    3,
+    batchedClose,
+    batchedRead,
+    batchedWrite,
+    batchedTruncate,
+    batchedSync,
+    batchedFileSize,
+    batchedLock,
+    batchedUnlock,
+    batchedCheckReservedLock,
+    batchedFileControl,
+    batchedSectorSize,
+    batchedDeviceCharacteristics,
+    batchedShmMap,
+    batchedShmLock,
+    batchedShmBarrier,
+    batchedShmUnmap,
+    batchedFetch,
+    batchedUnfetch,
+};
+
+static int wrappedFileOffset(void) {
+    // The default VFS's file follows ours, aligned as malloc aligns.
+    return (int)((sizeof(BatchedWALFile) + 15) & ~(size_t)15);
+}
+
+static int batchedOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *pFile, int flags, int *outFlags) {
+    (void)vfs;
+    if ((flags & SQLITE_OPEN_WAL) == 0) {
+        // Every other file is the default VFS's own, in the room this VFS asked for.
+        return defaultVFS->xOpen(defaultVFS, name, pFile, flags, outFlags);
+    }
+    BatchedWALFile *file = (BatchedWALFile *)pFile;
+    memset(file, 0, sizeof(BatchedWALFile));
+    file->log = (sqlite3_file *)((unsigned char *)pFile + wrappedFileOffset());
+    int rc = defaultVFS->xOpen(defaultVFS, name, file->log, flags, outFlags);
+    if (rc != SQLITE_OK) {
+        // SQLite calls xClose only on a file whose pMethods is set.
+        if (file->log->pMethods) file->log->pMethods->xClose(file->log);
+        file->base.pMethods = 0;
+        return rc;
+    }
+    file->base.pMethods = &batchedWALMethods;
+    return SQLITE_OK;
+}
+
+static int batchedDelete(sqlite3_vfs *vfs, const char *name, int syncDirectory) {
+    (void)vfs;
+    return defaultVFS->xDelete(defaultVFS, name, syncDirectory);
+}
+static int batchedAccess(sqlite3_vfs *vfs, const char *name, int flags, int *result) {
+    (void)vfs;
+    return defaultVFS->xAccess(defaultVFS, name, flags, result);
+}
+static int batchedFullPathname(sqlite3_vfs *vfs, const char *name, int size, char *out) {
+    (void)vfs;
+    return defaultVFS->xFullPathname(defaultVFS, name, size, out);
+}
+static void *batchedDlOpen(sqlite3_vfs *vfs, const char *name) {
+    (void)vfs;
+    return defaultVFS->xDlOpen(defaultVFS, name);
+}
+static void batchedDlError(sqlite3_vfs *vfs, int size, char *message) {
+    (void)vfs;
+    defaultVFS->xDlError(defaultVFS, size, message);
+}
+static void (*batchedDlSym(sqlite3_vfs *vfs, void *library, const char *symbol))(void) {
+    (void)vfs;
+    return defaultVFS->xDlSym(defaultVFS, library, symbol);
+}
+static void batchedDlClose(sqlite3_vfs *vfs, void *library) {
+    (void)vfs;
+    defaultVFS->xDlClose(defaultVFS, library);
+}
+static int batchedRandomness(sqlite3_vfs *vfs, int size, char *out) {
+    (void)vfs;
+    return defaultVFS->xRandomness(defaultVFS, size, out);
+}
+static int batchedSleep(sqlite3_vfs *vfs, int microseconds) {
+    (void)vfs;
+    return defaultVFS->xSleep(defaultVFS, microseconds);
+}
+static int batchedCurrentTime(sqlite3_vfs *vfs, double *now) {
+    (void)vfs;
+    return defaultVFS->xCurrentTime(defaultVFS, now);
+}
+static int batchedGetLastError(sqlite3_vfs *vfs, int size, char *message) {
+    (void)vfs;
+    return defaultVFS->xGetLastError ? defaultVFS->xGetLastError(defaultVFS, size, message) : 0;
+}
+static int batchedCurrentTimeInt64(sqlite3_vfs *vfs, sqlite3_int64 *now) {
+    (void)vfs;
+    return defaultVFS->xCurrentTimeInt64(defaultVFS, now);
+}
+
+static const char *registeredName;
+
+static void registerBatchedVFS(void) {
+    if (sqlite3_vfs_find(batchedWALName)) {
+        registeredName = batchedWALName;
+        return;
+    }
+    defaultVFS = sqlite3_vfs_find(0);
+    // The methods forwarded past version 1 must be there to forward.
+    if (defaultVFS == 0 || defaultVFS->iVersion < 2 || defaultVFS->xCurrentTimeInt64 == 0) return;
+    batchedVFS.iVersion = 2;
+    batchedVFS.szOsFile = wrappedFileOffset() + defaultVFS->szOsFile;
+    batchedVFS.mxPathname = defaultVFS->mxPathname;
+    batchedVFS.zName = batchedWALName;
+    batchedVFS.xOpen = batchedOpen;
+    batchedVFS.xDelete = batchedDelete;
+    batchedVFS.xAccess = batchedAccess;
+    batchedVFS.xFullPathname = batchedFullPathname;
+    batchedVFS.xDlOpen = batchedDlOpen;
+    batchedVFS.xDlError = batchedDlError;
+    batchedVFS.xDlSym = batchedDlSym;
+    batchedVFS.xDlClose = batchedDlClose;
+    batchedVFS.xRandomness = batchedRandomness;
+    batchedVFS.xSleep = batchedSleep;
+    batchedVFS.xCurrentTime = batchedCurrentTime;
+    batchedVFS.xGetLastError = batchedGetLastError;
+    batchedVFS.xCurrentTimeInt64 = batchedCurrentTimeInt64;
+    if (sqlite3_vfs_register(&batchedVFS, 0) == SQLITE_OK) registeredName = batchedWALName;
+}
+
+const char *tollgate_batched_wal_vfs(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, registerBatchedVFS);
+    return registeredName;
+}
+
+int tollgate_batched_wal_counts(sqlite3 *db, sqlite3_int64 *received, sqlite3_int64 *issued) {
+    sqlite3_file *log = 0;
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &log) != SQLITE_OK || log == 0) return 0;
+    if (log->pMethods != &batchedWALMethods) return 0;
+    BatchedWALFile *file = (BatchedWALFile *)log;
+    *received = file->received;
+    *issued = file->issued;
+    return 1;
+}

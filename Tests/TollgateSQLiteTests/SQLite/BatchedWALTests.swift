@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+import TollgateTestSupport
+@testable import TollgateSQLite
+
+/// The VFS that writes a transaction's log frames in one call (CSQLiteBatchedWAL): fewer system calls,
+/// and nothing another process reads any different.
+@Suite("The write-ahead log written a transaction at a time")
+struct BatchedWALTests {
+    @Test("a transaction's frames reach the log in one write, and another process reads each commit as soon as it returns")
+    func oneWritePerCommit() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("batched.sqlite")
+        let database = try Self.openInWAL(path)
+        try database.execute(sql: "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+
+        for round in 1...5 {
+            let before = try #require(database.logWrites)
+            try database.inTransaction {
+                // Four rows of 3,000 bytes: a page or more each, so the commit carries several frames.
+                for _ in 0..<4 {
+                    try database.execute(sql: "INSERT INTO bodies (body) VALUES (randomblob(3000))")
+                }
+            }
+            let after = try #require(database.logWrites)
+            #expect(after.received - before.received >= 8, "SQLite wrote \(after.received - before.received) times: fewer than four frames")
+            #expect(after.issued - before.issued == 1, "round \(round): \(after.issued - before.issued) writes reached the file")
+            // The sqlite3 shell opens the file with SQLite's own VFS, in another process: it can only
+            // see the rows if the frames were in the file when the commit was published.
+            #expect(try Self.shell(path, "SELECT count(*), sum(length(body)) FROM bodies;") == "\(round * 4)|\(round * 12000)")
+        }
+        #expect(try Self.shell(path, "PRAGMA integrity_check;") == "ok")
+    }
+
+    @Test("a transaction past the held limit, one that spills pages before its commit and one rolled back after spilling leave the file whole")
+    func largeAndRolledBackTransactions() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("spills.sqlite")
+        let database = try Self.openInWAL(path)
+        // A page cache of ten pages: SQLite writes changed pages to the log before the commit.
+        try database.execute(sql: "PRAGMA cache_size = 10")
+        try database.execute(sql: "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+
+        struct Abandon: Error {}
+        #expect(throws: Abandon.self) {
+            try database.inTransaction {
+                for _ in 0..<300 { try database.execute(sql: "INSERT INTO bodies (body) VALUES (randomblob(4000))") }
+                throw Abandon()
+            }
+        }
+        #expect(try Self.shell(path, "SELECT count(*) FROM bodies;") == "0")
+
+        // About 2.4 MiB in one transaction: many times what the VFS holds (128 KiB), written out on the way.
+        try database.inTransaction {
+            for _ in 0..<600 { try database.execute(sql: "INSERT INTO bodies (body) VALUES (randomblob(4000))") }
+        }
+        try database.inTransaction {
+            try database.execute(sql: "UPDATE bodies SET body = zeroblob(100) WHERE id % 2 = 0")
+        }
+        #expect(try Self.shell(path, "SELECT count(*), sum(length(body)) FROM bodies;") == "600|\(300 * 4000 + 300 * 100)")
+        #expect(try Self.shell(path, "PRAGMA integrity_check;") == "ok")
+        #expect(try database.fetchValue(sql: "SELECT count(*) FROM bodies").int == 600)
+    }
+
+    @Test("every store connection opens through the batching VFS")
+    func storesUseIt() throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteStore(path: directory.path("store.sqlite"))
+        let batched = try store.write { db in
+            try db.execute(sql: "INSERT INTO admin_events (at_ms, subject, action) VALUES (0, 'test', 'batched')")
+            return db.logWrites != nil
+        }
+        #expect(batched)
+    }
+
+    /// A connection set as the store sets its writer: WAL, and `synchronous = NORMAL`, under which a
+    /// commit does not sync the log (a sync would write out what is held by itself).
+    private static func openInWAL(_ path: String) throws -> Database {
+        let database = try Database(path: path)
+        #expect(try database.fetchValue(sql: "PRAGMA journal_mode = WAL").string == "wal")
+        try database.execute(sql: "PRAGMA synchronous = NORMAL")
+        return database
+    }
+
+    /// What the `sqlite3` shell prints for `sql` on the file, trimmed.
+    private static func shell(_ path: String, _ sql: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["sqlite3", path, sql]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
