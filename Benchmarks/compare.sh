@@ -47,6 +47,9 @@ if ! pkg-config --exists sqlite3 2>/dev/null && [ ! -e /usr/include/sqlite3.h ];
 fi
 log "building the C floor"
 cc -O2 -Wall -Wextra -o "$work/floor" floor/floor.c -lsqlite3
+# The design floors again, their log written as Tollgate writes its own (one write per transaction).
+cc -O2 -Wall -Wextra -DFLOOR_BATCHED_WAL -I ../Sources/CSQLiteBatchedWAL/include -o "$work/floor-batched-wal" \
+    floor/floor.c ../Sources/CSQLiteBatchedWAL/BatchedWAL.c -lsqlite3 -lpthread
 log "building the harness (release)"
 . ./build-harness.sh
 log "preparing the requests-cache virtual environment"
@@ -69,6 +72,7 @@ for round in $(seq 1 "$rounds"); do
     run "$work/floor" statements "$(iterations 5000)" "$work/admission.sqlite"
     # The least an admission can write under DESIGN.md's ledger and throttle rules.
     run "$work/floor" design-admission "$(iterations 5000)" "$work"
+    run "$work/floor-batched-wal" design-admission "$(iterations 5000)" "$work"
 
     log "round $round: cache hit vs blob read vs requests-cache read; store vs transaction vs requests-cache store"
     run "$work/floor" blob "$(iterations 10000)" "$work"
@@ -79,6 +83,7 @@ for round in $(seq 1 "$rounds"); do
     run "$work/floor" store-statements "$(iterations 3000)" "$work/store.sqlite"
     # The least a store at capacity can write under DESIGN.md's cache rules.
     run "$work/floor" design-store "$(iterations 3000)" "$work"
+    run "$work/floor-batched-wal" design-store "$(iterations 3000)" "$work"
     run python3 peer/requests_cache_bench.py "$(iterations 2000)" "$work"
 done
 

@@ -72,9 +72,21 @@ static sqlite3 *open_in(const char *dir, const char *name) {
     return open_file(path);
 }
 
+/* Built with FLOOR_BATCHED_WAL and Sources/CSQLiteBatchedWAL, the floors open their files through the
+ * VFS Tollgate opens its own with (each transaction's log frames in one write) and name their results
+ * `….batched_wal`: the same SQL, written to the log as Tollgate writes it. */
+#ifdef FLOOR_BATCHED_WAL
+#include "BatchedWAL.h"
+static const char *floor_vfs(void) { return tollgate_batched_wal_vfs(); }
+static const char result_suffix[] = ".batched_wal";
+#else
+static const char *floor_vfs(void) { return NULL; }
+static const char result_suffix[] = "";
+#endif
+
 static sqlite3 *open_file(const char *path) {
     sqlite3 *db = NULL;
-    check(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), db, "open");
+    check(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, floor_vfs()), db, "open");
     sqlite3_busy_timeout(db, 5000);
     exec(db, "PRAGMA journal_mode = WAL");
     exec(db, "PRAGMA synchronous = NORMAL");
@@ -125,7 +137,7 @@ static void finish(sqlite3 *db, sqlite3_stmt *begin, sqlite3_stmt *commit, sqlit
 
 /* Prints a floor's median as compare.sh reads it, and frees its samples. */
 static void report(const char *name, long long *samples, int count) {
-    printf("RESULT %s %lld\n", name, median(samples, count));
+    printf("RESULT %s%s %lld\n", name, result_suffix, median(samples, count));
     free(samples);
 }
 
