@@ -105,17 +105,17 @@ beside_floor("floor.design_store",
              "The least a store at capacity can write under DESIGN.md (floor design-store: metadata and body in two tables, "
              "the LRU entry taken over with a new key and body, its key and LRU indexes moved; nothing else)",
              "floor.upsert", "blob upsert", "tollgate.store", "store", "it")
-def batched_design_floor(key, tollgate, tollgate_label):
+def batched_design_floor(key, name, tollgate, tollgate_label):
     """A context line, not guarded: a design floor whose log is written as Tollgate writes its own."""
     if key + ".batched_wal" not in v:
         return
     plain, batched = v[key], v[key + ".batched_wal"]
-    context.append(f"The same design floor with its log written a transaction at a time, as Tollgate writes its own "
+    context.append(f"The floor {name} with its log written a transaction at a time, as Tollgate writes its own "
                    f"(floor built with CSQLiteBatchedWAL): {us(batched)}, {batched / plain:.2f}× the plain floor; "
                    f"Tollgate's {tollgate_label} is {v[tollgate] / batched:.2f}× it.")
 
-batched_design_floor("floor.design_admission", "tollgate.admission", "admission")
-batched_design_floor("floor.design_store", "tollgate.store", "store")
+batched_design_floor("floor.design_admission", "design-admission", "tollgate.admission", "admission")
+batched_design_floor("floor.design_store", "design-store", "tollgate.store", "store")
 beside_floor("floor.store_statements",
              "A store's own statements through the C API, on Tollgate's schema (floor store-statements)",
              "floor.upsert", "blob upsert", "tollgate.store", "store", "its own SQL")
