@@ -24,7 +24,9 @@ typedef struct BatchedWALFile {
     sqlite3_int64 heldOffset;
     int heldLength;
     int heldCapacity;
-    int commitFrameNext;       // the last frame header written was a commit frame's: its page ends the transaction
+    int pageNext;              // the last write held was a frame's header: its page comes next
+    int commitFrameNext;       // ... and that frame is a commit frame: its page ends the transaction
+    sqlite3_int64 lastRead;    // the offset of the last read, while no write came after it; -1 otherwise
     sqlite3_int64 received;
     sqlite3_int64 issued;
 } BatchedWALFile;
@@ -34,6 +36,8 @@ static sqlite3_vfs batchedVFS;
 static const sqlite3_io_methods batchedWALMethods;
 
 static int writeHeld(BatchedWALFile *file) {
+    file->pageNext = 0;
+    file->commitFrameNext = 0;
     if (file->heldLength == 0) return SQLITE_OK;
     int length = file->heldLength;
     file->heldLength = 0;
@@ -54,6 +58,7 @@ static int batchedRead(sqlite3_file *pFile, void *buffer, int amount, sqlite3_in
     BatchedWALFile *file = (BatchedWALFile *)pFile;
     int rc = writeHeld(file);
     if (rc != SQLITE_OK) return rc;
+    file->lastRead = offset;
     return file->log->pMethods->xRead(file->log, buffer, amount, offset);
 }
 
@@ -73,40 +78,50 @@ static int hold(BatchedWALFile *file, const void *bytes, int amount, sqlite3_int
     return SQLITE_OK;
 }
 
+static int writeThrough(BatchedWALFile *file, const void *bytes, int amount, sqlite3_int64 offset) {
+    int rc = writeHeld(file);
+    if (rc != SQLITE_OK) return rc;
+    file->issued += 1;
+    return file->log->pMethods->xWrite(file->log, bytes, amount, offset);
+}
+
+// Only a new frame is held: its 24-byte header, then its page right after it. SQLite writes a frame
+// header nowhere else (wal.c, walWriteOneFrame), and always writes the page next. Every other write
+// goes through at once, after what is held, in the order SQLite made them: the log's own header, a
+// page rewritten in place (a page changed twice in a transaction that spilled), and a checksum
+// rewritten after the commit frame (walRewriteChecksums, which reads each frame just before it
+// rewrites its header) — the last of those is followed by no call at all before SQLite publishes
+// the commit, so holding it would leave the file behind what readers are told.
 static int batchedWrite(sqlite3_file *pFile, const void *bytes, int amount, sqlite3_int64 offset) {
     BatchedWALFile *file = (BatchedWALFile *)pFile;
     file->received += 1;
+    sqlite3_int64 lastRead = file->lastRead;
+    file->lastRead = -1;
+    int heldEndsHere = file->heldLength > 0 && offset == file->heldOffset + file->heldLength;
     int rc;
-    // Only a write that continues what is held joins it: SQLite also rewrites frames in place (a page
-    // changed twice in one transaction) and rewrites checksums, which go out in order after it.
-    if (file->heldLength > 0
-        && (offset != file->heldOffset + file->heldLength || file->heldLength + amount > batchedWALLimit)) {
-        rc = writeHeld(file);
-        if (rc != SQLITE_OK) return rc;
-    }
-    if (amount > batchedWALLimit) {
-        file->issued += 1;
-        return file->log->pMethods->xWrite(file->log, bytes, amount, offset);
-    }
-    rc = hold(file, bytes, amount, offset);
-    if (rc != SQLITE_OK) {
-        // Out of memory: write what is held, then this, as SQLite would have.
-        rc = writeHeld(file);
-        if (rc != SQLITE_OK) return rc;
-        file->issued += 1;
-        return file->log->pMethods->xWrite(file->log, bytes, amount, offset);
-    }
-    if (amount == frameHeaderSize) {
+    if (amount == frameHeaderSize && offset != lastRead) {
+        if (file->pageNext || (file->heldLength > 0 && !heldEndsHere)
+            || file->heldLength + amount > batchedWALLimit) {
+            rc = writeHeld(file);
+            if (rc != SQLITE_OK) return rc;
+        }
+        rc = hold(file, bytes, amount, offset);
+        if (rc != SQLITE_OK) return writeThrough(file, bytes, amount, offset);
         // Bytes 4-7 of a frame header: the database's size in pages after a commit, 0 otherwise.
         const unsigned char *header = bytes;
+        file->pageNext = 1;
         file->commitFrameNext = (header[4] | header[5] | header[6] | header[7]) != 0;
         return SQLITE_OK;
     }
-    if (file->commitFrameNext) {
-        file->commitFrameNext = 0;
-        return writeHeld(file);
+    if (!(file->pageNext && heldEndsHere) || file->heldLength + amount > batchedWALLimit) {
+        return writeThrough(file, bytes, amount, offset);
     }
-    return SQLITE_OK;
+    int commits = file->commitFrameNext;
+    rc = hold(file, bytes, amount, offset);
+    if (rc != SQLITE_OK) return writeThrough(file, bytes, amount, offset);
+    file->pageNext = 0;
+    file->commitFrameNext = 0;
+    return commits ? writeHeld(file) : SQLITE_OK;
 }
 
 static int batchedTruncate(sqlite3_file *pFile, sqlite3_int64 size) {
@@ -240,6 +255,7 @@ static int batchedOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *pFile, 
     BatchedWALFile *file = (BatchedWALFile *)pFile;
     memset(file, 0, sizeof(BatchedWALFile));
     file->log = (sqlite3_file *)((unsigned char *)pFile + wrappedFileOffset());
+    file->lastRead = -1;
     int rc = defaultVFS->xOpen(defaultVFS, name, file->log, flags, outFlags);
     if (rc != SQLITE_OK) {
         // SQLite calls xClose only on a file whose pMethods is set.

@@ -11,8 +11,9 @@
 /// Nothing a reader sees changes: SQLite publishes a commit in the WAL index only after the write of
 /// its last frame returns, and that write returns only once every frame before it is in the file.
 /// A failed write is reported by the write of the commit frame, so SQLite fails the commit as it would
-/// have failed on the frame itself. Reads, syncs, truncations and size queries of the log write out
-/// what is held first.
+/// have failed on the frame itself. Only new frames are held: the log's header, frames rewritten in
+/// place and checksums rewritten after the commit frame go through at once, in SQLite's order. Reads,
+/// syncs, truncations and size queries of the log write out what is held first.
 ///
 /// Returns the VFS's name, to pass to `sqlite3_open_v2`, or NULL when there is no default VFS to
 /// wrap or registration failed (the caller then opens with the default VFS).
