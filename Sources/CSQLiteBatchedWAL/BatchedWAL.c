@@ -27,31 +27,63 @@ typedef struct BatchedWALFile {
     int pageNext;              // the last write held was a frame's header: its page comes next
     int commitFrameNext;       // ... and that frame is a commit frame: its page ends the transaction
     sqlite3_int64 lastRead;    // the offset of the last read, while no write came after it; -1 otherwise
+    int failure;               // the error of a write-out that failed, until the write lock is released
+    int injectedFailure;       // for tests: the error the next write-out fails with instead of writing
+    struct BatchedDatabaseFile *database;  // the database file whose log this is, when opened through this VFS
     sqlite3_int64 received;
     sqlite3_int64 issued;
 } BatchedWALFile;
 
+// A database file opened through this VFS: the default VFS's file, and the log it hands its lock
+// releases and barriers to.
+typedef struct BatchedDatabaseFile {
+    sqlite3_file base;         // pMethods: batchedDatabaseMethods
+    sqlite3_file *file;        // the default VFS's file, allocated right after this struct
+    BatchedWALFile *log;       // its write-ahead log while that is open
+} BatchedDatabaseFile;
+
 static sqlite3_vfs *defaultVFS;
 static sqlite3_vfs batchedVFS;
 static const sqlite3_io_methods batchedWALMethods;
+static const sqlite3_io_methods batchedDatabaseMethods;
 
+// Writes out what is held. A failure is kept and returned by every later call on the log until the
+// write lock is released: the frames are lost, and the WAL index of this transaction may already
+// name them (SQLite adds a spilled frame to it when it writes the frame), so nothing may commit.
 static int writeHeld(BatchedWALFile *file) {
     file->pageNext = 0;
     file->commitFrameNext = 0;
+    if (file->failure != SQLITE_OK) return file->failure;
     if (file->heldLength == 0) return SQLITE_OK;
     int length = file->heldLength;
     file->heldLength = 0;
     file->issued += 1;
-    return file->log->pMethods->xWrite(file->log, file->held, length, file->heldOffset);
+    int rc = file->injectedFailure;
+    file->injectedFailure = SQLITE_OK;
+    if (rc == SQLITE_OK) rc = file->log->pMethods->xWrite(file->log, file->held, length, file->heldOffset);
+    if (rc != SQLITE_OK) file->failure = rc;
+    return rc;
+}
+
+// Called as the connection releases the write lock: what is still held belongs to a transaction that
+// did not commit (a commit writes out everything before SQLite publishes it), and must never reach
+// the file after another connection has committed frames at the same offsets.
+static void discardHeld(BatchedWALFile *file) {
+    file->heldLength = 0;
+    file->pageNext = 0;
+    file->commitFrameNext = 0;
+    file->failure = SQLITE_OK;
 }
 
 static int batchedClose(sqlite3_file *pFile) {
     BatchedWALFile *file = (BatchedWALFile *)pFile;
-    int rc = writeHeld(file);
+    // Anything still held is uncommitted (see discardHeld).
+    discardHeld(file);
+    if (file->database) file->database->log = 0;
     int closed = file->log->pMethods->xClose(file->log);
     sqlite3_free(file->held);
     file->held = 0;
-    return rc != SQLITE_OK ? rc : closed;
+    return closed;
 }
 
 static int batchedRead(sqlite3_file *pFile, void *buffer, int amount, sqlite3_int64 offset) {
@@ -95,6 +127,8 @@ static int writeThrough(BatchedWALFile *file, const void *bytes, int amount, sql
 static int batchedWrite(sqlite3_file *pFile, const void *bytes, int amount, sqlite3_int64 offset) {
     BatchedWALFile *file = (BatchedWALFile *)pFile;
     file->received += 1;
+    if (file->failure != SQLITE_OK) return file->failure;
+    if (file->database == 0) return writeThrough(file, bytes, amount, offset);
     sqlite3_int64 lastRead = file->lastRead;
     file->lastRead = -1;
     int heldEndsHere = file->heldLength > 0 && offset == file->heldOffset + file->heldLength;
@@ -243,18 +277,160 @@ static const sqlite3_io_methods batchedWALMethods = {
 
 static int wrappedFileOffset(void) {
     // The default VFS's file follows ours, aligned as malloc aligns.
-    return (int)((sizeof(BatchedWALFile) + 15) & ~(size_t)15);
+    size_t larger = sizeof(BatchedWALFile) > sizeof(BatchedDatabaseFile) ? sizeof(BatchedWALFile) : sizeof(BatchedDatabaseFile);
+    return (int)((larger + 15) & ~(size_t)15);
 }
+
+// The database file: every call goes to the default VFS's file. Two tell the log something first.
+
+static int databaseClose(sqlite3_file *pFile) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    if (file->log) file->log->database = 0;
+    return file->file->pMethods->xClose(file->file);
+}
+static int databaseRead(sqlite3_file *pFile, void *buffer, int amount, sqlite3_int64 offset) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    return file->file->pMethods->xRead(file->file, buffer, amount, offset);
+}
+static int databaseWrite(sqlite3_file *pFile, const void *bytes, int amount, sqlite3_int64 offset) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    return file->file->pMethods->xWrite(file->file, bytes, amount, offset);
+}
+static int databaseTruncate(sqlite3_file *pFile, sqlite3_int64 size) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    return file->file->pMethods->xTruncate(file->file, size);
+}
+static int databaseSync(sqlite3_file *pFile, int flags) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    return file->file->pMethods->xSync(file->file, flags);
+}
+static int databaseFileSize(sqlite3_file *pFile, sqlite3_int64 *size) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    return file->file->pMethods->xFileSize(file->file, size);
+}
+static int databaseLock(sqlite3_file *pFile, int level) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    return file->file->pMethods->xLock(file->file, level);
+}
+static int databaseUnlock(sqlite3_file *pFile, int level) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    return file->file->pMethods->xUnlock(file->file, level);
+}
+static int databaseCheckReservedLock(sqlite3_file *pFile, int *reserved) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    return file->file->pMethods->xCheckReservedLock(file->file, reserved);
+}
+static int databaseFileControl(sqlite3_file *pFile, int operation, void *argument) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    return file->file->pMethods->xFileControl(file->file, operation, argument);
+}
+static int databaseSectorSize(sqlite3_file *pFile) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    return file->file->pMethods->xSectorSize(file->file);
+}
+static int databaseDeviceCharacteristics(sqlite3_file *pFile) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    return file->file->pMethods->xDeviceCharacteristics(file->file);
+}
+static int databaseShmMap(sqlite3_file *pFile, int region, int size, int extend, void volatile **mapped) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    const sqlite3_io_methods *methods = file->file->pMethods;
+    if (methods->iVersion < 2 || methods->xShmMap == 0) return SQLITE_IOERR_SHMMAP;
+    return methods->xShmMap(file->file, region, size, extend, mapped);
+}
+
+// wal.c's WAL_WRITE_LOCK: the first of the WAL index's locks, held exclusively by the one writer.
+enum { walWriteLock = 0 };
+
+static int databaseShmLock(sqlite3_file *pFile, int offset, int count, int flags) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    if (file->log && offset == walWriteLock && count == 1 && flags == (SQLITE_SHM_UNLOCK | SQLITE_SHM_EXCLUSIVE)) {
+        // Before another writer can take the lock: a transaction rolled back after spilling frames
+        // leaves them held, and written later they would land on that writer's committed frames.
+        discardHeld(file->log);
+    }
+    const sqlite3_io_methods *methods = file->file->pMethods;
+    if (methods->iVersion < 2 || methods->xShmLock == 0) return SQLITE_IOERR_SHMLOCK;
+    return methods->xShmLock(file->file, offset, count, flags);
+}
+
+static void databaseShmBarrier(sqlite3_file *pFile) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    // SQLite publishes a commit between the two copies of the WAL index header, with a barrier
+    // between them (walIndexWriteHdr). A commit has written out everything already; should a later
+    // SQLite write a frame these rules do not recognise, it goes to the file here, before any reader
+    // is told of it. A failure is kept by the log and fails its next call.
+    if (file->log) (void)writeHeld(file->log);
+    const sqlite3_io_methods *methods = file->file->pMethods;
+    if (methods->iVersion >= 2 && methods->xShmBarrier) methods->xShmBarrier(file->file);
+}
+
+static int databaseShmUnmap(sqlite3_file *pFile, int deleteFlag) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    const sqlite3_io_methods *methods = file->file->pMethods;
+    if (methods->iVersion < 2 || methods->xShmUnmap == 0) return SQLITE_OK;
+    return methods->xShmUnmap(file->file, deleteFlag);
+}
+static int databaseFetch(sqlite3_file *pFile, sqlite3_int64 offset, int amount, void **pointer) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    const sqlite3_io_methods *methods = file->file->pMethods;
+    *pointer = 0;
+    if (methods->iVersion < 3 || methods->xFetch == 0) return SQLITE_OK;
+    return methods->xFetch(file->file, offset, amount, pointer);
+}
+static int databaseUnfetch(sqlite3_file *pFile, sqlite3_int64 offset, void *pointer) {
+    BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    const sqlite3_io_methods *methods = file->file->pMethods;
+    if (methods->iVersion < 3 || methods->xUnfetch == 0) return SQLITE_OK;
+    return methods->xUnfetch(file->file, offset, pointer);
+}
+
+static const sqlite3_io_methods batchedDatabaseMethods = {
+    3,
+    databaseClose,
+    databaseRead,
+    databaseWrite,
+    databaseTruncate,
+    databaseSync,
+    databaseFileSize,
+    databaseLock,
+    databaseUnlock,
+    databaseCheckReservedLock,
+    databaseFileControl,
+    databaseSectorSize,
+    databaseDeviceCharacteristics,
+    databaseShmMap,
+    databaseShmLock,
+    databaseShmBarrier,
+    databaseShmUnmap,
+    databaseFetch,
+    databaseUnfetch,
+};
 
 static int batchedOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *pFile, int flags, int *outFlags) {
     (void)vfs;
+    sqlite3_file *wrapped = (sqlite3_file *)((unsigned char *)pFile + wrappedFileOffset());
+    if (flags & SQLITE_OPEN_MAIN_DB) {
+        BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+        memset(file, 0, sizeof(BatchedDatabaseFile));
+        file->file = wrapped;
+        int rc = defaultVFS->xOpen(defaultVFS, name, wrapped, flags, outFlags);
+        if (rc != SQLITE_OK) {
+            // SQLite calls xClose only on a file whose pMethods is set.
+            if (wrapped->pMethods) wrapped->pMethods->xClose(wrapped);
+            file->base.pMethods = 0;
+            return rc;
+        }
+        file->base.pMethods = &batchedDatabaseMethods;
+        return SQLITE_OK;
+    }
     if ((flags & SQLITE_OPEN_WAL) == 0) {
         // Every other file is the default VFS's own, in the room this VFS asked for.
         return defaultVFS->xOpen(defaultVFS, name, pFile, flags, outFlags);
     }
     BatchedWALFile *file = (BatchedWALFile *)pFile;
     memset(file, 0, sizeof(BatchedWALFile));
-    file->log = (sqlite3_file *)((unsigned char *)pFile + wrappedFileOffset());
+    file->log = wrapped;
     file->lastRead = -1;
     int rc = defaultVFS->xOpen(defaultVFS, name, file->log, flags, outFlags);
     if (rc != SQLITE_OK) {
@@ -264,6 +440,13 @@ static int batchedOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *pFile, 
         return rc;
     }
     file->base.pMethods = &batchedWALMethods;
+    // The database file SQLite opened this log for: it tells the log when the write lock is
+    // released. A log whose database is not ours is written through, never held.
+    sqlite3_file *database = sqlite3_database_file_object(name);
+    if (database && database->pMethods == &batchedDatabaseMethods) {
+        file->database = (BatchedDatabaseFile *)database;
+        file->database->log = file;
+    }
     return SQLITE_OK;
 }
 
@@ -359,5 +542,13 @@ int tollgate_batched_wal_counts(sqlite3 *db, sqlite3_int64 *received, sqlite3_in
     BatchedWALFile *file = (BatchedWALFile *)log;
     *received = file->received;
     *issued = file->issued;
+    return 1;
+}
+
+int tollgate_batched_wal_fail_next_write_out(sqlite3 *db, int errorCode) {
+    sqlite3_file *log = 0;
+    if (sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &log) != SQLITE_OK || log == 0) return 0;
+    if (log->pMethods != &batchedWALMethods) return 0;
+    ((BatchedWALFile *)log)->injectedFailure = errorCode;
     return 1;
 }

@@ -12,4 +12,10 @@ extension Database {
         guard tollgate_batched_wal_counts(handle, &received, &issued) != 0 else { return nil }
         return (Int(received), Int(issued))
     }
+
+    /// For tests: the next write-out of what the connection's log holds fails with `code` (a full
+    /// disk, say) instead of writing. False while the log is not open through the batching VFS.
+    func failNextLogWriteOut(with code: Int32) -> Bool {
+        tollgate_batched_wal_fail_next_write_out(handle, code) != 0
+    }
 }

@@ -83,6 +83,64 @@ struct BatchedWALTests {
         #expect(try database.fetchValue(sql: "SELECT count(*) FROM bodies").int == 200)
     }
 
+    @Test("frames spilled by a transaction that rolls back are never written after another writer commits at the same offsets")
+    func rolledBackFramesStayOut() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("rollback.sqlite")
+        let database = try Self.openInWAL(path)
+        try database.execute(sql: "PRAGMA cache_size = 10")
+        try database.execute(sql: "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        try database.execute(sql: "INSERT INTO bodies (body) VALUES (randomblob(100))")
+        _ = try database.fetchValue(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+
+        struct Abandon: Error {}
+        #expect(throws: Abandon.self) {
+            try database.inTransaction {
+                // More pages than the cache holds: some reach the log (and the VFS) before the rollback.
+                for _ in 0..<25 { try database.execute(sql: "INSERT INTO bodies (body) VALUES (randomblob(4000))") }
+                throw Abandon()
+            }
+        }
+        // Another process commits frames where the abandoned ones would have gone.
+        #expect(try Self.shell(path, "PRAGMA synchronous = NORMAL; INSERT INTO bodies (body) SELECT randomblob(4000) FROM (SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5); SELECT count(*) FROM bodies;") == "6")
+        // This connection's next reads and its close would have written the abandoned frames over them.
+        #expect(try database.fetchValue(sql: "SELECT count(*) FROM bodies").int == 6)
+        try database.execute(sql: "INSERT INTO bodies (body) VALUES (randomblob(100))")
+        #expect(try Self.recovered(path, in: directory, "SELECT count(*) FROM bodies;") == "7")
+        #expect(try Self.shell(path, "PRAGMA integrity_check; SELECT count(*) FROM bodies;") == "ok\n7")
+    }
+
+    @Test("a write-out that fails fails the transaction's commit, the file stays whole, and the next transaction commits")
+    func failedWriteOutFailsTheCommit() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("full.sqlite")
+        let database = try Self.openInWAL(path)
+        try database.execute(sql: "PRAGMA cache_size = 10")
+        try database.execute(sql: "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL, rank INTEGER UNIQUE)")
+        _ = try database.fetchValue(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+
+        try database.execute(sql: "BEGIN IMMEDIATE")
+        for rank in 1...25 {
+            try database.execute(sql: "INSERT INTO bodies (body, rank) VALUES (randomblob(4000), ?)", arguments: [rank])
+        }
+        // The spilled frames are held; reading them back writes them out first, and that fails. SQLite
+        // fails only the statement (a read error does not end the transaction), so the commit must fail.
+        #expect(database.failNextLogWriteOut(with: 13))  // SQLITE_FULL
+        #expect(throws: DatabaseError.self) {
+            try database.execute(sql: "UPDATE bodies SET rank = rank + 1000 WHERE id <= 25")
+        }
+        try? database.execute(sql: "INSERT INTO bodies (body, rank) VALUES (randomblob(10), -1)")
+        #expect(throws: DatabaseError.self) { try database.execute(sql: "COMMIT") }
+        try? database.execute(sql: "ROLLBACK")
+
+        #expect(try Self.shell(path, "PRAGMA integrity_check; SELECT count(*) FROM bodies;") == "ok\n0")
+        #expect(try Self.recovered(path, in: directory, "SELECT count(*) FROM bodies;") == "0")
+        try database.inTransaction {
+            try database.execute(sql: "INSERT INTO bodies (body, rank) VALUES (randomblob(4000), 1)")
+        }
+        #expect(try Self.shell(path, "SELECT count(*) FROM bodies;") == "1")
+    }
+
     @Test("every store connection opens through the batching VFS")
     func storesUseIt() throws {
         let directory = try TemporaryDirectory()
