@@ -30,6 +30,7 @@ typedef struct BatchedWALFile {
     int failure;               // the error of a write-out that failed, until the write lock is released
     int injectedFailure;       // for tests: the error the next write-out fails with instead of writing
     struct BatchedDatabaseFile *database;  // the database file whose log this is, when opened through this VFS
+    int writesThrough;         // the database file is locked EXCLUSIVE (locking_mode=EXCLUSIVE): hold nothing
     sqlite3_int64 received;
     sqlite3_int64 issued;
 } BatchedWALFile;
@@ -128,7 +129,7 @@ static int batchedWrite(sqlite3_file *pFile, const void *bytes, int amount, sqli
     BatchedWALFile *file = (BatchedWALFile *)pFile;
     file->received += 1;
     if (file->failure != SQLITE_OK) return file->failure;
-    if (file->database == 0) return writeThrough(file, bytes, amount, offset);
+    if (file->database == 0 || file->writesThrough) return writeThrough(file, bytes, amount, offset);
     sqlite3_int64 lastRead = file->lastRead;
     file->lastRead = -1;
     int heldEndsHere = file->heldLength > 0 && offset == file->heldOffset + file->heldLength;
@@ -308,12 +309,27 @@ static int databaseFileSize(sqlite3_file *pFile, sqlite3_int64 *size) {
     BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
     return file->file->pMethods->xFileSize(file->file, size);
 }
+// In WAL mode a connection keeps its database file SHARED while it is open. It locks it EXCLUSIVE
+// only in exclusive locking mode, where SQLite takes no WAL-index locks (so the write lock's release
+// below never comes), and to leave WAL mode or delete the log: the log is then written through.
 static int databaseLock(sqlite3_file *pFile, int level) {
     BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
-    return file->file->pMethods->xLock(file->file, level);
+    int rc = file->file->pMethods->xLock(file->file, level);
+    if (rc == SQLITE_OK && level == SQLITE_LOCK_EXCLUSIVE && file->log) {
+        int written = writeHeld(file->log);
+        file->log->writesThrough = 1;
+        if (written != SQLITE_OK) return written;
+    }
+    return rc;
 }
+// The pager unlocks its database file only on leaving exclusive mode, on closing and on changing
+// journal mode, never inside a write transaction that will commit: what is held then is uncommitted.
 static int databaseUnlock(sqlite3_file *pFile, int level) {
     BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;
+    if (file->log) {
+        discardHeld(file->log);
+        if (level < SQLITE_LOCK_EXCLUSIVE) file->log->writesThrough = 0;
+    }
     return file->file->pMethods->xUnlock(file->file, level);
 }
 static int databaseCheckReservedLock(sqlite3_file *pFile, int *reserved) {

@@ -15,8 +15,10 @@
 /// of the log write out what is held first, and so does the barrier SQLite raises as it publishes a
 /// commit. What is still held when the connection releases the write lock belongs to a transaction
 /// that did not commit (frames it spilled before rolling back) and is dropped, never written over
-/// another writer's frames. A failed write-out fails that call and every later one on the log until
-/// the write lock is released, so the transaction cannot commit without its frames.
+/// another writer's frames, and so is what is held when the database file is unlocked. In exclusive
+/// locking mode (no WAL-index locks) the log is written through. A failed write-out fails that call
+/// and every later one on the log until the write lock is released, so the transaction cannot commit
+/// without its frames.
 ///
 /// Returns the VFS's name, to pass to `sqlite3_open_v2`, or NULL when there is no default VFS to
 /// wrap or registration failed (the caller then opens with the default VFS).

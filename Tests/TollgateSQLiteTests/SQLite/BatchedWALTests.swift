@@ -110,6 +110,29 @@ struct BatchedWALTests {
         #expect(try Self.shell(path, "PRAGMA integrity_check; SELECT count(*) FROM bodies;") == "ok\n7")
     }
 
+    @Test("in exclusive locking mode the log is written through, so a transaction that leaves that mode and rolls back leaves nothing to be written later")
+    func exclusiveModeHoldsNothing() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("exclusive.sqlite")
+        let database = try Self.openInWAL(path)
+        try database.execute(sql: "PRAGMA cache_size = 10")
+        try database.execute(sql: "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        try database.execute(sql: "INSERT INTO bodies (body) VALUES (randomblob(100))")
+        _ = try database.fetchValue(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+
+        // Exclusive mode takes no WAL-index locks, so no release of the write lock would drop what is held.
+        _ = try database.fetchValue(sql: "PRAGMA locking_mode = EXCLUSIVE")
+        try database.execute(sql: "BEGIN IMMEDIATE")
+        for _ in 0..<25 { try database.execute(sql: "INSERT INTO bodies (body) VALUES (randomblob(4000))") }
+        _ = try database.fetchValue(sql: "PRAGMA locking_mode = NORMAL")
+        try database.execute(sql: "ROLLBACK")
+
+        #expect(try Self.shell(path, "PRAGMA synchronous = NORMAL; INSERT INTO bodies (body) SELECT randomblob(3000) FROM bodies; INSERT INTO bodies (body) SELECT randomblob(3000) FROM bodies; SELECT count(*) FROM bodies;") == "4")
+        #expect(try database.fetchValue(sql: "SELECT count(*) FROM bodies").int == 4)
+        #expect(try Self.recovered(path, in: directory, "SELECT count(*) FROM bodies;") == "4")
+        #expect(try Self.shell(path, "PRAGMA integrity_check;") == "ok")
+    }
+
     @Test("a write-out that fails fails the transaction's commit, the file stays whole, and the next transaction commits")
     func failedWriteOutFailsTheCommit() throws {
         let directory = try TemporaryDirectory()
