@@ -39,10 +39,7 @@ struct BatchedWALTests {
     func largeAndRolledBackTransactions() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("spills.sqlite")
-        let database = try Self.openInWAL(path)
-        // A page cache of ten pages: SQLite writes changed pages to the log before the commit.
-        try database.execute(sql: "PRAGMA cache_size = 10")
-        try database.execute(sql: "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        let database = try Self.openSpilling(path)
 
         struct Abandon: Error {}
         #expect(throws: Abandon.self) {
@@ -70,9 +67,7 @@ struct BatchedWALTests {
     func rewrittenFramesReachTheFile() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("rewrites.sqlite")
-        let database = try Self.openInWAL(path)
-        try database.execute(sql: "PRAGMA cache_size = 10")
-        try database.execute(sql: "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        let database = try Self.openSpilling(path)
         try database.inTransaction {
             for _ in 0..<200 { try database.execute(sql: "INSERT INTO bodies (body) VALUES (randomblob(2000))") }
             // Pages spilled to the log above change again: SQLite overwrites their frames in place,
@@ -87,9 +82,7 @@ struct BatchedWALTests {
     func rolledBackFramesStayOut() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("rollback.sqlite")
-        let database = try Self.openInWAL(path)
-        try database.execute(sql: "PRAGMA cache_size = 10")
-        try database.execute(sql: "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        let database = try Self.openSpilling(path)
         try database.execute(sql: "INSERT INTO bodies (body) VALUES (randomblob(100))")
         _ = try database.fetchValue(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -114,9 +107,7 @@ struct BatchedWALTests {
     func exclusiveModeHoldsNothing() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("exclusive.sqlite")
-        let database = try Self.openInWAL(path)
-        try database.execute(sql: "PRAGMA cache_size = 10")
-        try database.execute(sql: "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        let database = try Self.openSpilling(path)
         try database.execute(sql: "INSERT INTO bodies (body) VALUES (randomblob(100))")
         _ = try database.fetchValue(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
 
@@ -137,9 +128,7 @@ struct BatchedWALTests {
     func failedWriteOutFailsTheCommit() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("full.sqlite")
-        let database = try Self.openInWAL(path)
-        try database.execute(sql: "PRAGMA cache_size = 10")
-        try database.execute(sql: "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL, rank INTEGER UNIQUE)")
+        let database = try Self.openSpilling(path, columns: "rank INTEGER UNIQUE")
         _ = try database.fetchValue(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
 
         try database.execute(sql: "BEGIN IMMEDIATE")
@@ -173,6 +162,16 @@ struct BatchedWALTests {
             return db.logWrites != nil
         }
         #expect(batched)
+    }
+
+    /// ``openInWAL(_:)`` with a page cache of ten pages, so that SQLite writes changed pages to the
+    /// log before a transaction commits (a spill), and a `bodies` table with `columns` besides the body.
+    private static func openSpilling(_ path: String, columns: String? = nil) throws -> Database {
+        let database = try openInWAL(path)
+        try database.execute(sql: "PRAGMA cache_size = 10")
+        let extra = columns.map { ", \($0)" } ?? ""
+        try database.execute(sql: "CREATE TABLE bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL\(extra))")
+        return database
     }
 
     /// A connection set as the store sets its writer: WAL, and `synchronous = NORMAL`, under which a
