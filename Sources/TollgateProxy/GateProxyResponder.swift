@@ -150,9 +150,12 @@ struct GateProxyResponder: HTTPResponder {
                     try await writer.write(ByteBuffer(bytes: chunk))
                     if let kept = recorded { recorded = kept.count + chunk.count <= maximumBodySize ? kept + chunk : nil }
                 }
-                try await writer.finish(nil)
+                // Written before the answer's end goes out, as a whole answer's entry is: a client
+                // that reads a chunked answer to its end finds it in the file, even if the proxy is
+                // killed right after. (With a length, the last chunk may reach it a moment sooner.)
                 await recorder?.record(request: sent, requestBody: bodyData, startedAt: startedAt,
                                        duration: clock.now().timeIntervalSince(startedAt), response: response, body: recorded)
+                try await writer.finish(nil)
             })
         } catch {
             await recorder?.record(request: outgoing, requestBody: bodyData, startedAt: startedAt,

@@ -329,6 +329,12 @@ struct SimulateCommandTests {
         // Killed: no end is written. The next replay takes every whole entry, and says so.
         let (third, thirdBase) = try proxy()
         try await fetch(thirdBase, "/v1/items/4")
+        // An answer's entry is written as its last bytes go out: curl can have them all a moment
+        // before the proxy writes the entry, and a kill in that moment loses it (as it should).
+        let deadline = Date().addingTimeInterval(10)
+        while (try? HTTPArchive.recording(inFile: recorded).exchanges.count) != 4, Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         _ = third.signal(SIGKILL, within: 5)
         let cut = try CommandRunner.run(CommandRunner.tollgate, ["simulate", "--api", "youtube-v3", "--har", recorded, "--json"])
         #expect(cut.status == 0, "\(cut.stderr)")
