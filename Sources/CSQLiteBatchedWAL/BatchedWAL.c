@@ -66,9 +66,10 @@ static int writeHeld(BatchedWALFile *file) {
     return rc;
 }
 
-// Called as the connection releases the write lock: what is still held belongs to a transaction that
-// did not commit (a commit writes out everything before SQLite publishes it), and must never reach
-// the file after another connection has committed frames at the same offsets.
+// Called as the connection releases the write lock, unlocks its database file or closes its log: what
+// is still held then belongs to a transaction that did not commit (a commit writes out everything
+// before SQLite publishes it), and must never reach the file after another connection has committed
+// frames at the same offsets.
 static void discardHeld(BatchedWALFile *file) {
     file->heldLength = 0;
     file->pageNext = 0;
@@ -282,7 +283,8 @@ static int wrappedFileOffset(void) {
     return (int)((larger + 15) & ~(size_t)15);
 }
 
-// The database file: every call goes to the default VFS's file. Two tell the log something first.
+// The database file: every call goes to the default VFS's file. Its lock, unlock, WAL-index lock and
+// barrier tell the log first (below), and its close unlinks the two.
 
 static int databaseClose(sqlite3_file *pFile) {
     BatchedDatabaseFile *file = (BatchedDatabaseFile *)pFile;

@@ -19,21 +19,14 @@ import Tollgate
 /// They are computed from what this request's admission read (``QuotaLedger/latestReading(of:)``,
 /// ``RequestThrottler/latestReading(of:)``), with what the answer's settlement will do applied
 /// (``QuotaLedger/anticipate(_:returning:to:)``: a `304`'s refund, GitHub's reset and remaining):
-/// no store read on the answer's path. A request admitted at the same time in another process is not counted until this
-/// process's next admission.
+/// no store read on the answer's path. A request admitted at the same time in another process is
+/// not counted until this process's next admission.
 enum RateLimitFields {
     static let policy = HTTPField.Name("RateLimit-Policy")!
     static let rateLimit = HTTPField.Name("RateLimit")!
     /// The name of the throttle's policy.
     static let throttlePolicy = "throttle"
 
-    /// The two fields for an answer to `endpoint`, or nil when this process has read none of its
-    /// limits yet.
-    /// - Parameters:
-    ///   - gate: The gate whose services hold the readings.
-    ///   - endpoint: The endpoint answered.
-    ///   - now: The current time, for the seconds to the reset.
-    /// - Returns: `RateLimit-Policy` and `RateLimit`.
     /// A window's length for the policy's `w`: a Pacific day is 86,400 s, as YouTube's quota page
     /// counts it, whatever its 23 or 25 hours.
     static func windowSeconds(_ window: QuotaWindow, at now: Date) -> Int64 {
@@ -47,6 +40,13 @@ enum RateLimitFields {
         }
     }
 
+    /// The two fields for an answer to `endpoint`, or nil when this process has read none of its
+    /// limits yet.
+    /// - Parameters:
+    ///   - gate: The gate whose services hold the readings.
+    ///   - endpoint: The endpoint answered.
+    ///   - now: The current time, for the seconds to the reset.
+    /// - Returns: `RateLimit-Policy` and `RateLimit`.
     static func fields(gate: Gate, endpoint: String, now: Date) -> (policy: String, limit: String)? {
         var policies: [ItemOrInnerList] = []
         var limits: [ItemOrInnerList] = []
