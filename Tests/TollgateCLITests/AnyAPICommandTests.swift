@@ -14,7 +14,7 @@ struct AnyAPICommandTests {
         defer { Task { await github.stop() } }
         let directory = try TemporaryDirectory()
         let database = directory.path("github.sqlite")
-        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", github.baseURL.absoluteString, "--db", database, "--api", "github-rest"])
+        let (proxy, base) = try Self.proxy(for: github, database: database)
         #expect(try await offPool { try CurlResponse.fetch("\(base)/repos/apple/swift") }.status == 200)
         github.consume(resource: "core", requests: 100)
         // The client's no-cache makes the gate revalidate what it holds: GitHub's 304, uncounted.
@@ -40,7 +40,7 @@ struct AnyAPICommandTests {
         defer { Task { await github.stop() } }
         let directory = try TemporaryDirectory()
         let database = directory.path("github.sqlite")
-        let (first, base) = try BackgroundCommand.proxy(["--upstream", github.baseURL.absoluteString, "--db", database, "--api", "github-rest"])
+        let (first, base) = try Self.proxy(for: github, database: database)
 
         let repository = try await offPool { try CurlResponse.fetch("\(base)/repos/apple/swift") }
         #expect(repository.status == 200)
@@ -76,8 +76,7 @@ struct AnyAPICommandTests {
         let sentBefore = github.receivedRequests.count
 
         // A second proxy on the same file is in the same window, paced the same way.
-        let (second, secondBase) = try BackgroundCommand.proxy(["--upstream", github.baseURL.absoluteString, "--db", database,
-                                                   "--api", "github-rest"])
+        let (second, secondBase) = try Self.proxy(for: github, database: database)
         let alsoWaiting = try await offPool { try CurlResponse.fetch("\(secondBase)/users/torvalds") }
         #expect(alsoWaiting.status == 429)
         #expect(github.receivedRequests.count == sentBefore, "a paced request is not sent")
@@ -105,7 +104,7 @@ struct AnyAPICommandTests {
         defer { Task { await github.stop() } }
         let directory = try TemporaryDirectory()
         let database = directory.path("github.sqlite")
-        let (proxy, base) = try BackgroundCommand.proxy(["--upstream", github.baseURL.absoluteString, "--db", database, "--api", "github-rest"])
+        let (proxy, base) = try Self.proxy(for: github, database: database)
         #expect(try await offPool { try CurlResponse.fetch("\(base)/repos/apple/swift") }.status == 200)
         // Another client of the token spends the rest of the hour.
         github.consume(resource: "core", requests: 5_000)
@@ -229,6 +228,11 @@ struct AnyAPICommandTests {
         #expect(raised.stdout.contains("server: limit per hour 300 (admin); 4 used, 296 left in this window"), "\(raised.stdout)\(raised.stderr)")
     }
 
+
+    /// `tollgate proxy --api github-rest` in front of the fake GitHub, on `database`.
+    private static func proxy(for github: FakeGitHubAPI, database: String) throws -> (BackgroundCommand, String) {
+        try BackgroundCommand.proxy(["--upstream", github.baseURL.absoluteString, "--db", database, "--api", "github-rest"])
+    }
 
     private static func instant(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()
